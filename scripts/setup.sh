@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs cm-tune's build dependencies from Debian packages (idempotent) and builds it in build/.
+# Usage: scripts/setup.sh [extra cmake arguments]
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${CMTUNE_BUILD_DIR:-$root/build}"
+
+packages=(build-essential cmake pkg-config libspdlog-dev libfmt-dev libcli11-dev libsqlite3-dev
+          libtomlplusplus-dev libgtest-dev nlohmann-json3-dev libxxhash-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+cuda_root="${CUDA_HOME:-/usr/local/cuda}"
+if [ ! -x "$cuda_root/bin/nvcc" ]; then
+  echo "setup: error: the CUDA toolkit was not found at $cuda_root (set CUDA_HOME)" >&2
+  exit 1
+fi
+export PATH="$cuda_root/bin:$PATH"
+
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-Release}" \
+      -DCMAKE_CUDA_COMPILER="$cuda_root/bin/nvcc" "$@" >/dev/null
+cmake --build "$build" -j"$(nproc)"
+echo "setup: built $build/cm-tune"

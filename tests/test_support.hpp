@@ -1,0 +1,48 @@
+// Helpers shared by the CPU and GPU test suites.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace cmt::test {
+
+/// A fresh temporary folder, removed with everything in it on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return m_path; }
+  std::filesystem::path operator/(const std::string& name) const { return m_path / name; }
+
+ private:
+  std::filesystem::path m_path;
+};
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;   // stdout and stderr together
+};
+
+/// Runs a shell command line, capturing its output.
+CommandResult run_command(const std::string& command_line);
+/// The cm-tune binary built alongside the tests.
+std::string cmtune_binary();
+/// Writes text to a file, creating parent folders.
+void write_file(const std::filesystem::path& file, const std::string& text);
+std::string read_file(const std::filesystem::path& file);
+/// Copies the built-in templates folder into dest (for tests that edit a template).
+void copy_builtin_templates(const std::filesystem::path& dest);
+
+/// Empty when a CUDA device is usable; otherwise why not (driver missing, no device).
+std::string gpu_unavailable_reason();
+
+}  // namespace cmt::test
+
+/// Skips the current test, visibly and with the reason, when no GPU can be used.
+#define CMT_REQUIRE_GPU()                                                      \
+  do {                                                                         \
+    const std::string cmt_reason_ = ::cmt::test::gpu_unavailable_reason();     \
+    if (!cmt_reason_.empty()) GTEST_SKIP() << "needs a GPU: " << cmt_reason_;  \
+  } while (0)

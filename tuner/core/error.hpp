@@ -1,0 +1,37 @@
+// Error types shared by every part of cm-tune.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace cmt {
+
+/// Bad input from the user (flags, size strings, presets). Printed as one line, exit code 2.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A failure of the machinery underneath (CUDA, NVRTC, cuBLAS, SQLite, the file system).
+/// Carries the failing call, where it was made and the library's own message.
+class InfraError : public std::runtime_error {
+ public:
+  InfraError(std::string library, std::string call, std::string message, const char* file, int line);
+
+  const std::string& library() const { return m_library; }
+  const std::string& call() const { return m_call; }
+  const std::string& library_message() const { return m_message; }
+
+ private:
+  std::string m_library;
+  std::string m_call;
+  std::string m_message;
+};
+
+/// No usable GPU (no driver, no device, wrong index). Printed as one line, exit code 3.
+class NoDeviceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace cmt
