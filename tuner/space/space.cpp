@@ -1,0 +1,178 @@
+#include "space/space.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace cmt {
+
+namespace {
+
+// Guards against a preset whose grid would take minutes to walk (and gigabytes to hold).
+constexpr int64_t k_max_grid_points = int64_t{1} << 24;
+
+std::string template_names(const std::vector<TemplateDesc>& templates) {
+  std::string out;
+  for (const auto& t : templates) out += (out.empty() ? "" : ", ") + t.name;
+  return out.empty() ? "none" : out;
+}
+
+std::string preset_template_names(const Preset& preset) {
+  std::string out;
+  for (const auto& t : preset.templates) out += (out.empty() ? "" : ", ") + t.name;
+  return out;
+}
+
+/// The value list of each parameter, in declared order: the preset's override or the descriptor's.
+std::vector<std::vector<int64_t>> value_lists(const TemplateDesc& desc, const PresetTemplate& entry) {
+  std::vector<std::vector<int64_t>> lists;
+  for (const ParamDesc& param : desc.params) {
+    const auto it = entry.values.find(param.name);
+    lists.push_back(it != entry.values.end() ? it->second : param.values);
+  }
+  return lists;
+}
+
+/// Launch shapes and requirements feed straight into kernel launches; a nonsensical one is a descriptor bug.
+void check_shape(const TemplateDesc& desc, const ParamValues& values, const LaunchShape& shape, const Requirements& req) {
+  auto bad = [&](std::string_view key, int64_t got, std::string_view want) {
+    throw UsageError(fmt::format("template '{}' ({}): {} is {} at {}; it must be {} (add a constraint to exclude this point)",
+                                 desc.name, desc.descriptor_path.string(), key, got, params_to_string(values), want));
+  };
+  if (shape.threads < 1) bad("launch.threads", shape.threads, ">= 1");
+  if (shape.tile_m < 1) bad("launch.tile_m", shape.tile_m, ">= 1");
+  if (shape.tile_n < 1) bad("launch.tile_n", shape.tile_n, ">= 1");
+  if (shape.dynamic_smem < 0) bad("launch.dynamic_smem", shape.dynamic_smem, ">= 0");
+  if (req.align_bytes < 1 || (req.align_bytes & (req.align_bytes - 1)) != 0)
+    bad("requires.align_bytes", req.align_bytes, "a power of two");
+  if (req.ld_multiple < 1) bad("requires.ld_multiple", req.ld_multiple, ">= 1");
+}
+
+/// Walks one template's grid (last parameter fastest), appending valid candidates.
+TemplateSpaceStats enumerate_template(const TemplateDesc& desc, const PresetTemplate& entry, const Preset& preset,
+                                      std::vector<Candidate>& out) {
+  TemplateSpaceStats stats;
+  stats.template_name = desc.name;
+  for (const Constraint& c : desc.constraints) stats.pruned.push_back({c.reason, 0});
+
+  const std::vector<std::vector<int64_t>> lists = value_lists(desc, entry);
+  int64_t raw = 1;
+  for (const auto& list : lists) {
+    raw *= static_cast<int64_t>(list.size());
+    if (raw > k_max_grid_points)
+      throw UsageError(fmt::format("{}:{}: templates.{}: the grid has more than {} points; narrow the value lists",
+                                   preset.file.string(), entry.line, desc.name, k_max_grid_points));
+  }
+  stats.raw = raw;
+
+  std::vector<size_t> index(lists.size(), 0);
+  ParamValues values;
+  for (size_t p = 0; p < lists.size(); ++p) values.emplace_back(desc.params[p].name, lists[p][0]);
+
+  for (int64_t point = 0; point < raw; ++point) {
+    for (size_t p = 0; p < lists.size(); ++p) values[p].second = lists[p][index[p]];
+
+    bool valid = true;
+    for (size_t c = 0; c < desc.constraints.size() && valid; ++c) {
+      int64_t ok = 0;
+      try {
+        ok = desc.constraints[c].check.eval(values);
+      } catch (const UsageError& e) {
+        throw UsageError(fmt::format("template '{}' ({}): constraint '{}' at {}: {}", desc.name,
+                                     desc.descriptor_path.string(), desc.constraints[c].check.text(),
+                                     params_to_string(values), e.what()));
+      }
+      if (ok == 0) {
+        ++stats.pruned[c].count;
+        valid = false;
+      }
+    }
+    if (valid) {
+      Candidate cand;
+      cand.tmpl = &desc;
+      cand.values = values;
+      cand.shape = desc.launch_shape(values);
+      cand.requirements = desc.requirements(values);
+      check_shape(desc, values, cand.shape, cand.requirements);
+      out.push_back(std::move(cand));
+      ++stats.valid;
+    }
+
+    // Odometer step: the last parameter varies fastest.
+    for (size_t p = lists.size(); p-- > 0;) {
+      if (++index[p] < lists[p].size()) break;
+      index[p] = 0;
+    }
+  }
+  return stats;
+}
+
+}  // namespace
+
+std::string Candidate::id() const {
+  return fmt::format("{}[{}]", tmpl ? tmpl->name : std::string("?"), params_to_string(values));
+}
+
+const TemplateDesc* find_template(const std::vector<TemplateDesc>& templates, const std::string& name) {
+  for (const auto& t : templates)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+void validate_preset(const Preset& preset, const std::vector<TemplateDesc>& templates) {
+  const std::string file = preset.file.string();
+  // Check in file order, so the error reported is the first one in the file.
+  std::vector<const PresetTemplate*> entries;
+  for (const auto& entry : preset.templates) entries.push_back(&entry);
+  std::stable_sort(entries.begin(), entries.end(), [](const auto* a, const auto* b) { return a->line < b->line; });
+  for (const PresetTemplate* entry : entries) {
+    const TemplateDesc* desc = find_template(templates, entry->name);
+    if (!desc)
+      throw UsageError(fmt::format("{}:{}: templates.{}: unknown template '{}' (known: {})", file, entry->line, entry->name,
+                                   entry->name, template_names(templates)));
+    std::vector<std::pair<int, std::string>> unknown;   // (line, parameter)
+    for (const auto& [param, list] : entry->values) {
+      const bool known = std::any_of(desc->params.begin(), desc->params.end(), [&](const ParamDesc& p) { return p.name == param; });
+      const auto line = entry->value_lines.find(param);
+      if (!known) unknown.emplace_back(line != entry->value_lines.end() ? line->second : entry->line, param);
+    }
+    if (unknown.empty()) continue;
+    std::sort(unknown.begin(), unknown.end());
+    std::string names;
+    for (const auto& p : desc->params) names += (names.empty() ? "" : ", ") + p.name;
+    const auto& [line, param] = unknown.front();
+    throw UsageError(fmt::format("{}:{}: templates.{}.{}: unknown parameter '{}' of template '{}' (parameters: {})", file,
+                                 line, entry->name, param, param, entry->name, names));
+  }
+}
+
+SearchSpace enumerate_space(const std::vector<TemplateDesc>& templates, const Preset& preset,
+                            const std::optional<std::string>& only_template) {
+  validate_preset(preset, templates);
+  if (only_template) {
+    if (!find_template(templates, *only_template))
+      throw UsageError(fmt::format("--template: unknown template '{}' (known: {})", *only_template, template_names(templates)));
+    const bool in_preset = std::any_of(preset.templates.begin(), preset.templates.end(),
+                                       [&](const PresetTemplate& t) { return t.name == *only_template; });
+    if (!in_preset)
+      throw UsageError(fmt::format("--template: template '{}' is not in preset '{}' ({}; its templates: {})", *only_template,
+                                   preset.name, preset.file.string(), preset_template_names(preset)));
+  }
+
+  // Preset.templates is sorted by name already; sort a copy of the order anyway, since a caller may
+  // have built the preset by hand, and candidate order must not depend on that.
+  std::vector<const PresetTemplate*> order;
+  for (const auto& entry : preset.templates) order.push_back(&entry);
+  std::stable_sort(order.begin(), order.end(), [](const auto* a, const auto* b) { return a->name < b->name; });
+
+  SearchSpace space;
+  for (const PresetTemplate* entry : order) {
+    if (only_template && entry->name != *only_template) continue;
+    const TemplateDesc& desc = *find_template(templates, entry->name);
+    space.stats.push_back(enumerate_template(desc, *entry, preset, space.candidates));
+  }
+  return space;
+}
+
+}  // namespace cmt
