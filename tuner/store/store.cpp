@@ -1,0 +1,692 @@
+#include "store/store.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <fmt/format.h>
+#include <sqlite3.h>
+#include <stdexcept>
+
+#include "core/error.hpp"
+#include "core/hash.hpp"
+
+namespace fs = std::filesystem;
+
+namespace cmt {
+
+namespace {
+
+/// Now as ISO 8601 UTC with second resolution: "2025-01-31T12:34:56Z".
+std::string utc_now() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buffer;
+}
+
+/// Reads an integer PRAGMA (user_version, application_id, foreign_keys).
+int64_t pragma_int(Database& db, const char* name) {
+  Statement statement = db.prepare(fmt::format("PRAGMA {}", name));
+  return statement.step() ? statement.column_int(0) : 0;
+}
+
+/// Refuses files that are not cm-tune databases, and cm-tune databases newer than known_version.
+/// Only reads, so a refused file is left exactly as it was.
+void check_identity(Database& db, int known_version) {
+  const std::string file = db.file().string();
+  // A file that is not SQLite at all fails its first read with SQLITE_NOTADB: that is the
+  // user's mistake (a wrong --db), not an infrastructure failure.
+  const int rc = sqlite3_exec(db.handle(), "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr);
+  if ((rc & 0xff) == SQLITE_NOTADB)
+    throw UsageError(fmt::format("{} is not a cm-tune database (not an SQLite file)", file));
+
+  const int64_t application_id = pragma_int(db, "application_id");
+  const int64_t version = pragma_int(db, "user_version");
+  Statement objects = db.prepare("SELECT count(*) FROM sqlite_master");
+  objects.step();
+  // A brand-new (empty) file is ours to initialise; anything else must carry our application_id.
+  const bool fresh = application_id == 0 && version == 0 && objects.column_int(0) == 0;
+  if (application_id != k_application_id && !fresh)
+    throw UsageError(fmt::format("{} is not a cm-tune database", file));
+  if (version > known_version)
+    throw UsageError(fmt::format("database {} has schema version {}, newer than this cm-tune (knows up to {}); "
+                                 "upgrade cm-tune",
+                                 file, version, known_version));
+}
+
+/// Turns foreign key enforcement off for its lifetime and restores the previous setting.
+/// Migrations that rebuild a table (create new, copy, drop old, rename) need this; the pragma
+/// cannot change inside a transaction, hence around all of them. Each migration runs
+/// foreign_key_check before it commits instead.
+class ForeignKeysOff {
+ public:
+  explicit ForeignKeysOff(Database& db) : m_db(db), m_was_on(pragma_int(db, "foreign_keys") != 0) {
+    if (m_was_on) m_db.exec("PRAGMA foreign_keys = OFF");
+  }
+  ~ForeignKeysOff() {
+    if (m_was_on) sqlite3_exec(m_db.handle(), "PRAGMA foreign_keys = ON", nullptr, nullptr, nullptr);
+  }
+  ForeignKeysOff(const ForeignKeysOff&) = delete;
+  ForeignKeysOff& operator=(const ForeignKeysOff&) = delete;
+
+ private:
+  Database& m_db;
+  bool m_was_on;
+};
+
+/// A transaction for a multi-statement write, unless the caller already holds one (then the
+/// caller's transaction makes the statements atomic, and SQLite cannot nest BEGIN).
+class WriteScope {
+ public:
+  explicit WriteScope(Database& db) {
+    if (sqlite3_get_autocommit(db.handle())) m_transaction.emplace(db);
+  }
+  void commit() {
+    if (m_transaction) m_transaction->commit();
+  }
+
+ private:
+  std::optional<Transaction> m_transaction;
+};
+
+/// "?, ?, ?" with one placeholder per comma-separated column in columns.
+std::string placeholders(std::string_view columns) {
+  std::string out = "?";
+  for (const char c : columns)
+    if (c == ',') out += ", ?";
+  return out;
+}
+
+/// Binds consecutive parameters starting at 1, so binding order mirrors the column lists below.
+class Binder {
+ public:
+  explicit Binder(Statement& statement) : m_statement(statement) {}
+  template <typename T>
+  Binder& operator()(const T& value) {
+    m_statement.bind(m_index++, value);
+    return *this;
+  }
+  Binder& boolean(bool value) { return (*this)(static_cast<int64_t>(value ? 1 : 0)); }
+
+ private:
+  Statement& m_statement;
+  int m_index = 1;
+};
+
+/// Reads consecutive columns starting at `first`, mirroring Binder.
+class Reader {
+ public:
+  explicit Reader(const Statement& statement, int first = 0) : m_statement(statement), m_col(first) {}
+  int64_t integer() { return m_statement.column_int(m_col++); }
+  int small() { return static_cast<int>(m_statement.column_int(m_col++)); }
+  double real() { return m_statement.column_double(m_col++); }
+  std::string text() { return m_statement.column_text(m_col++); }
+  std::vector<char> blob() { return m_statement.column_blob(m_col++); }
+  std::optional<int64_t> opt_integer() { return m_statement.column_opt_int(m_col++); }
+  std::optional<int> opt_small() {
+    const auto value = m_statement.column_opt_int(m_col++);
+    return value ? std::optional<int>(static_cast<int>(*value)) : std::nullopt;
+  }
+  std::optional<double> opt_real() { return m_statement.column_opt_double(m_col++); }
+
+ private:
+  const Statement& m_statement;
+  int m_col;
+};
+
+// Column lists shared by INSERT and SELECT; the bind_* and read_* functions follow their order.
+
+constexpr std::string_view k_binary_columns =
+    "key, template_name, params, arch, nvrtc_version, options, source_hash, ok, log, cubin, lowered_name, "
+    "registers, spill_stores, spill_loads, compile_seconds";
+
+constexpr std::string_view k_device_columns =
+    "uuid, name, cc_major, cc_minor, sm_count, clock_khz, memory_clock_khz, memory_bus_bits, memory_bytes, "
+    "l2_bytes, driver_version, runtime_version, nvrtc_version, first_seen, last_seen";
+
+constexpr std::string_view k_run_columns =
+    "command_line, preset_path, preset_hash, device_id, started_at, ended_at, status";
+
+constexpr std::string_view k_trial_columns =
+    "trial_key, run_id, device_id, template_name, params, name_expression, binary_key, m, n, k, lda, ldb, ldc, "
+    "outcome, reason, log, max_abs_error, max_error_ratio, median_ms, min_ms, cv, samples, gflops, "
+    "ratio_to_cublas, retime_median_ms, registers, smem_bytes, threads, shape_threads, tile_m, tile_n, dynamic_smem, "
+    "align_bytes, ld_multiple, created_at";
+
+constexpr std::string_view k_baseline_columns =
+    "device_id, m, n, k, lda, ldb, ldc, median_ms, min_ms, cv, samples, gflops, run_id, created_at";
+
+constexpr std::string_view k_winner_columns =
+    "device_id, m, n, k, scope, trial_id, template_name, params, name_expression, median_ms, gflops, "
+    "ratio_to_cublas, align_bytes, ld_multiple, threads, tile_m, tile_n, dynamic_smem, binary_key";
+
+BinaryRecord read_binary(const Statement& s) {
+  Reader r(s);
+  BinaryRecord b;
+  b.key = r.text();
+  b.template_name = r.text();
+  b.params = r.text();
+  b.arch = r.text();
+  b.nvrtc_version = r.text();
+  b.options = r.text();
+  b.source_hash = r.text();
+  b.ok = r.integer() != 0;
+  b.log = r.text();
+  b.cubin = r.blob();
+  b.lowered_name = r.text();
+  b.registers = r.small();
+  b.spill_stores = r.small();
+  b.spill_loads = r.small();
+  b.compile_seconds = r.real();
+  return b;
+}
+
+/// Reads "id, <k_device_columns>".
+DeviceRecord read_device(const Statement& s) {
+  Reader r(s);
+  DeviceRecord d;
+  d.id = r.integer();
+  d.uuid = r.text();
+  d.name = r.text();
+  d.cc_major = r.small();
+  d.cc_minor = r.small();
+  d.sm_count = r.small();
+  d.clock_khz = r.small();
+  d.memory_clock_khz = r.small();
+  d.memory_bus_bits = r.small();
+  d.memory_bytes = r.integer();
+  d.l2_bytes = r.integer();
+  d.driver_version = r.small();
+  d.runtime_version = r.small();
+  d.nvrtc_version = r.text();
+  d.first_seen = r.text();
+  d.last_seen = r.text();
+  return d;
+}
+
+/// Reads "id, <k_run_columns>".
+RunRecord read_run(const Statement& s) {
+  Reader r(s);
+  RunRecord run;
+  run.id = r.integer();
+  run.command_line = r.text();
+  run.preset_path = r.text();
+  run.preset_hash = r.text();
+  run.device_id = r.opt_integer();
+  run.started_at = r.text();
+  run.ended_at = r.text();   // NULL while running reads as ""
+  run.status = r.text();
+  return run;
+}
+
+void bind_trial(Statement& s, const TrialRecord& t, const std::string& created_at) {
+  Binder b(s);
+  b(t.trial_key)(t.run_id)(t.device_id)(t.template_name)(t.params)(t.name_expression)(t.binary_key);
+  b(t.problem.m)(t.problem.n)(t.problem.k)(t.lda)(t.ldb)(t.ldc);
+  b(to_string(t.outcome))(t.reason)(t.log);
+  b(t.max_abs_error)(t.max_error_ratio)(t.median_ms)(t.min_ms)(t.cv)(t.samples)(t.gflops);
+  b(t.ratio_to_cublas)(t.retime_median_ms);
+  b(t.registers)(t.smem_bytes)(t.threads);
+  b(t.shape.threads)(t.shape.tile_m)(t.shape.tile_n)(t.shape.dynamic_smem);
+  b(t.requirements.align_bytes)(t.requirements.ld_multiple)(created_at);
+}
+
+/// Reads "id, <k_trial_columns>".
+TrialRecord read_trial(const Statement& s) {
+  Reader r(s);
+  TrialRecord t;
+  t.id = r.integer();
+  t.trial_key = r.text();
+  t.run_id = r.integer();
+  t.device_id = r.integer();
+  t.template_name = r.text();
+  t.params = r.text();
+  t.name_expression = r.text();
+  t.binary_key = r.text();
+  t.problem.m = r.integer();
+  t.problem.n = r.integer();
+  t.problem.k = r.integer();
+  t.lda = r.integer();
+  t.ldb = r.integer();
+  t.ldc = r.integer();
+  t.outcome = outcome_from_string(r.text());
+  t.reason = r.text();
+  t.log = r.text();
+  t.max_abs_error = r.opt_real();
+  t.max_error_ratio = r.opt_real();
+  t.median_ms = r.opt_real();
+  t.min_ms = r.opt_real();
+  t.cv = r.opt_real();
+  t.samples = r.opt_small();
+  t.gflops = r.opt_real();
+  t.ratio_to_cublas = r.opt_real();
+  t.retime_median_ms = r.opt_real();
+  t.registers = r.small();
+  t.smem_bytes = r.integer();
+  t.threads = r.integer();
+  t.shape.threads = r.integer();
+  t.shape.tile_m = r.integer();
+  t.shape.tile_n = r.integer();
+  t.shape.dynamic_smem = r.integer();
+  t.requirements.align_bytes = r.integer();
+  t.requirements.ld_multiple = r.integer();
+  t.created_at = r.text();
+  return t;
+}
+
+BaselineRecord read_baseline(const Statement& s) {
+  Reader r(s);
+  BaselineRecord b;
+  b.device_id = r.integer();
+  b.problem.m = r.integer();
+  b.problem.n = r.integer();
+  b.problem.k = r.integer();
+  b.lda = r.integer();
+  b.ldb = r.integer();
+  b.ldc = r.integer();
+  b.median_ms = r.real();
+  b.min_ms = r.real();
+  b.cv = r.real();
+  b.samples = r.small();
+  b.gflops = r.real();
+  b.run_id = r.integer();
+  b.created_at = r.text();
+  return b;
+}
+
+/// Reads <k_winner_columns> starting at column first.
+WinnerRecord read_winner(const Statement& s, int first = 0) {
+  Reader r(s, first);
+  WinnerRecord w;
+  w.device_id = r.integer();
+  w.problem.m = r.integer();
+  w.problem.n = r.integer();
+  w.problem.k = r.integer();
+  w.scope = r.text();
+  w.trial_id = r.integer();
+  w.template_name = r.text();
+  w.params = r.text();
+  w.name_expression = r.text();
+  w.median_ms = r.real();
+  w.gflops = r.real();
+  w.ratio_to_cublas = r.real();
+  w.requirements.align_bytes = r.integer();
+  w.requirements.ld_multiple = r.integer();
+  w.shape.threads = r.integer();
+  w.shape.tile_m = r.integer();
+  w.shape.tile_n = r.integer();
+  w.shape.dynamic_smem = r.integer();
+  w.binary_key = r.text();
+  return w;
+}
+
+/// Doubles enter the content hash as their shortest round-trip decimal spelling, which is exact
+/// and deterministic (Hasher::field(int64_t) would silently truncate them).
+void hash_real(Hasher& h, double value) { h.field(fmt::format("{}", value)); }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Migrations
+
+int latest_schema_version() {
+  const auto& migrations = builtin_migrations();
+  return migrations.empty() ? 0 : migrations.back().version;
+}
+
+void migrate(Database& db, const std::vector<Migration>& migrations) {
+  int previous = 0;
+  for (const Migration& m : migrations) {
+    if (m.version <= previous)
+      throw std::logic_error(fmt::format("migration {:04}_{} is out of order (after version {})", m.version, m.name,
+                                         previous));
+    previous = m.version;
+  }
+  const int known = migrations.empty() ? 0 : migrations.back().version;
+  check_identity(db, known);
+
+  ForeignKeysOff foreign_keys_off(db);
+  for (const Migration& m : migrations) {
+    if (m.version <= pragma_int(db, "user_version")) continue;
+    Transaction transaction(db);
+    // Another process may have applied it while we waited for the write lock.
+    if (m.version <= pragma_int(db, "user_version")) continue;
+    try {
+      db.exec(m.sql);
+    } catch (const InfraError& e) {
+      throw InfraError(e.library(), fmt::format("migration {:04}_{}: {}", m.version, m.name, e.call()),
+                       e.library_message(), __FILE__, __LINE__);
+    }
+    Statement violations = db.prepare("PRAGMA foreign_key_check");
+    if (violations.step())
+      throw InfraError("SQLite", fmt::format("migration {:04}_{}: PRAGMA foreign_key_check", m.version, m.name),
+                       fmt::format("foreign key violation in table {}", violations.column_text(0)), __FILE__,
+                       __LINE__);
+    // Pragmas that write the header are part of the transaction: version and data commit together.
+    db.exec(fmt::format("PRAGMA application_id = {}", k_application_id));
+    db.exec(fmt::format("PRAGMA user_version = {}", m.version));
+    transaction.commit();
+  }
+  // A newer cm-tune may have migrated past us concurrently.
+  check_identity(db, known);
+}
+
+fs::path default_database_path() {
+  const auto env = [](const char* name) -> std::string {
+    const char* value = std::getenv(name);
+    return value ? value : "";
+  };
+  if (const std::string db = env("CMTUNE_DB"); !db.empty()) return db;
+  // The XDG spec says to ignore a relative XDG_CACHE_HOME.
+  if (const std::string cache = env("XDG_CACHE_HOME"); !cache.empty() && fs::path(cache).is_absolute())
+    return fs::path(cache) / "cm-tune" / "cm-tune.db";
+  if (const std::string home = env("HOME"); !home.empty()) return fs::path(home) / ".cache" / "cm-tune" / "cm-tune.db";
+  throw UsageError("cannot choose a database file: set CMTUNE_DB (or HOME) or pass --db");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Store
+
+Store::Store(const fs::path& file) : m_db(file) {
+  // Check before anything writes: switching to WAL would already modify a foreign file.
+  check_identity(m_db, latest_schema_version());
+  m_db.exec("PRAGMA foreign_keys = ON");
+  // WAL lets export and report read while a tune writes; NORMAL sync is durable across process
+  // crashes in WAL mode and keeps one-commit-per-trial cheap.
+  m_db.exec("PRAGMA journal_mode = WAL");
+  m_db.exec("PRAGMA synchronous = NORMAL");
+  migrate(m_db, builtin_migrations());
+}
+
+int Store::schema_version() { return static_cast<int>(pragma_int(m_db, "user_version")); }
+
+std::optional<BinaryRecord> Store::find_binary(const std::string& key) {
+  Statement s = m_db.prepare(fmt::format("SELECT {} FROM binaries WHERE key = ?", k_binary_columns));
+  s.bind(1, key);
+  if (!s.step()) return std::nullopt;
+  return read_binary(s);
+}
+
+void Store::put_binary(const BinaryRecord& binary) {
+  Statement s = m_db.prepare(fmt::format("INSERT OR REPLACE INTO binaries ({}, created_at) VALUES ({}, ?)",
+                                         k_binary_columns, placeholders(k_binary_columns)));
+  Binder b(s);
+  b(binary.key)(binary.template_name)(binary.params)(binary.arch)(binary.nvrtc_version)(binary.options);
+  b(binary.source_hash).boolean(binary.ok)(binary.log)(binary.cubin)(binary.lowered_name);
+  b(binary.registers)(binary.spill_stores)(binary.spill_loads)(binary.compile_seconds)(utc_now());
+  s.run();
+}
+
+int64_t Store::count_binaries() {
+  Statement s = m_db.prepare("SELECT count(*) FROM binaries");
+  s.step();
+  return s.column_int(0);
+}
+
+void Store::put_source(const SourceRecord& source) {
+  WriteScope scope(m_db);
+  Statement insert = m_db.prepare(
+      "INSERT OR IGNORE INTO sources (hash, template_name, main_name, main_text) VALUES (?, ?, ?, ?)");
+  Binder{insert}(source.hash)(source.template_name)(source.main_name)(source.main_text);
+  insert.run();
+  // The hash names the content, so a stored bundle is already complete: keep it as it is.
+  if (m_db.changes() == 0) return;
+  Statement header =
+      m_db.prepare("INSERT INTO source_headers (source_hash, position, name, text) VALUES (?, ?, ?, ?)");
+  for (size_t i = 0; i < source.headers.size(); ++i) {
+    header.reset();
+    Binder{header}(source.hash)(static_cast<int64_t>(i))(source.headers[i].first)(source.headers[i].second);
+    header.run();
+  }
+  scope.commit();
+}
+
+std::optional<SourceRecord> Store::find_source(const std::string& hash) {
+  Statement s = m_db.prepare("SELECT hash, template_name, main_name, main_text FROM sources WHERE hash = ?");
+  s.bind(1, hash);
+  if (!s.step()) return std::nullopt;
+  Reader r(s);
+  SourceRecord source;
+  source.hash = r.text();
+  source.template_name = r.text();
+  source.main_name = r.text();
+  source.main_text = r.text();
+  Statement headers = m_db.prepare("SELECT name, text FROM source_headers WHERE source_hash = ? ORDER BY position");
+  headers.bind(1, hash);
+  while (headers.step()) source.headers.emplace_back(headers.column_text(0), headers.column_text(1));
+  return source;
+}
+
+int64_t Store::upsert_device(const DeviceRecord& device) {
+  WriteScope scope(m_db);
+  const std::string now = utc_now();
+  // first_seen is only written by the INSERT; an existing row keeps its own.
+  Statement upsert = m_db.prepare(fmt::format(
+      "INSERT INTO devices ({}) VALUES ({}) ON CONFLICT (uuid) DO UPDATE SET name = excluded.name, "
+      "cc_major = excluded.cc_major, cc_minor = excluded.cc_minor, sm_count = excluded.sm_count, "
+      "clock_khz = excluded.clock_khz, memory_clock_khz = excluded.memory_clock_khz, "
+      "memory_bus_bits = excluded.memory_bus_bits, memory_bytes = excluded.memory_bytes, "
+      "l2_bytes = excluded.l2_bytes, driver_version = excluded.driver_version, "
+      "runtime_version = excluded.runtime_version, nvrtc_version = excluded.nvrtc_version, "
+      "last_seen = excluded.last_seen",
+      k_device_columns, placeholders(k_device_columns)));
+  Binder b(upsert);
+  b(device.uuid)(device.name)(device.cc_major)(device.cc_minor)(device.sm_count)(device.clock_khz);
+  b(device.memory_clock_khz)(device.memory_bus_bits)(device.memory_bytes)(device.l2_bytes);
+  b(device.driver_version)(device.runtime_version)(device.nvrtc_version)(now)(now);
+  upsert.run();
+  // last_insert_rowid is not set by the UPDATE branch, so look the id up by uuid.
+  Statement id = m_db.prepare("SELECT id FROM devices WHERE uuid = ?");
+  id.bind(1, device.uuid);
+  if (!id.step())
+    throw InfraError("SQLite", "SELECT id FROM devices WHERE uuid = ?", "device vanished after upsert", __FILE__,
+                     __LINE__);
+  const int64_t device_id = id.column_int(0);
+  scope.commit();
+  return device_id;
+}
+
+std::vector<DeviceRecord> Store::devices() {
+  Statement s = m_db.prepare(fmt::format("SELECT id, {} FROM devices ORDER BY id", k_device_columns));
+  std::vector<DeviceRecord> out;
+  while (s.step()) out.push_back(read_device(s));
+  return out;
+}
+
+std::optional<DeviceRecord> Store::find_device(int64_t id) {
+  Statement s = m_db.prepare(fmt::format("SELECT id, {} FROM devices WHERE id = ?", k_device_columns));
+  s.bind(1, id);
+  if (!s.step()) return std::nullopt;
+  return read_device(s);
+}
+
+int64_t Store::begin_run(const RunRecord& run) {
+  Statement s = m_db.prepare(
+      fmt::format("INSERT INTO runs ({}) VALUES ({})", k_run_columns, placeholders(k_run_columns)));
+  Binder b(s);
+  b(run.command_line)(run.preset_path)(run.preset_hash)(run.device_id)(utc_now());
+  s.bind_null(6);   // ended_at: still running
+  s.bind(7, "running");
+  s.run();
+  return m_db.last_insert_rowid();
+}
+
+void Store::end_run(int64_t run_id, const std::string& status) {
+  Statement s = m_db.prepare("UPDATE runs SET ended_at = ?, status = ? WHERE id = ?");
+  Binder{s}(utc_now())(status)(run_id);
+  s.run();
+  if (m_db.changes() == 0)
+    throw InfraError("SQLite", "UPDATE runs SET ended_at", fmt::format("no run with id {}", run_id), __FILE__,
+                     __LINE__);
+}
+
+std::optional<RunRecord> Store::find_run(int64_t run_id) {
+  Statement s = m_db.prepare(fmt::format("SELECT id, {} FROM runs WHERE id = ?", k_run_columns));
+  s.bind(1, run_id);
+  if (!s.step()) return std::nullopt;
+  return read_run(s);
+}
+
+std::optional<TrialRecord> Store::find_trial(const std::string& trial_key) {
+  Statement s = m_db.prepare(fmt::format("SELECT id, {} FROM trials WHERE trial_key = ?", k_trial_columns));
+  s.bind(1, trial_key);
+  if (!s.step()) return std::nullopt;
+  return read_trial(s);
+}
+
+int64_t Store::insert_trial(const TrialRecord& trial) {
+  // Delete-then-insert rather than INSERT OR REPLACE: an explicit DELETE reliably fires the
+  // ON DELETE CASCADE that removes winners derived from the old measurement.
+  WriteScope scope(m_db);
+  Statement remove = m_db.prepare("DELETE FROM trials WHERE trial_key = ?");
+  remove.bind(1, trial.trial_key);
+  remove.run();
+  Statement insert = m_db.prepare(
+      fmt::format("INSERT INTO trials ({}) VALUES ({})", k_trial_columns, placeholders(k_trial_columns)));
+  bind_trial(insert, trial, trial.created_at.empty() ? utc_now() : trial.created_at);
+  insert.run();
+  const int64_t id = m_db.last_insert_rowid();
+  scope.commit();
+  return id;
+}
+
+void Store::set_retime(int64_t trial_id, double retime_median_ms, double ratio_to_cublas) {
+  Statement s = m_db.prepare("UPDATE trials SET retime_median_ms = ?, ratio_to_cublas = ? WHERE id = ?");
+  Binder{s}(retime_median_ms)(ratio_to_cublas)(trial_id);
+  s.run();
+  if (m_db.changes() == 0)
+    throw InfraError("SQLite", "UPDATE trials SET retime_median_ms", fmt::format("no trial with id {}", trial_id),
+                     __FILE__, __LINE__);
+}
+
+std::vector<TrialRecord> Store::trials(int64_t device_id, const std::optional<Problem>& problem) {
+  std::string sql = fmt::format("SELECT id, {} FROM trials WHERE device_id = ?", k_trial_columns);
+  if (problem) sql += " AND m = ? AND n = ? AND k = ?";
+  sql += " ORDER BY id";
+  Statement s = m_db.prepare(sql);
+  Binder b(s);
+  b(device_id);
+  if (problem) b(problem->m)(problem->n)(problem->k);
+  std::vector<TrialRecord> out;
+  while (s.step()) out.push_back(read_trial(s));
+  return out;
+}
+
+std::vector<Problem> Store::tuned_problems(int64_t device_id) {
+  Statement s = m_db.prepare("SELECT DISTINCT m, n, k FROM trials WHERE device_id = ? ORDER BY m, n, k");
+  s.bind(1, device_id);
+  std::vector<Problem> out;
+  while (s.step()) out.push_back(Problem{s.column_int(0), s.column_int(1), s.column_int(2)});
+  return out;
+}
+
+void Store::put_baseline(const BaselineRecord& baseline) {
+  // REPLACE is safe here: nothing references a baseline row.
+  Statement s = m_db.prepare(fmt::format("INSERT OR REPLACE INTO baselines ({}) VALUES ({})", k_baseline_columns,
+                                         placeholders(k_baseline_columns)));
+  Binder b(s);
+  b(baseline.device_id)(baseline.problem.m)(baseline.problem.n)(baseline.problem.k);
+  b(baseline.lda)(baseline.ldb)(baseline.ldc)(baseline.median_ms)(baseline.min_ms)(baseline.cv);
+  b(baseline.samples)(baseline.gflops)(baseline.run_id);
+  b(baseline.created_at.empty() ? utc_now() : baseline.created_at);
+  s.run();
+}
+
+std::optional<BaselineRecord> Store::find_baseline(int64_t device_id, const Problem& problem) {
+  Statement s = m_db.prepare(fmt::format(
+      "SELECT {} FROM baselines WHERE device_id = ? AND m = ? AND n = ? AND k = ?", k_baseline_columns));
+  Binder{s}(device_id)(problem.m)(problem.n)(problem.k);
+  if (!s.step()) return std::nullopt;
+  return read_baseline(s);
+}
+
+void Store::put_winner(const WinnerRecord& winner) {
+  // REPLACE is safe here: nothing references a winner row.
+  Statement s = m_db.prepare(fmt::format("INSERT OR REPLACE INTO winners ({}) VALUES ({})", k_winner_columns,
+                                         placeholders(k_winner_columns)));
+  Binder b(s);
+  b(winner.device_id)(winner.problem.m)(winner.problem.n)(winner.problem.k)(winner.scope)(winner.trial_id);
+  b(winner.template_name)(winner.params)(winner.name_expression)(winner.median_ms)(winner.gflops);
+  b(winner.ratio_to_cublas)(winner.requirements.align_bytes)(winner.requirements.ld_multiple);
+  b(winner.shape.threads)(winner.shape.tile_m)(winner.shape.tile_n)(winner.shape.dynamic_smem)(winner.binary_key);
+  s.run();
+}
+
+void Store::clear_winners(int64_t device_id, const Problem& problem) {
+  Statement s = m_db.prepare("DELETE FROM winners WHERE device_id = ? AND m = ? AND n = ? AND k = ?");
+  Binder{s}(device_id)(problem.m)(problem.n)(problem.k);
+  s.run();
+}
+
+std::vector<WinnerRecord> Store::winners(const std::optional<int64_t>& device_id,
+                                         const std::optional<Problem>& problem) {
+  std::string sql = fmt::format("SELECT {} FROM winners WHERE 1", k_winner_columns);
+  if (device_id) sql += " AND device_id = ?";
+  if (problem) sql += " AND m = ? AND n = ? AND k = ?";
+  sql += " ORDER BY device_id, m, n, k, scope";
+  Statement s = m_db.prepare(sql);
+  Binder b(s);
+  if (device_id) b(*device_id);
+  if (problem) b(problem->m)(problem->n)(problem->k);
+  std::vector<WinnerRecord> out;
+  while (s.step()) out.push_back(read_winner(s));
+  return out;
+}
+
+std::string Store::content_hash() {
+  // Rows are identified by content (device uuid, problem, scope), never by row ids or
+  // timestamps, so two databases holding the same results hash the same. Each section starts
+  // with a tag; every field is length-delimited by Hasher, so boundaries are unambiguous.
+  Hasher h;
+  h.field("cm-tune content v1");
+
+  h.field("devices");
+  Statement devices = m_db.prepare(fmt::format("SELECT id, {} FROM devices ORDER BY uuid", k_device_columns));
+  while (devices.step()) {
+    const DeviceRecord d = read_device(devices);
+    h.field("device").field(d.uuid).field(d.name).field(int64_t{d.cc_major}).field(int64_t{d.cc_minor});
+    h.field(int64_t{d.sm_count}).field(int64_t{d.clock_khz}).field(int64_t{d.memory_clock_khz});
+    h.field(int64_t{d.memory_bus_bits}).field(d.memory_bytes).field(d.l2_bytes);
+    h.field(int64_t{d.driver_version}).field(int64_t{d.runtime_version}).field(d.nvrtc_version);
+  }
+
+  h.field("winners");
+  // Winner columns qualified with "w." (devices has columns of the same names).
+  std::string winner_columns = "w.";
+  for (const char c : k_winner_columns) winner_columns += c == ' ' ? std::string(" w.") : std::string(1, c);
+  Statement winners = m_db.prepare(fmt::format(
+      "SELECT d.uuid, {} FROM winners w JOIN devices d ON d.id = w.device_id ORDER BY d.uuid, w.m, w.n, w.k, w.scope",
+      winner_columns));
+  while (winners.step()) {
+    const std::string uuid = winners.column_text(0);
+    const WinnerRecord w = read_winner(winners, 1);
+    h.field("winner").field(uuid).field(w.problem.m).field(w.problem.n).field(w.problem.k).field(w.scope);
+    h.field(w.template_name).field(w.params).field(w.name_expression);
+    hash_real(h, w.median_ms);
+    hash_real(h, w.gflops);
+    hash_real(h, w.ratio_to_cublas);
+    h.field(w.requirements.align_bytes).field(w.requirements.ld_multiple);
+    h.field(w.shape.threads).field(w.shape.tile_m).field(w.shape.tile_n).field(w.shape.dynamic_smem);
+    h.field(w.binary_key);
+  }
+
+  h.field("baselines");
+  Statement baselines = m_db.prepare(
+      "SELECT d.uuid, b.m, b.n, b.k, b.lda, b.ldb, b.ldc, b.median_ms, b.min_ms, b.cv, b.samples, b.gflops "
+      "FROM baselines b JOIN devices d ON d.id = b.device_id ORDER BY d.uuid, b.m, b.n, b.k");
+  while (baselines.step()) {
+    Reader r(baselines);
+    h.field("baseline").field(r.text());
+    for (int i = 0; i < 6; ++i) h.field(r.integer());   // m, n, k, lda, ldb, ldc
+    hash_real(h, r.real());                             // median_ms
+    hash_real(h, r.real());                             // min_ms
+    hash_real(h, r.real());                             // cv
+    h.field(r.integer());                               // samples
+    hash_real(h, r.real());                             // gflops
+  }
+  return h.hex();
+}
+
+}  // namespace cmt

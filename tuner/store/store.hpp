@@ -1,0 +1,87 @@
+// The cm-tune database: schema migrations and typed access to every table.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "store/records.hpp"
+#include "store/sqlite.hpp"
+
+namespace cmt {
+
+/// One migration script, db/migrations/NNNN_name.sql, embedded at build time.
+struct Migration {
+  int version;
+  std::string name;
+  std::string sql;
+};
+
+/// PRAGMA application_id of every cm-tune database: 'CMTU'.
+constexpr int32_t k_application_id = 0x434D5455;
+
+/// All migrations compiled into this binary, ascending by version.
+const std::vector<Migration>& builtin_migrations();
+/// Highest schema version this binary knows.
+int latest_schema_version();
+/// Applies missing migrations in order, each in a transaction, setting PRAGMA user_version.
+/// Throws UsageError when the database is newer than this binary or is not a cm-tune database.
+void migrate(Database& db, const std::vector<Migration>& migrations);
+
+/// The default database path: $CMTUNE_DB, else ${XDG_CACHE_HOME:-$HOME/.cache}/cm-tune/cm-tune.db.
+std::filesystem::path default_database_path();
+
+class Store {
+ public:
+  /// Opens or creates the file, enables WAL and foreign keys, and migrates to the latest schema.
+  explicit Store(const std::filesystem::path& file);
+
+  Database& db() { return m_db; }
+  int schema_version();
+
+  // Compile cache.
+  std::optional<BinaryRecord> find_binary(const std::string& key);
+  void put_binary(const BinaryRecord& binary);          // insert or replace
+  int64_t count_binaries();
+  /// Template sources by bundle hash; put_source ignores a hash already stored.
+  void put_source(const SourceRecord& source);
+  std::optional<SourceRecord> find_source(const std::string& hash);
+
+  // Devices: insert by uuid or update the other columns; returns the id.
+  int64_t upsert_device(const DeviceRecord& device);
+  std::vector<DeviceRecord> devices();
+  std::optional<DeviceRecord> find_device(int64_t id);
+
+  // Runs.
+  int64_t begin_run(const RunRecord& run);              // started_at set now, status "running"
+  void end_run(int64_t run_id, const std::string& status);
+  std::optional<RunRecord> find_run(int64_t run_id);
+
+  // Trials. insert_trial replaces an existing row with the same trial_key.
+  std::optional<TrialRecord> find_trial(const std::string& trial_key);
+  int64_t insert_trial(const TrialRecord& trial);
+  void set_retime(int64_t trial_id, double retime_median_ms, double ratio_to_cublas);
+  /// Trials of a device, optionally of one problem, ordered by id.
+  std::vector<TrialRecord> trials(int64_t device_id, const std::optional<Problem>& problem = std::nullopt);
+  std::vector<Problem> tuned_problems(int64_t device_id);
+
+  // Baselines (one per device x problem; replaced).
+  void put_baseline(const BaselineRecord& baseline);
+  std::optional<BaselineRecord> find_baseline(int64_t device_id, const Problem& problem);
+
+  // Winners (one per device x problem x scope; replaced).
+  void put_winner(const WinnerRecord& winner);
+  void clear_winners(int64_t device_id, const Problem& problem);
+  std::vector<WinnerRecord> winners(const std::optional<int64_t>& device_id = std::nullopt,
+                                    const std::optional<Problem>& problem = std::nullopt);
+
+  /// Hash of the content that export reads (devices, winners, baselines), for provenance.
+  std::string content_hash();
+
+ private:
+  Database m_db;
+};
+
+}  // namespace cmt
