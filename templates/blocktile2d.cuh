@@ -1,0 +1,72 @@
+// 2D blocktiling: a block computes a BM x BN tile of C with (BM/TM)*(BN/TN) threads; each thread
+// computes a TM x TN sub-grid. Per k it loads TM values of A and TN values of B into registers and
+// does TM*TN FMAs (an outer product), so shared-memory traffic per FMA is 1/TN + 1/TM.
+//
+// A thread's rows are ROW_THREADS apart and its columns COL_THREADS apart (strided, not a
+// contiguous TM x TN patch): neighbouring threads then read neighbouring B words (no bank
+// conflicts with scalar loads) and write neighbouring C columns (coalesced stores).
+#pragma once
+#include "cmt_common.cuh"
+
+template <int BM, int BN, int BK, int TM, int TN>
+__global__ void __launch_bounds__((BM / TM) * (BN / TN))
+cmt_sgemm_blocktile2d(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
+                      const float* __restrict__ B, int ldb, float beta, float* __restrict__ C,
+                      int ldc) {
+  static_assert(BM % TM == 0 && BN % TN == 0, "BM and BN must be multiples of TM and TN");
+  constexpr int ROW_THREADS = BM / TM;
+  constexpr int COL_THREADS = BN / TN;
+  constexpr int THREADS = ROW_THREADS * COL_THREADS;
+  static_assert(THREADS <= 1024, "threads (BM/TM)*(BN/TN) must be <= 1024");
+  // One pad word per A row: the rows a warp reads at the same k then fall in different banks.
+  constexpr int A_LD = BK + 1;
+  __shared__ float As[BM * A_LD];  // As[m][k]
+  __shared__ float Bs[BK * BN];    // Bs[k][n]
+
+  const int tid = threadIdx.x;
+  const int thread_row = tid / COL_THREADS;
+  const int thread_col = tid % COL_THREADS;
+  const int m0 = blockIdx.y * BM;
+  const int n0 = blockIdx.x * BN;
+  const int rows_left = M - m0;
+  const int cols_left = N - n0;
+  const float* a_tile = A + cmt_offset(m0, 0, lda);
+  const float* b_tile = B + n0;
+
+  float acc[TM][TN];
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+
+  for (int k0 = 0; k0 < K; k0 += BK) {
+    cmt_load_tile<BM, BK, THREADS, A_LD>(As, a_tile + k0, lda, rows_left, K - k0, tid);
+    cmt_load_tile<BK, BN, THREADS, BN>(Bs, b_tile + cmt_offset(k0, 0, ldb), ldb, K - k0, cols_left,
+                                       tid);
+    __syncthreads();
+    // Zero-filled rows/columns past the edges make the full BK loop safe on partial tiles.
+#pragma unroll
+    for (int k = 0; k < BK; ++k) {
+      float a[TM], b[TN];
+#pragma unroll
+      for (int i = 0; i < TM; ++i) a[i] = As[(thread_row + i * ROW_THREADS) * A_LD + k];
+#pragma unroll
+      for (int j = 0; j < TN; ++j) b[j] = Bs[k * BN + thread_col + j * COL_THREADS];
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    }
+    __syncthreads();  // the next tile overwrites As/Bs
+  }
+
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    const int r = thread_row + i * ROW_THREADS;
+#pragma unroll
+    for (int j = 0; j < TN; ++j) {
+      const int c = thread_col + j * COL_THREADS;
+      if (r < rows_left && c < cols_left) cmt_store_c(C, ldc, m0 + r, n0 + c, acc[i][j], alpha, beta);
+    }
+  }
+}
