@@ -1,0 +1,87 @@
+// Every template, in every quick.toml configuration, against cuBLAS FP32 on ragged sizes.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <random>
+
+#include "cuda/cublas_ref.hpp"
+#include "cuda/device.hpp"
+#include "cuda/kernel_module.hpp"
+#include "space/space.hpp"
+#include "test_support.hpp"
+#include "tune/compile_service.hpp"
+#include "tune/measurer.hpp"
+#include "tune/validator.hpp"
+#include "tune/workspace.hpp"
+
+namespace cmt {
+namespace {
+
+std::vector<std::string> quick_template_names() {
+  try {
+    std::vector<std::string> names;
+    for (const auto& t : load_preset(resolve_preset("quick")).templates) names.push_back(t.name);
+    return names;
+  } catch (const std::exception&) {
+    return {"quick_preset_failed_to_load"};
+  }
+}
+
+const std::vector<Problem> k_ragged_sizes = {{1, 1, 1}, {17, 33, 65}, {127, 255, 129}, {1023, 1025, 1027}, {512, 512, 512}};
+
+class RaggedCorrectness : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RaggedCorrectness, EveryQuickCandidateMatchesCublas) {
+  CMT_REQUIRE_GPU();
+  const auto templates = load_templates({default_templates_dir()});
+  const Preset preset = load_preset(resolve_preset("quick"));
+  const SearchSpace space = enumerate_space(templates, preset, GetParam());
+  ASSERT_FALSE(space.candidates.empty());
+
+  const DeviceInfo device = select_device(0);
+  test::TempDir dir;
+  Store store(dir / "cache.db");
+  CompileService compiler(store, device.arch(), 0);
+  compiler.start(space.candidates);
+
+  Stream stream;
+  CublasHandle cublas(stream.get());
+  Validator validator(stream.get());
+  const uint64_t seed = std::random_device{}();
+  std::printf("input seed %llu\n", static_cast<unsigned long long>(seed));
+  // Tight leading dimensions, and dimensions padded to 4 so the vectorised paths run too.
+  std::vector<std::unique_ptr<ProblemWorkspace>> workspaces;
+  for (const Problem& p : k_ragged_sizes)
+    for (int64_t align : {1, 4})
+      workspaces.push_back(std::make_unique<ProblemWorkspace>(p, seed + workspaces.size(), stream.get(), cublas, align));
+
+  int validated = 0;
+  while (auto c = compiler.next()) {
+    const Candidate& cand = *c->candidate;
+    ASSERT_TRUE(c->binary.ok) << cand.id() << " failed to compile:\n" << c->binary.log;
+    LoadedKernel kernel(c->binary.cubin, c->binary.lowered_name);
+    if (cand.shape.dynamic_smem > 48 * 1024) {
+      ASSERT_EQ(kernel.set_dynamic_smem(static_cast<int>(cand.shape.dynamic_smem)), cudaSuccess) << cand.id();
+    }
+    ASSERT_GE(kernel.max_active_blocks(static_cast<int>(cand.shape.threads), static_cast<int>(cand.shape.dynamic_smem)), 1)
+        << cand.id() << " cannot launch on this device";
+    for (const auto& ws : workspaces) {
+      if (unmet_requirements(cand.requirements, ws->timing())) continue;
+      const ValidationResult r = validator.validate(
+          [&](const GemmArgs& args) { return kernel.launch(cand.shape, args, stream.get()); }, *ws);
+      EXPECT_TRUE(r.passed) << cand.id() << " on " << ws->problem().to_string() << " (lda " << ws->validation().lda
+                            << "): " << r.reason;
+      ASSERT_FALSE(is_sticky_error(r.status)) << "CUDA context lost: " << r.reason;
+      ++validated;
+    }
+  }
+  EXPECT_GT(validated, 0);
+  std::printf("%s: %zu candidates, %d validations\n", GetParam().c_str(), space.candidates.size(), validated);
+}
+
+INSTANTIATE_TEST_SUITE_P(QuickPreset, RaggedCorrectness, ::testing::ValuesIn(quick_template_names()),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace cmt

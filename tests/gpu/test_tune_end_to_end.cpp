@@ -1,0 +1,74 @@
+// cm-tune tune end to end on the GPU: quick preset plus a deliberately broken template.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "space/preset.hpp"
+#include "space/template_desc.hpp"
+#include "store/store.hpp"
+#include "test_support.hpp"
+
+namespace cmt {
+namespace {
+
+nlohmann::json run_json(const std::string& command) {
+  const auto r = test::run_command(command);
+  EXPECT_EQ(r.exit_code, 0) << command << "\n" << r.output;
+  const auto brace = r.output.find("\n{");
+  const std::string json = r.output.substr(r.output.front() == '{' ? 0 : brace + 1);
+  return nlohmann::json::parse(json);
+}
+
+TEST(TuneEndToEnd, QuickPresetFindsWinnersCatchesBrokenTemplateAndResumes) {
+  CMT_REQUIRE_GPU();
+  test::TempDir dir;
+  // quick.toml plus the broken fixture template.
+  const std::string preset = test::read_file(default_configs_dir() / "quick.toml") + "\n[templates.broken_edge]\n";
+  test::write_file(dir / "quick_broken.toml", preset);
+  const std::string db = (dir / "tune.db").string();
+  const std::string command = test::cmtune_binary() + " --quiet --db " + db + " --templates " +
+                              default_templates_dir().string() + " --templates " + CMTUNE_TEST_FIXTURES +
+                              "/templates tune --device 0 --sizes 128,257x129x300 --config " +
+                              (dir / "quick_broken.toml").string() + " --json --seed 11";
+
+  const nlohmann::json first = run_json(command);
+  ASSERT_EQ(first["problems"].size(), 2u);
+  EXPECT_GT(first["trials_measured"].get<int64_t>(), 0);
+  for (const auto& p : first["problems"]) {
+    ASSERT_FALSE(p["winner"].is_null()) << p.dump();
+    if (p["problem"] == "257x129x300") EXPECT_NE(p["winner"]["template"], "broken_edge") << p.dump();
+  }
+
+  Store store(db);
+  const auto devices = store.devices();
+  ASSERT_EQ(devices.size(), 1u);
+  const int64_t device_id = devices[0].id;
+  int broken_wrong = 0;
+  for (const Problem& p : {Problem{128, 128, 128}, Problem{257, 129, 300}}) {
+    const auto trials = store.trials(device_id, p);
+    ASSERT_FALSE(trials.empty());
+    for (const auto& t : trials) {
+      if (t.outcome == Outcome::ok) {
+        ASSERT_TRUE(t.max_error_ratio.has_value()) << t.template_name << " " << t.params;
+        EXPECT_LT(*t.max_error_ratio, 1.0) << t.template_name << " " << t.params;
+        EXPECT_TRUE(t.median_ms.has_value());
+      }
+      if (t.template_name == "broken_edge" && p == Problem{257, 129, 300}) {
+        EXPECT_EQ(t.outcome, Outcome::wrong) << t.params << ": " << t.reason;
+        broken_wrong += t.outcome == Outcome::wrong;
+      }
+    }
+    for (const auto& w : store.winners(device_id, p)) {
+      const bool broken_and_wrong = w.template_name == "broken_edge" && p == Problem{257, 129, 300};
+      EXPECT_FALSE(broken_and_wrong) << "broken_edge won scope " << w.scope;
+    }
+  }
+  EXPECT_GT(broken_wrong, 0);
+
+  const nlohmann::json second = run_json(command);
+  EXPECT_EQ(second["trials_measured"].get<int64_t>(), 0) << "a rerun measured again";
+  EXPECT_EQ(second["trials_reused"].get<int64_t>(), first["trials_measured"].get<int64_t>() + first["trials_reused"].get<int64_t>());
+}
+
+}  // namespace
+}  // namespace cmt

@@ -1,0 +1,58 @@
+// The cm-tune command line: global options and one registration function per subcommand.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "space/preset.hpp"
+#include "space/template_desc.hpp"
+#include "store/store.hpp"
+
+namespace cmt::cli {
+
+struct GlobalOptions {
+  bool verbose = false;
+  bool quiet = false;
+  std::string log_file;
+  std::string db;                               // --db; empty: default_database_path()
+  std::vector<std::string> template_dirs;       // --templates; empty: built-in folder
+  std::string command_line;                     // argv joined, recorded with each run
+};
+
+/// What a subcommand does once parsed; returns the exit code.
+using Action = std::function<int()>;
+
+/// Each adds its subcommand to app and sets `action` when the subcommand is chosen.
+void add_devices_command(CLI::App& app, GlobalOptions& global, Action& action);
+void add_list_command(CLI::App& app, GlobalOptions& global, Action& action);
+void add_compile_command(CLI::App& app, GlobalOptions& global, Action& action);
+void add_tune_command(CLI::App& app, GlobalOptions& global, Action& action);
+void add_query_command(CLI::App& app, GlobalOptions& global, Action& action);
+void add_bench_command(CLI::App& app, GlobalOptions& global, Action& action);
+
+/// Adds --db FILE to a subcommand (the global one may be given before or after it).
+void add_db_option(CLI::App& sub, GlobalOptions& global);
+
+/// The database chosen by --db, $CMTUNE_DB or the default location.
+std::filesystem::path database_path(const GlobalOptions& global);
+/// Every template from --templates folders (or the built-in folder).
+std::vector<TemplateDesc> load_all_templates(const GlobalOptions& global);
+/// --arch if given (checked against NVRTC), else the arch of the device; NoDeviceError when neither.
+std::string resolve_arch(const std::string& requested, int device);
+/// The database's device for --device SPEC: a CUDA index (matched by UUID when a GPU is present),
+/// else a position in the database's device list, a UUID, or a unique part of a name. A device never
+/// tuned is a UsageError listing the tuned devices.
+DeviceRecord resolve_db_device(Store& store, const std::string& spec);
+/// "[0] NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, GPU-...)" lines for the database's devices.
+std::string describe_db_devices(Store& store);
+/// Prints JSON to stdout, pretty.
+void print_json(const nlohmann::json& j);
+
+/// Parses and runs; maps errors to one line on stderr and an exit code.
+int run(int argc, char** argv);
+
+}  // namespace cmt::cli

@@ -1,0 +1,218 @@
+// cm-tune bench: the database winner, the exported header's dispatch and cuBLAS, interleaved.
+#include <cmath>
+#include <cstdlib>
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <fstream>
+#include <random>
+#include <spdlog/spdlog.h>
+
+#include "cli/app.hpp"
+#include "core/error.hpp"
+#include "cuda/check.hpp"
+#include "cuda/cublas_ref.hpp"
+#include "cuda/device.hpp"
+#include "cuda/kernel_module.hpp"
+#include "export/dispatch.hpp"
+#include "tune/sizes.hpp"
+#include "tune/stats.hpp"
+#include "tune/timer.hpp"
+#include "tune/validator.hpp"
+#include "tune/workspace.hpp"
+
+namespace cmt::cli {
+
+namespace {
+
+struct BenchOptions {
+  int device = 0;
+  std::string sizes;
+  std::string header;
+  std::string name_space = "cmtune";
+  int rounds = 100;
+  bool json = false;
+};
+
+using HeaderSgemm = cudaError_t (*)(int, int, int, float, const float*, int, const float*, int, float, float*, int,
+                                    cudaStream_t);
+
+/// Builds the exported header into a shared library with nvcc and loads its sgemm entry point.
+class HeaderLibrary {
+ public:
+  HeaderLibrary(const std::string& header, const std::string& name_space, const std::string& arch) {
+    const auto header_path = std::filesystem::absolute(header);
+    if (!std::filesystem::exists(header_path)) throw UsageError(fmt::format("--header {} does not exist", header));
+    m_dir = std::filesystem::temp_directory_path() / fmt::format("cm-tune-bench-{}", std::random_device{}());
+    std::filesystem::create_directories(m_dir);
+    {
+      std::ofstream src(m_dir / "harness.cu");
+      src << fmt::format("#include \"{}\"\n", header_path.string())
+          << "extern \"C\" cudaError_t cmt_bench_sgemm(int m, int n, int k, float alpha, const float* a, int lda,\n"
+          << "    const float* b, int ldb, float beta, float* c, int ldc, cudaStream_t s) {\n"
+          << fmt::format("  return {}::sgemm(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, s);\n}}\n", name_space);
+    }
+    const char* cuda_home = std::getenv("CUDA_HOME");
+    const std::string nvcc = fmt::format("{}/bin/nvcc", cuda_home ? cuda_home : "/usr/local/cuda");
+    const std::string cmd = fmt::format("{} -std=c++17 -O3 -arch={} -Xcompiler -fPIC -shared -o {} {} > {} 2>&1", nvcc, arch,
+                                        (m_dir / "harness.so").string(), (m_dir / "harness.cu").string(),
+                                        (m_dir / "nvcc.log").string());
+    spdlog::info("building the header with nvcc for {}", arch);
+    if (std::system(cmd.c_str()) != 0) {
+      std::ifstream log(m_dir / "nvcc.log");
+      std::string text((std::istreambuf_iterator<char>(log)), {});
+      throw UsageError(fmt::format("the header {} does not compile with nvcc: {}", header, text.substr(0, 2000)));
+    }
+    m_handle = dlopen((m_dir / "harness.so").c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!m_handle) throw UsageError(fmt::format("cannot load the compiled header: {}", dlerror()));
+    m_sgemm = reinterpret_cast<HeaderSgemm>(dlsym(m_handle, "cmt_bench_sgemm"));
+    if (!m_sgemm) throw UsageError("the compiled header has no cmt_bench_sgemm");
+  }
+  ~HeaderLibrary() {
+    std::error_code ec;
+    std::filesystem::remove_all(m_dir, ec);  // the library stays mapped until exit
+  }
+  HeaderSgemm sgemm() const { return m_sgemm; }
+
+ private:
+  std::filesystem::path m_dir;
+  void* m_handle = nullptr;
+  HeaderSgemm m_sgemm = nullptr;
+};
+
+struct BenchRow {
+  Problem problem;
+  std::string winner;            // template[params] that dispatch picks from the database
+  std::string dispatch_note;
+  double winner_tflops = 0, header_tflops = 0, cublas_tflops = 0;
+  bool winner_valid = false, header_valid = false;
+};
+
+double geomean(const std::vector<double>& v) {
+  if (v.empty()) return 0;
+  double s = 0;
+  for (double x : v) s += std::log(x);
+  return std::exp(s / static_cast<double>(v.size()));
+}
+
+int run_bench(const GlobalOptions& global, const BenchOptions& o) {
+  const auto problems = parse_sizes(o.sizes);
+  if (o.rounds < 5) throw UsageError("--rounds must be at least 5");
+  Store store(database_path(global));
+  const DeviceInfo device = select_device(o.device);
+  const DeviceRecord db_device = resolve_db_device(store, std::to_string(o.device));
+  const auto entries = dispatch_entries(store, db_device.id);
+  if (entries.empty()) throw UsageError(fmt::format("no winners stored for {}; run cm-tune tune first", device.name));
+  std::unique_ptr<HeaderLibrary> header;
+  if (!o.header.empty()) header = std::make_unique<HeaderLibrary>(o.header, o.name_space, device.arch());
+
+  Stream stream;
+  CublasHandle cublas(stream.get());
+  Validator validator(stream.get());
+  Timer timer(stream.get(), std::max<size_t>(2 * static_cast<size_t>(device.l2_bytes), 64u << 20));
+  TuneSettings settings;
+  std::vector<BenchRow> rows;
+  for (const Problem& p : problems) {
+    BenchRow row;
+    row.problem = p;
+    ProblemWorkspace ws(p, std::random_device{}(), stream.get(), cublas);
+    const DispatchChoice choice = choose_kernel(entries, tight_call(p));
+    row.dispatch_note = choice.why;
+    if (!choice.kernel) throw UsageError(fmt::format("{}: {}", p.to_string(), choice.why));
+    const WinnerRecord& w = *choice.kernel;
+    row.winner = fmt::format("{}[{}]", w.template_name, w.params);
+    const auto binary = store.find_binary(w.binary_key);
+    if (!binary || !binary->ok) throw UsageError(fmt::format("the binary of {} is missing from the database", row.winner));
+    LoadedKernel kernel(binary->cubin, binary->lowered_name);
+    if (w.shape.dynamic_smem > 48 * 1024) CMT_CUDA_CHECK(kernel.set_dynamic_smem(int(w.shape.dynamic_smem)));
+    const LaunchShape shape = w.shape;
+    const GemmLauncher winner = [&](const GemmArgs& a) { return kernel.launch(shape, a, stream.get()); };
+    const GemmLauncher cublas_launch = [&](const GemmArgs& a) {
+      return cublas.sgemm_status(a.m, a.n, a.k, a.alpha, a.a, a.lda, a.b, a.ldb, a.beta, a.c, a.ldc) == CUBLAS_STATUS_SUCCESS
+                 ? cudaSuccess
+                 : cudaErrorUnknown;
+    };
+    GemmLauncher header_launch;
+    if (header) {
+      const HeaderSgemm fn = header->sgemm();
+      header_launch = [fn, &stream](const GemmArgs& a) {
+        return fn(a.m, a.n, a.k, a.alpha, a.a, a.lda, a.b, a.ldb, a.beta, a.c, a.ldc, stream.get());
+      };
+    }
+    row.winner_valid = validator.validate(winner, ws).passed;
+    if (header) row.header_valid = validator.validate(header_launch, ws).passed;
+
+    const Layout& t = ws.timing();
+    const GemmArgs args{int(p.m), int(p.n), int(p.k), k_timing_alpha, ws.a_time(), int(t.lda), ws.b_time(), int(t.ldb),
+                        k_timing_beta, ws.c_time(), int(t.ldc)};
+    std::vector<Launcher> launches{[&] { return winner(args); }, [&] { return cublas_launch(args); }};
+    if (header) launches.push_back([&] { return header_launch(args); });
+    const auto results = timer.time_interleaved(launches, o.rounds, settings.warmup);
+    for (const auto& r : results)
+      if (r.status != cudaSuccess) throw InfraError("CUDA", "bench launch", cudaGetErrorString(r.status), __FILE__, __LINE__);
+    row.winner_tflops = gflops(p.flops(), results[0].stats.median) / 1e3;
+    row.cublas_tflops = gflops(p.flops(), results[1].stats.median) / 1e3;
+    if (header) row.header_tflops = gflops(p.flops(), results[2].stats.median) / 1e3;
+    rows.push_back(row);
+    spdlog::info("{}: winner {:.2f} TF/s, cuBLAS {:.2f} TF/s{}", p.to_string(), row.winner_tflops, row.cublas_tflops,
+                 header ? fmt::format(", header {:.2f} TF/s", row.header_tflops) : "");
+  }
+
+  std::vector<double> winner_ratios, header_ratios;
+  for (const auto& r : rows) {
+    winner_ratios.push_back(r.winner_tflops / r.cublas_tflops);
+    if (header) header_ratios.push_back(r.header_tflops / r.cublas_tflops);
+  }
+  if (o.json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& r : rows)
+      out.push_back({{"problem", r.problem.to_string()},
+                     {"winner", r.winner},
+                     {"dispatch", r.dispatch_note},
+                     {"winner_tflops", r.winner_tflops},
+                     {"winner_valid", r.winner_valid},
+                     {"cublas_tflops", r.cublas_tflops},
+                     {"winner_ratio", r.winner_tflops / r.cublas_tflops},
+                     {"header_tflops", header ? nlohmann::json(r.header_tflops) : nlohmann::json()},
+                     {"header_valid", header ? nlohmann::json(r.header_valid) : nlohmann::json()},
+                     {"header_ratio", header ? nlohmann::json(r.header_tflops / r.cublas_tflops) : nlohmann::json()}});
+    print_json({{"device", device.name},
+                {"driver", device.driver_version},
+                {"runtime", device.runtime_version},
+                {"rounds", o.rounds},
+                {"rows", out},
+                {"geomean_winner_ratio", geomean(winner_ratios)},
+                {"geomean_header_ratio", header ? nlohmann::json(geomean(header_ratios)) : nlohmann::json()}});
+  } else {
+    fmt::print("{} ({}), driver {}, runtime {}, median of {} interleaved rounds, L2 flushed\n", device.name, device.arch(),
+               device.driver_version, device.runtime_version, o.rounds);
+    fmt::print("{:<16} {:>9} {:>9} {:>9} {:>8} {:>8}  {}\n", "problem", "winner", "header", "cuBLAS", "w/cuBLAS",
+               "h/cuBLAS", "winner kernel");
+    for (const auto& r : rows)
+      fmt::print("{:<16} {:>9.2f} {:>9} {:>9.2f} {:>7.3f}x {:>8}  {}{}\n", r.problem.to_string(), r.winner_tflops,
+                 header ? fmt::format("{:.2f}", r.header_tflops) : "-", r.cublas_tflops, r.winner_tflops / r.cublas_tflops,
+                 header ? fmt::format("{:.3f}x", r.header_tflops / r.cublas_tflops) : "-", r.winner,
+                 r.winner_valid && (!header || r.header_valid) ? "" : "  (VALIDATION FAILED)");
+    fmt::print("{:<16} {:>9} {:>9} {:>9} {:>7.3f}x {:>8}\n", "geomean", "", "", "", geomean(winner_ratios),
+               header ? fmt::format("{:.3f}x", geomean(header_ratios)) : "-");
+  }
+  for (const auto& r : rows)
+    if (!r.winner_valid || (header && !r.header_valid)) return 1;
+  return 0;
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, GlobalOptions& global, Action& action) {
+  auto* sub = app.add_subcommand("bench", "Time the database winner, the exported header and cuBLAS, interleaved");
+  auto o = std::make_shared<BenchOptions>();
+  sub->add_option("--device,-d", o->device, "CUDA device index")->capture_default_str();
+  sub->add_option("--sizes,-s", o->sizes, "Sizes, as for tune")->required();
+  sub->add_option("--header", o->header, "Exported header to build (nvcc) and time through its dispatch");
+  sub->add_option("--namespace", o->name_space, "Namespace of the header's sgemm")->capture_default_str();
+  sub->add_option("--rounds", o->rounds, "Interleaved rounds (samples per implementation)")->capture_default_str();
+  sub->add_flag("--json", o->json, "Machine-readable output");
+  add_db_option(*sub, global);
+  sub->callback([&action, &global, o] { action = [&global, o] { return run_bench(global, *o); }; });
+}
+
+}  // namespace cmt::cli

@@ -1,0 +1,37 @@
+// cm-tune list [--config FILE] [--template NAME] [--json]: the search space of a preset.
+#include <fmt/format.h>
+
+#include "cli/app.hpp"
+#include "space/list_render.hpp"
+#include "space/space.hpp"
+
+namespace cmt::cli {
+
+void add_list_command(CLI::App& app, GlobalOptions& global, Action& action) {
+  auto* sub = app.add_subcommand("list", "Show the templates, parameters, constraints and counts of a preset");
+  struct Options {
+    std::string config = "default";
+    std::string only_template;
+    bool json = false;
+  };
+  auto opts = std::make_shared<Options>();
+  sub->add_option("--config", opts->config, "Preset name (quick, default, full) or TOML file")->capture_default_str();
+  sub->add_option("--template", opts->only_template, "Only this template");
+  sub->add_flag("--json", opts->json, "Machine-readable output");
+  sub->callback([&action, &global, opts] {
+    action = [&global, opts] {
+      const auto templates = load_all_templates(global);
+      const Preset preset = load_preset(resolve_preset(opts->config));
+      const std::optional<std::string> only =
+          opts->only_template.empty() ? std::nullopt : std::optional<std::string>(opts->only_template);
+      const SearchSpace space = enumerate_space(templates, preset, only);
+      if (opts->json)
+        print_json(render_space_json(templates, preset, space));
+      else
+        fmt::print("{}", render_space_text(templates, preset, space));
+      return 0;
+    };
+  });
+}
+
+}  // namespace cmt::cli

@@ -1,0 +1,155 @@
+// cm-tune tune: search, validate, time and store, for one device and a list of sizes.
+#include <fmt/format.h>
+#include <random>
+#include <spdlog/spdlog.h>
+
+#include "cli/app.hpp"
+#include "cli/progress.hpp"
+#include "core/error.hpp"
+#include "cuda/device.hpp"
+#include "space/space.hpp"
+#include "tune/sizes.hpp"
+#include "tune/tuner.hpp"
+
+namespace cmt::cli {
+
+namespace {
+
+struct TuneOptions {
+  int device = 0;
+  std::string sizes;
+  std::string config = "default";
+  std::string only_template;
+  int jobs = 0;
+  bool retune = false;
+  int64_t budget = 0;
+  double time_limit = 0;
+  uint64_t seed = 0;
+  bool json = false;
+};
+
+nlohmann::json winner_json(const WinnerRecord& w) {
+  return {{"template", w.template_name},   {"params", w.params},        {"median_ms", w.median_ms},
+          {"tflops", w.gflops / 1e3},        {"ratio_to_cublas", w.ratio_to_cublas},
+          {"requirements", w.requirements.to_string()}};
+}
+
+void print_summary(const TuneSummary& s, const DeviceInfo& device) {
+  fmt::print("\n{} ({}), {} candidates, {} trials measured, {} reused, {:.1f} s\n", device.name, device.arch(),
+             s.candidates, s.trials_measured, s.trials_reused, s.wall_seconds);
+  fmt::print("{:<16} {:<18} {:<44} {:>8} {:>8} {:>7}  {}\n", "problem", "best template", "parameters", "TF/s",
+             "cuBLAS", "ratio", "ok/wrong/failed/abandoned/skipped");
+  for (const auto& p : s.problems) {
+    const std::string counts = fmt::format("{}/{}/{}/{}/{}", p.ok, p.wrong, p.failed, p.abandoned, p.skipped);
+    const std::string cublas = p.baseline ? fmt::format("{:.2f}", p.baseline->gflops / 1e3) : "-";
+    if (p.winner)
+      fmt::print("{:<16} {:<18} {:<44} {:>8.2f} {:>8} {:>6.3f}x  {}\n", p.problem.to_string(), p.winner->template_name,
+                 p.winner->params, p.winner->gflops / 1e3, cublas, p.winner->ratio_to_cublas, counts);
+    else
+      fmt::print("{:<16} {:<18} {:<44} {:>8} {:>8} {:>7}  {}\n", p.problem.to_string(), "(none passed)", "", "-", cublas,
+                 "-", counts);
+  }
+}
+
+int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const std::string& command_line) {
+  const std::vector<Problem> problems = parse_sizes(opts.sizes);
+  const auto templates = load_all_templates(global);
+  const Preset preset = load_preset(resolve_preset(opts.config));
+  const SearchSpace space = enumerate_space(
+      templates, preset, opts.only_template.empty() ? std::nullopt : std::optional<std::string>(opts.only_template));
+  if (opts.budget < 0) throw UsageError("--budget must be positive");
+  if (opts.time_limit < 0) throw UsageError("--time-limit must be positive");
+
+  const DeviceInfo device = select_device(opts.device);
+  // Every problem's buffers stay resident for the whole run: check they fit before allocating.
+  const size_t flush = std::max<size_t>(2 * static_cast<size_t>(device.l2_bytes), 64u << 20);
+  const size_t needed = workspace_bytes(problems) + flush + (256u << 20);
+  if (needed > device.free_memory_bytes) {
+    const Problem* largest = &problems.front();
+    for (const auto& p : problems)
+      if (ProblemWorkspace::bytes_needed(p) > ProblemWorkspace::bytes_needed(*largest)) largest = &p;
+    throw UsageError(fmt::format(
+        "--sizes needs {:.1f} GiB of device memory ({} alone needs {:.1f} GiB); device {} ({}) has {:.1f} GiB free",
+        needed / 1073741824.0, largest->to_string(), ProblemWorkspace::bytes_needed(*largest) / 1073741824.0,
+        device.index, device.name, device.free_memory_bytes / 1073741824.0));
+  }
+
+  Store store(database_path(global));
+  TuneRequest req;
+  req.device = device;
+  req.problems = problems;
+  req.preset = preset;
+  req.candidates = space.candidates;
+  req.jobs = opts.jobs;
+  req.retune = opts.retune;
+  if (opts.budget > 0) req.budget = opts.budget;
+  if (opts.time_limit > 0) req.time_limit_s = opts.time_limit;
+  req.seed = opts.seed ? opts.seed : std::random_device{}();
+  req.command_line = command_line;
+
+  spdlog::info("tuning {} candidates of '{}' x {} problems on device {} ({}, {}), database {}", space.candidates.size(),
+               preset.name, problems.size(), device.index, device.name, device.arch(), database_path(global).string());
+  InProcessMeasurer measurer(device, preset.tune, req.seed);
+  Progress progress("tune", 0);
+  const TuneSummary summary = run_tune(store, measurer, req, [&](int64_t done, int64_t total, const std::string& st) {
+    progress.set_total(total);
+    progress.update(done, st);
+  });
+  progress.finish();
+  if (!summary.stop_reason.empty()) spdlog::warn("stopped early: {}", summary.stop_reason);
+
+  if (opts.json) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& p : summary.problems) {
+      nlohmann::json row = {{"problem", p.problem.to_string()},
+                            {"ok", p.ok},
+                            {"wrong", p.wrong},
+                            {"failed", p.failed},
+                            {"abandoned", p.abandoned},
+                            {"skipped", p.skipped}};
+      row["cublas_tflops"] = p.baseline ? nlohmann::json(p.baseline->gflops / 1e3) : nlohmann::json();
+      row["winner"] = p.winner ? winner_json(*p.winner) : nlohmann::json();
+      row["portable_winner"] = p.portable ? winner_json(*p.portable) : nlohmann::json();
+      rows.push_back(row);
+    }
+    print_json({{"device", {{"index", device.index}, {"name", device.name}, {"uuid", device.uuid}, {"arch", device.arch()}}},
+                {"preset", preset.name},
+                {"run_id", summary.run_id},
+                {"candidates", summary.candidates},
+                {"trials_measured", summary.trials_measured},
+                {"trials_reused", summary.trials_reused},
+                {"compile_cache_hits", summary.compile_cache_hits},
+                {"compiled", summary.compiled},
+                {"compile_failures", summary.compile_failures},
+                {"wall_seconds", summary.wall_seconds},
+                {"stopped_early", summary.stop_reason},
+                {"problems", rows}});
+  } else {
+    print_summary(summary, device);
+  }
+  return summary.stop_reason.empty() || opts.time_limit > 0 ? 0 : 1;
+}
+
+}  // namespace
+
+void add_tune_command(CLI::App& app, GlobalOptions& global, Action& action) {
+  auto* sub = app.add_subcommand("tune", "Search, validate, time and store the best kernels for each size");
+  auto opts = std::make_shared<TuneOptions>();
+  sub->add_option("--device,-d", opts->device, "CUDA device index")->capture_default_str();
+  sub->add_option("--sizes,-s", opts->sizes, "Sizes: 256..4096, 256..4096:256, 1000,1023, 4096x1024x512, or a mix")
+      ->required();
+  sub->add_option("--config", opts->config, "Preset name (quick, default, full) or TOML file")->capture_default_str();
+  sub->add_option("--template", opts->only_template, "Only this template");
+  sub->add_option("--jobs,-j", opts->jobs, "Compiler threads (default: all cores)");
+  sub->add_flag("--retune", opts->retune, "Measure again trials already in the database");
+  sub->add_option("--budget", opts->budget, "Sample this many candidates at random (seeded)");
+  sub->add_option("--time-limit", opts->time_limit, "Stop starting candidates after this many seconds");
+  sub->add_option("--seed", opts->seed, "Seed for sampling and input data (default: random)");
+  sub->add_flag("--json", opts->json, "Machine-readable summary on stdout");
+  add_db_option(*sub, global);
+  sub->callback([&action, &global, opts] {
+    action = [&global, opts] { return run_tune_command(global, *opts, global.command_line); };
+  });
+}
+
+}  // namespace cmt::cli

@@ -1,0 +1,55 @@
+#include "cuda/kernel_module.hpp"
+
+#include "cuda/check.hpp"
+
+namespace cmt {
+
+dim3 gemm_grid(const LaunchShape& shape, int m, int n) {
+  const auto blocks = [](int64_t extent, int64_t tile) { return static_cast<unsigned>((extent + tile - 1) / tile); };
+  return dim3(blocks(n, shape.tile_n), blocks(m, shape.tile_m), 1);
+}
+
+LoadedKernel::LoadedKernel(const std::vector<char>& cubin, const std::string& lowered_name) {
+  CMT_CUDA_CHECK(cudaLibraryLoadData(&m_library, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+  try {
+    CMT_CUDA_CHECK(cudaLibraryGetKernel(&m_kernel, m_library, lowered_name.c_str()));
+    cudaFuncAttributes attr{};
+    CMT_CUDA_CHECK(cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(m_kernel)));
+    m_attributes.registers = attr.numRegs;
+    m_attributes.static_smem = static_cast<int>(attr.sharedSizeBytes);
+    m_attributes.local_bytes = static_cast<int>(attr.localSizeBytes);
+    m_attributes.max_threads_per_block = attr.maxThreadsPerBlock;
+  } catch (...) {
+    cudaLibraryUnload(m_library);
+    throw;
+  }
+}
+
+LoadedKernel::~LoadedKernel() {
+  if (m_library) cudaLibraryUnload(m_library);
+}
+
+cudaError_t LoadedKernel::set_dynamic_smem(int bytes) {
+  return cudaFuncSetAttribute(reinterpret_cast<const void*>(m_kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              bytes);
+}
+
+int LoadedKernel::max_active_blocks(int threads, int dynamic_smem) const {
+  int blocks = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, reinterpret_cast<const void*>(m_kernel), threads,
+                                                    static_cast<size_t>(dynamic_smem)) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return blocks;
+}
+
+cudaError_t LoadedKernel::launch(const LaunchShape& shape, const GemmArgs& args, cudaStream_t stream) const {
+  GemmArgs a = args;
+  void* params[] = {&a.m, &a.n, &a.k, &a.alpha, &a.a, &a.lda, &a.b, &a.ldb, &a.beta, &a.c, &a.ldc};
+  const dim3 block(static_cast<unsigned>(shape.threads), 1, 1);
+  return cudaLaunchKernel(reinterpret_cast<const void*>(m_kernel), gemm_grid(shape, args.m, args.n), block, params,
+                          static_cast<size_t>(shape.dynamic_smem), stream);
+}
+
+}  // namespace cmt

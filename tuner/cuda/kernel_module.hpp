@@ -1,0 +1,58 @@
+// A compiled candidate loaded into the current context (cudaLibrary), ready to launch.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <string>
+#include <vector>
+
+#include "core/types.hpp"
+
+namespace cmt {
+
+/// Resource usage read from the loaded function.
+struct KernelAttributes {
+  int registers = 0;
+  int static_smem = 0;
+  int local_bytes = 0;
+  int max_threads_per_block = 0;
+};
+
+/// Arguments of every SGEMM template, in kernel-signature order.
+struct GemmArgs {
+  int m, n, k;
+  float alpha;
+  const float* a;
+  int lda;
+  const float* b;
+  int ldb;
+  float beta;
+  float* c;
+  int ldc;
+};
+
+class LoadedKernel {
+ public:
+  /// Loads the cubin and looks the lowered name up; throws InfraError on failure.
+  LoadedKernel(const std::vector<char>& cubin, const std::string& lowered_name);
+  ~LoadedKernel();
+  LoadedKernel(const LoadedKernel&) = delete;
+  LoadedKernel& operator=(const LoadedKernel&) = delete;
+
+  const KernelAttributes& attributes() const { return m_attributes; }
+  /// Raises the dynamic shared memory limit (needed above 48 KiB); returns the CUDA status.
+  cudaError_t set_dynamic_smem(int bytes);
+  /// Blocks of `threads` threads with `dynamic_smem` bytes that fit on one SM at once (0: cannot launch).
+  int max_active_blocks(int threads, int dynamic_smem) const;
+  /// Enqueues one launch with the template grid convention; returns the launch status.
+  cudaError_t launch(const LaunchShape& shape, const GemmArgs& args, cudaStream_t stream) const;
+
+ private:
+  cudaLibrary_t m_library = nullptr;
+  cudaKernel_t m_kernel = nullptr;
+  KernelAttributes m_attributes;
+};
+
+/// Grid of the template convention: (ceil(N/tile_n), ceil(M/tile_m), 1).
+dim3 gemm_grid(const LaunchShape& shape, int m, int n);
+
+}  // namespace cmt
