@@ -1,0 +1,112 @@
+// The warp-tiled register core shared by the warptile and multistage families, and cp.async
+// helpers. A block tile BM x BN is split into warp tiles WM x WN; a warp tile into WMITER x WNITER
+// sub-tiles; in each sub-tile the 32 lanes form a LANES_M x LANES_N grid and own TM x TN patches.
+// Shared memory holds A transposed (As[k][m]) and B as is (Bs[k][n]), so both fragments are read
+// with 16-byte loads: lanes sharing a row broadcast, lanes along n read consecutive 16-byte words.
+#pragma once
+
+#include "cmt_common.cuh"
+
+template <int BN_, int WM_, int WN_, int WNITER_, int TM_, int TN_>
+struct CmtWarpTile {
+  static constexpr int TM = TM_, TN = TN_, WM = WM_, WN = WN_, WNITER = WNITER_;
+  static constexpr int WARPS_N = BN_ / WN;
+  static constexpr int WSUBN = WN / WNITER;
+  static constexpr int LANES_N = WSUBN / TN;
+  static constexpr int LANES_M = 32 / LANES_N;
+  static constexpr int WSUBM = LANES_M * TM;
+  static constexpr int WMITER = WM / WSUBM;
+  static constexpr int ROWS = WMITER * TM;  // accumulator rows per thread
+  static constexpr int COLS = WNITER * TN;  // accumulator columns per thread
+
+  float acc[ROWS][COLS];
+  int m0, n0;  // this thread's first row and column inside the block tile
+
+  CMT_DEVICE explicit CmtWarpTile(int tile_tid) {
+    const int warp = tile_tid / 32, lane = tile_tid % 32;
+    m0 = (warp / WARPS_N) * WM + (lane / LANES_N) * TM;
+    n0 = (warp % WARPS_N) * WN + (lane % LANES_N) * TN;
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i)
+#pragma unroll
+      for (int j = 0; j < COLS; ++j) acc[i][j] = 0.0f;
+  }
+
+  // acc += As[k][my rows] x Bs[k][my columns]; as_k and bs_k point at row k of each tile.
+  CMT_DEVICE void step(const float* as_k, const float* bs_k) {
+    float a[ROWS], b[COLS];
+#pragma unroll
+    for (int w = 0; w < WMITER; ++w)
+#pragma unroll
+      for (int i = 0; i < TM; i += 4) {
+        const float4 v = *reinterpret_cast<const float4*>(as_k + m0 + w * WSUBM + i);
+        a[w * TM + i] = v.x, a[w * TM + i + 1] = v.y, a[w * TM + i + 2] = v.z, a[w * TM + i + 3] = v.w;
+      }
+#pragma unroll
+    for (int w = 0; w < WNITER; ++w)
+#pragma unroll
+      for (int j = 0; j < TN; j += 4) {
+        const float4 v = *reinterpret_cast<const float4*>(bs_k + n0 + w * WSUBN + j);
+        b[w * TN + j] = v.x, b[w * TN + j + 1] = v.y, b[w * TN + j + 2] = v.z, b[w * TN + j + 3] = v.w;
+      }
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i)
+#pragma unroll
+      for (int j = 0; j < COLS; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+  }
+
+  // Writes alpha*acc + beta*C for the block whose tile starts at (block_m, block_n). `interior`
+  // (the whole block tile inside C) skips the bounds checks; `vector_c` (16-byte aligned C and
+  // ldc % 4 == 0) then also uses 16-byte accesses.
+  CMT_DEVICE void store(float* C, int ldc, int M, int N, int block_m, int block_n, float alpha, float beta,
+                        bool interior, bool vector_c) const {
+#pragma unroll
+    for (int wm = 0; wm < WMITER; ++wm)
+#pragma unroll
+      for (int i = 0; i < TM; ++i) {
+        const int row = block_m + m0 + wm * WSUBM + i;
+#pragma unroll
+        for (int wn = 0; wn < WNITER; ++wn)
+#pragma unroll
+          for (int j = 0; j < TN; j += 4) {
+            const int col = block_n + n0 + wn * WSUBN + j;
+            const float* r = &acc[wm * TM + i][wn * TN + j];
+            if (interior && vector_c) {
+              float4* p = reinterpret_cast<float4*>(C + cmt_offset(row, col, ldc));
+              float4 out = make_float4(alpha * r[0], alpha * r[1], alpha * r[2], alpha * r[3]);
+              if (beta != 0.0f) {
+                const float4 old = *p;
+                out.x = fmaf(beta, old.x, out.x), out.y = fmaf(beta, old.y, out.y);
+                out.z = fmaf(beta, old.z, out.z), out.w = fmaf(beta, old.w, out.w);
+              }
+              *p = out;
+            } else {
+#pragma unroll
+              for (int jj = 0; jj < 4; ++jj)
+                if (interior || (row < M && col + jj < N)) cmt_store_c(C, ldc, row, col + jj, r[jj], alpha, beta);
+            }
+          }
+      }
+  }
+};
+
+// cp.async: asynchronous global -> shared copies (sm_80+). A source size below the copy size
+// zero-fills the rest, which is how out-of-range elements become zeros without a branch.
+CMT_DEVICE unsigned cmt_smem_address(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
+
+CMT_DEVICE void cmt_cp_async_4(float* dst, const float* src, bool inside) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(cmt_smem_address(dst)), "l"(src),
+               "r"(inside ? 4 : 0));
+}
+
+CMT_DEVICE void cmt_cp_async_16(float* dst, const float* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(cmt_smem_address(dst)), "l"(src),
+               "r"(src_bytes));
+}
+
+CMT_DEVICE void cmt_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+template <int PENDING>
+CMT_DEVICE void cmt_cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
+}

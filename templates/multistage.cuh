@@ -1,0 +1,114 @@
+// Multistage warp-tiled SGEMM: a STAGES-deep ring of shared-memory tiles filled with cp.async, so
+// global loads for later k tiles are in flight while the current one is multiplied. A is copied
+// element by element into a transposed, padded tile (no alignment needed); B is copied 16 bytes at
+// a time when VEC == 4 (aligned inputs) or 4 bytes otherwise. SPLITK > 1 slices each k tile across
+// SPLITK groups of warps in the block and sums their partial tiles through shared memory in a fixed
+// order, so results are deterministic.
+#pragma once
+
+#include "cmt_warp_tile.cuh"
+
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES, int VEC, int PAD, int SPLITK>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * SPLITK)
+    cmt_sgemm_multistage(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
+                         const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc) {
+  using Tile = CmtWarpTile<BN, WM, WN, WNITER, TM, TN>;
+  constexpr int TILE_THREADS = (BM / WM) * (BN / WN) * 32;
+  constexpr int THREADS = TILE_THREADS * SPLITK;
+  constexpr int AS_LD = BM + PAD;
+  constexpr int A_STAGE = BK * AS_LD, B_STAGE = BK * BN, STAGE = A_STAGE + B_STAGE;
+  constexpr int K_PER_SLICE = BK / SPLITK;
+  constexpr int A_ROWS_PER_PASS = THREADS / BK;  // consecutive threads walk along k: coalesced
+  constexpr int A_LOADS = BM / A_ROWS_PER_PASS;
+  constexpr int B_VECS_PER_ROW = BN / VEC;
+  constexpr int B_ROWS_PER_PASS = THREADS / B_VECS_PER_ROW;
+  constexpr int B_LOADS = BK / B_ROWS_PER_PASS;
+
+  extern __shared__ float4 cmt_dynamic_smem[];
+  float* smem = reinterpret_cast<float*>(cmt_dynamic_smem);
+
+  const int tid = threadIdx.x;
+  const int slice = tid / TILE_THREADS;
+  const int block_m = blockIdx.y * BM, block_n = blockIdx.x * BN;
+  const int k_tiles = (K + BK - 1) / BK;
+
+  // Copy coordinates are fixed across k tiles; only the k offset moves.
+  const int a_k = tid % BK, a_m = tid / BK;
+  const int b_n = (tid % B_VECS_PER_ROW) * VEC, b_k = tid / B_VECS_PER_ROW;
+  const int b_cols_left = N - (block_n + b_n);
+  const int b_bytes = b_cols_left >= VEC ? VEC * 4 : (b_cols_left > 0 ? b_cols_left * 4 : 0);
+
+  auto load_tile = [&](int stage, int kt) {
+    float* as = smem + stage * STAGE;
+    float* bs = as + A_STAGE;
+    const int k0 = kt * BK;
+    const bool a_k_inside = k0 + a_k < K;
+#pragma unroll
+    for (int i = 0; i < A_LOADS; ++i) {
+      const int m = a_m + i * A_ROWS_PER_PASS;
+      const bool inside = a_k_inside && block_m + m < M;
+      const float* src = inside ? A + cmt_offset(block_m + m, k0 + a_k, lda) : A;
+      cmt_cp_async_4(as + a_k * AS_LD + m, src, inside);
+    }
+#pragma unroll
+    for (int i = 0; i < B_LOADS; ++i) {
+      const int k = b_k + i * B_ROWS_PER_PASS;
+      const int bytes = k0 + k < K ? b_bytes : 0;
+      const float* src = bytes > 0 ? B + cmt_offset(k0 + k, block_n + b_n, ldb) : B;
+      if (VEC == 4)
+        cmt_cp_async_16(bs + k * BN + b_n, src, bytes);
+      else
+        cmt_cp_async_4(bs + k * BN + b_n, src, bytes > 0);
+    }
+  };
+
+  Tile tile(tid % TILE_THREADS);
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < k_tiles) load_tile(s, s);
+    cmt_cp_async_commit();
+  }
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    cmt_cp_async_wait<STAGES - 2>();
+    __syncthreads();  // tile kt is visible to all; everyone is done reading tile kt-1's stage
+    const int next = kt + STAGES - 1;
+    if (next < k_tiles) load_tile(next % STAGES, next);
+    cmt_cp_async_commit();
+    const float* as = smem + (kt % STAGES) * STAGE;
+    const float* bs = as + A_STAGE;
+#pragma unroll
+    for (int kk = 0; kk < K_PER_SLICE; ++kk) {
+      const int k = slice * K_PER_SLICE + kk;
+      tile.step(as + k * AS_LD, bs + k * BN);
+    }
+  }
+
+  if (SPLITK > 1) {
+    // Slices 1.. park their partial tiles in shared memory; slice 0 adds them in slice order.
+    constexpr int ACC = Tile::ROWS * Tile::COLS;
+    cmt_cp_async_wait<0>();
+    __syncthreads();
+    const int tile_tid = tid % TILE_THREADS;
+    if (slice > 0) {
+      float* dst = smem + (slice - 1) * ACC * TILE_THREADS;
+#pragma unroll
+      for (int i = 0; i < Tile::ROWS; ++i)
+#pragma unroll
+        for (int j = 0; j < Tile::COLS; ++j) dst[(i * Tile::COLS + j) * TILE_THREADS + tile_tid] = tile.acc[i][j];
+    }
+    __syncthreads();
+    if (slice == 0) {
+      for (int s = 1; s < SPLITK; ++s) {
+        const float* src = smem + (s - 1) * ACC * TILE_THREADS;
+#pragma unroll
+        for (int i = 0; i < Tile::ROWS; ++i)
+#pragma unroll
+          for (int j = 0; j < Tile::COLS; ++j) tile.acc[i][j] += src[(i * Tile::COLS + j) * TILE_THREADS + tile_tid];
+      }
+    }
+  }
+  if (slice == 0) {
+    const bool interior = block_m + BM <= M && block_n + BN <= N;
+    tile.store(C, ldc, M, N, block_m, block_n, alpha, beta, interior, VEC == 4);
+  }
+}
