@@ -18,8 +18,12 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * SPLITK)
   constexpr int AS_LD = BM + PAD;
   constexpr int A_STAGE = BK * AS_LD, B_STAGE = BK * BN, STAGE = A_STAGE + B_STAGE;
   constexpr int K_PER_SLICE = BK / SPLITK;
-  constexpr int A_ROWS_PER_PASS = THREADS / BK;  // consecutive threads walk along k: coalesced
-  constexpr int A_LOADS = BM / A_ROWS_PER_PASS;
+  // A is copied in chunks of 8 consecutive k (one 32-byte sector per row): 8 lanes walk along k,
+  // the next 8 take the next row. Stored transposed with rows padded to BM+PAD (PAD = 4), the 32
+  // lanes of a copy then hit 32 different banks.
+  constexpr int A_CHUNK = BK < 8 ? BK : 8;
+  constexpr int A_ROWS_PER_PASS = THREADS / A_CHUNK;
+  constexpr int A_LOADS = BM * BK / THREADS;
   constexpr int B_VECS_PER_ROW = BN / VEC;
   constexpr int B_ROWS_PER_PASS = THREADS / B_VECS_PER_ROW;
   constexpr int B_LOADS = BK / B_ROWS_PER_PASS;
@@ -33,7 +37,7 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * SPLITK)
   const int k_tiles = (K + BK - 1) / BK;
 
   // Copy coordinates are fixed across k tiles; only the k offset moves.
-  const int a_k = tid % BK, a_m = tid / BK;
+  const int a_kk = tid % A_CHUNK, a_row = tid / A_CHUNK;
   const int b_n = (tid % B_VECS_PER_ROW) * VEC, b_k = tid / B_VECS_PER_ROW;
   const int b_cols_left = N - (block_n + b_n);
   const int b_bytes = b_cols_left >= VEC ? VEC * 4 : (b_cols_left > 0 ? b_cols_left * 4 : 0);
@@ -42,13 +46,13 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * SPLITK)
     float* as = smem + stage * STAGE;
     float* bs = as + A_STAGE;
     const int k0 = kt * BK;
-    const bool a_k_inside = k0 + a_k < K;
 #pragma unroll
     for (int i = 0; i < A_LOADS; ++i) {
-      const int m = a_m + i * A_ROWS_PER_PASS;
-      const bool inside = a_k_inside && block_m + m < M;
-      const float* src = inside ? A + cmt_offset(block_m + m, k0 + a_k, lda) : A;
-      cmt_cp_async_4(as + a_k * AS_LD + m, src, inside);
+      const int r = a_row + i * A_ROWS_PER_PASS;  // (chunk, row) pairs, rows fastest
+      const int m = r % BM, k = (r / BM) * A_CHUNK + a_kk;
+      const bool inside = k0 + k < K && block_m + m < M;
+      const float* src = inside ? A + cmt_offset(block_m + m, k0 + k, lda) : A;
+      cmt_cp_async_4(as + k * AS_LD + m, src, inside);
     }
 #pragma unroll
     for (int i = 0; i < B_LOADS; ++i) {

@@ -1,73 +1,86 @@
 // Warp-tiled SGEMM with register-staged double buffering: while the block multiplies one pair of
-// shared-memory tiles, each thread already holds the next k tile in registers (16-byte loads) and
-// writes it to the other buffer afterwards, so one barrier per k tile suffices. Blocks whose tile
-// lies wholly inside A, B and C take unpredicated vector loads; edge blocks load element by element.
+// shared-memory tiles, each thread already holds the next k tile in registers and writes it to the
+// other buffer afterwards, so one barrier per k tile suffices. VEC == 4 loads 16 bytes at a time
+// (aligned inputs); VEC == 1 loads single floats and has no input requirements. Blocks whose tile
+// lies wholly inside A, B and C load without bounds checks; edge blocks predicate every element.
 #pragma once
 
 #include "cmt_warp_tile.cuh"
 
-template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int PAD>
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int PAD, int VEC>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
     cmt_sgemm_warptile(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                        const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc) {
   using Tile = CmtWarpTile<BN, WM, WN, WNITER, TM, TN>;
   constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
   constexpr int AS_LD = BM + PAD;
-  constexpr int A_VECS_PER_ROW = BK / 4;
+  constexpr int A_STAGE = BK * AS_LD, B_STAGE = BK * BN;
+  // A: VEC consecutive k per load; consecutive threads walk along k, so loads coalesce.
+  constexpr int A_VECS_PER_ROW = BK / VEC;
   constexpr int A_ROWS_PER_PASS = THREADS / A_VECS_PER_ROW;
   constexpr int A_LOADS = BM / A_ROWS_PER_PASS;
-  constexpr int B_VECS_PER_ROW = BN / 4;
+  constexpr int B_VECS_PER_ROW = BN / VEC;
   constexpr int B_ROWS_PER_PASS = THREADS / B_VECS_PER_ROW;
   constexpr int B_LOADS = BK / B_ROWS_PER_PASS;
 
-  __shared__ __align__(16) float as_buf[2][BK * AS_LD];
-  __shared__ __align__(16) float bs_buf[2][BK * BN];
+  // Two stages of (A transposed, B), in dynamic shared memory so BK = 32 tiles fit.
+  extern __shared__ float4 cmt_dynamic_smem[];
+  float* smem = reinterpret_cast<float*>(cmt_dynamic_smem);
 
   const int tid = threadIdx.x;
   const int block_m = blockIdx.y * BM, block_n = blockIdx.x * BN;
   const int k_tiles = (K + BK - 1) / BK;
   const bool mn_interior = block_m + BM <= M && block_n + BN <= N;
-  const int a_k = (tid % A_VECS_PER_ROW) * 4, a_m = tid / A_VECS_PER_ROW;
-  const int b_n = (tid % B_VECS_PER_ROW) * 4, b_k = tid / B_VECS_PER_ROW;
+  const int a_k = (tid % A_VECS_PER_ROW) * VEC, a_m = tid / A_VECS_PER_ROW;
+  const int b_n = (tid % B_VECS_PER_ROW) * VEC, b_k = tid / B_VECS_PER_ROW;
 
-  float4 a_reg[A_LOADS], b_reg[B_LOADS];
+  float a_reg[A_LOADS][VEC], b_reg[B_LOADS][VEC];
   auto load_global = [&](int kt) {
     const int k0 = kt * BK;
-    if (mn_interior && k0 + BK <= K) {
+    const bool fast = mn_interior && k0 + BK <= K;
 #pragma unroll
-      for (int i = 0; i < A_LOADS; ++i)
-        a_reg[i] = __ldg(reinterpret_cast<const float4*>(A + cmt_offset(block_m + a_m + i * A_ROWS_PER_PASS, k0 + a_k, lda)));
-#pragma unroll
-      for (int i = 0; i < B_LOADS; ++i)
-        b_reg[i] = __ldg(reinterpret_cast<const float4*>(B + cmt_offset(k0 + b_k + i * B_ROWS_PER_PASS, block_n + b_n, ldb)));
-    } else {
-#pragma unroll
-      for (int i = 0; i < A_LOADS; ++i) {
-        const int row = block_m + a_m + i * A_ROWS_PER_PASS, col = k0 + a_k;
-        const bool r = row < M;
+    for (int i = 0; i < A_LOADS; ++i) {
+      const int row = block_m + a_m + i * A_ROWS_PER_PASS, col = k0 + a_k;
+      if (VEC == 4 && fast) {
+        const float4 v = __ldg(reinterpret_cast<const float4*>(A + cmt_offset(row, col, lda)));
+        a_reg[i][0] = v.x, a_reg[i][VEC > 1 ? 1 : 0] = v.y, a_reg[i][VEC > 2 ? 2 : 0] = v.z, a_reg[i][VEC > 3 ? 3 : 0] = v.w;
+      } else {
+        const bool r = fast || row < M;
         const float* p = A + cmt_offset(r ? row : 0, 0, lda);
-        a_reg[i] = make_float4(cmt_load_or_zero(p + col, r && col < K), cmt_load_or_zero(p + col + 1, r && col + 1 < K),
-                               cmt_load_or_zero(p + col + 2, r && col + 2 < K), cmt_load_or_zero(p + col + 3, r && col + 3 < K));
-      }
 #pragma unroll
-      for (int i = 0; i < B_LOADS; ++i) {
-        const int row = k0 + b_k + i * B_ROWS_PER_PASS, col = block_n + b_n;
-        const bool r = row < K;
+        for (int v = 0; v < VEC; ++v) a_reg[i][v] = fast ? __ldg(p + col + v) : cmt_load_or_zero(p + col + v, r && col + v < K);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < B_LOADS; ++i) {
+      const int row = k0 + b_k + i * B_ROWS_PER_PASS, col = block_n + b_n;
+      if (VEC == 4 && fast) {
+        const float4 v = __ldg(reinterpret_cast<const float4*>(B + cmt_offset(row, col, ldb)));
+        b_reg[i][0] = v.x, b_reg[i][VEC > 1 ? 1 : 0] = v.y, b_reg[i][VEC > 2 ? 2 : 0] = v.z, b_reg[i][VEC > 3 ? 3 : 0] = v.w;
+      } else {
+        const bool r = fast || row < K;
         const float* p = B + cmt_offset(r ? row : 0, 0, ldb);
-        b_reg[i] = make_float4(cmt_load_or_zero(p + col, r && col < N), cmt_load_or_zero(p + col + 1, r && col + 1 < N),
-                               cmt_load_or_zero(p + col + 2, r && col + 2 < N), cmt_load_or_zero(p + col + 3, r && col + 3 < N));
+#pragma unroll
+        for (int v = 0; v < VEC; ++v) b_reg[i][v] = fast ? __ldg(p + col + v) : cmt_load_or_zero(p + col + v, r && col + v < N);
       }
     }
   };
   auto store_shared = [&](int buf) {
+    float* as = smem + buf * (A_STAGE + B_STAGE);
+    float* bs = as + A_STAGE;
 #pragma unroll
-    for (int i = 0; i < A_LOADS; ++i) {
-      float* dst = &as_buf[buf][a_k * AS_LD + a_m + i * A_ROWS_PER_PASS];
-      dst[0] = a_reg[i].x, dst[AS_LD] = a_reg[i].y, dst[2 * AS_LD] = a_reg[i].z, dst[3 * AS_LD] = a_reg[i].w;
+    for (int i = 0; i < A_LOADS; ++i)
+#pragma unroll
+      for (int v = 0; v < VEC; ++v) as[(a_k + v) * AS_LD + a_m + i * A_ROWS_PER_PASS] = a_reg[i][v];
+#pragma unroll
+    for (int i = 0; i < B_LOADS; ++i) {
+      float* dst = bs + (b_k + i * B_ROWS_PER_PASS) * BN + b_n;
+      if (VEC == 4)
+        *reinterpret_cast<float4*>(dst) = make_float4(b_reg[i][0], b_reg[i][VEC > 1 ? 1 : 0], b_reg[i][VEC > 2 ? 2 : 0],
+                                                      b_reg[i][VEC > 3 ? 3 : 0]);
+      else
+        dst[0] = b_reg[i][0];
     }
-#pragma unroll
-    for (int i = 0; i < B_LOADS; ++i)
-      *reinterpret_cast<float4*>(&bs_buf[buf][(b_k + i * B_ROWS_PER_PASS) * BN + b_n]) = b_reg[i];
   };
 
   Tile tile(tid);
@@ -79,10 +92,12 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
   for (int kt = 0; kt < k_tiles; ++kt) {
     const int cur = kt & 1;
     if (kt + 1 < k_tiles) load_global(kt + 1);  // in flight during the multiply below
+    const float* as = smem + cur * (A_STAGE + B_STAGE);
+    const float* bs = as + A_STAGE;
 #pragma unroll
-    for (int k = 0; k < BK; ++k) tile.step(&as_buf[cur][k * AS_LD], &bs_buf[cur][k * BN]);
+    for (int k = 0; k < BK; ++k) tile.step(as + k * AS_LD, bs + k * BN);
     if (kt + 1 < k_tiles) store_shared(cur ^ 1);
     __syncthreads();
   }
-  tile.store(C, ldc, M, N, block_m, block_n, alpha, beta, mn_interior, true);
+  tile.store(C, ldc, M, N, block_m, block_n, alpha, beta, mn_interior, VEC == 4);
 }

@@ -168,19 +168,32 @@ class PresetReader {
     std::vector<PresetTemplate> out;
     for (const auto& [key_ptr, value_ptr] : in_file_order(*table)) {
       const std::string key = fmt::format("templates.{}", key_ptr->str());
-      const toml::table* params = value_ptr->as_table();
-      if (!params) fail(line_of(*value_ptr), key, "must be a table of parameter value lists");
-      PresetTemplate entry;
-      entry.name = std::string(key_ptr->str());
-      entry.line = static_cast<int>(key_ptr->source().begin.line);
-      for (const auto& [param_key, values] : in_file_order(*params)) {
-        const std::string param(param_key->str());
-        entry.values[param] = value_list(*values, key + "." + param);
-        entry.value_lines[param] = static_cast<int>(param_key->source().begin.line);
+      // [templates.NAME] is one grid; [[templates.NAME]] repeated gives several grids whose union is searched.
+      std::vector<const toml::table*> grids;
+      if (const toml::array* array = value_ptr->as_array()) {
+        for (const toml::node& item : *array) {
+          if (!item.as_table()) fail(line_of(item), key, "must be a table of parameter value lists");
+          grids.push_back(item.as_table());
+        }
+        if (grids.empty()) fail(line_of(*value_ptr), key, "names no grid");
+      } else if (const toml::table* params = value_ptr->as_table()) {
+        grids.push_back(params);
+      } else {
+        fail(line_of(*value_ptr), key, "must be a table of parameter value lists");
       }
-      out.push_back(std::move(entry));
+      for (const toml::table* params : grids) {
+        PresetTemplate entry;
+        entry.name = std::string(key_ptr->str());
+        entry.line = grids.size() > 1 || value_ptr->as_array() ? line_of(*params) : static_cast<int>(key_ptr->source().begin.line);
+        for (const auto& [param_key, values] : in_file_order(*params)) {
+          const std::string param(param_key->str());
+          entry.values[param] = value_list(*values, key + "." + param);
+          entry.value_lines[param] = static_cast<int>(param_key->source().begin.line);
+        }
+        out.push_back(std::move(entry));
+      }
     }
-    std::sort(out.begin(), out.end(), [](const PresetTemplate& a, const PresetTemplate& b) { return a.name < b.name; });
+    std::stable_sort(out.begin(), out.end(), [](const PresetTemplate& a, const PresetTemplate& b) { return a.name < b.name; });
     return out;
   }
 

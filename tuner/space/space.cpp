@@ -1,6 +1,7 @@
 #include "space/space.hpp"
 
 #include <algorithm>
+#include <set>
 #include <fmt/format.h>
 
 #include "core/error.hpp"
@@ -167,10 +168,38 @@ SearchSpace enumerate_space(const std::vector<TemplateDesc>& templates, const Pr
   std::stable_sort(order.begin(), order.end(), [](const auto* a, const auto* b) { return a->name < b->name; });
 
   SearchSpace space;
-  for (const PresetTemplate* entry : order) {
-    if (only_template && entry->name != *only_template) continue;
-    const TemplateDesc& desc = *find_template(templates, entry->name);
-    space.stats.push_back(enumerate_template(desc, *entry, preset, space.candidates));
+  for (size_t i = 0; i < order.size();) {
+    // A template may have several grids ([[templates.NAME]]): search their union, once each.
+    size_t end = i;
+    while (end < order.size() && order[end]->name == order[i]->name) ++end;
+    if (only_template && order[i]->name != *only_template) {
+      i = end;
+      continue;
+    }
+    const TemplateDesc& desc = *find_template(templates, order[i]->name);
+    TemplateSpaceStats total;
+    std::set<std::string> seen;
+    int64_t duplicates = 0;
+    for (; i < end; ++i) {
+      std::vector<Candidate> grid;
+      const TemplateSpaceStats stats = enumerate_template(desc, *order[i], preset, grid);
+      if (total.template_name.empty()) {
+        total = stats;
+      } else {
+        total.raw += stats.raw;
+        for (size_t c = 0; c < stats.pruned.size(); ++c) total.pruned[c].count += stats.pruned[c].count;
+      }
+      for (auto& cand : grid) {
+        if (!seen.insert(params_to_string(cand.values)).second) {
+          ++duplicates;
+          continue;
+        }
+        space.candidates.push_back(std::move(cand));
+      }
+    }
+    total.valid = static_cast<int64_t>(seen.size());
+    if (duplicates > 0) total.pruned.push_back({"already in an earlier grid of this preset", duplicates});
+    space.stats.push_back(std::move(total));
   }
   return space;
 }

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# One batch of GPU work on the device machine, with the build/ made here (see shared/DEVICE.md).
+# Writes logs and results under $OUT (default: ./gpu-out). Phases: tests, tune, bench, consumer, profile.
+# Usage: scripts/gpu_session.sh [phase...]   (default: tests tune bench)
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+out="${OUT:-$root/gpu-out}"
+mkdir -p "$out"
+bin="$root/build/cm-tune"
+db="${CMTUNE_SESSION_DB:-/tmp/cm-tune-session.db}"
+sizes="${CMTUNE_SIZES:-256..4096}"
+bench_sizes="${CMTUNE_BENCH_SIZES:-256..4096,1000,1023,1025,2049}"
+phases=("$@")
+[ ${#phases[@]} -gt 0 ] || phases=(tests tune bench)
+export PATH=/usr/local/cuda/bin:$PATH
+
+log() { echo "=== $(date +%H:%M:%S) $*"; }
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv > "$out/gpu.csv" 2>&1
+"$bin" --version | tee "$out/version.txt"
+"$bin" devices | tee "$out/devices.txt"
+
+for phase in "${phases[@]}"; do
+  case "$phase" in
+    tests)
+      log "GPU tests"
+      (cd "$root/build" && ctest -L gpu --output-on-failure --timeout 600) > "$out/gpu-tests.log" 2>&1
+      echo "ctest rc=$?" | tee -a "$out/gpu-tests.log"
+      grep -E "tests passed|FAILED|Failure|Expected|Which is|on [0-9]+x" "$out/gpu-tests.log" | head -60
+      ;;
+    compile)
+      log "compile throughput, default preset, cold then warm"
+      rm -f /tmp/cm-tune-compile.db*
+      "$bin" --db /tmp/cm-tune-compile.db compile --config default --arch sm_90 2>&1 | tail -3 | tee "$out/compile.txt"
+      "$bin" --db /tmp/cm-tune-compile.db compile --config default --arch sm_90 2>&1 | tail -3 | tee -a "$out/compile.txt"
+      ;;
+    tune)
+      log "tune $sizes, cold"
+      rm -f "$db"*
+      SECONDS=0; "$bin" --db "$db" --log-file "$out/tune.log" tune --device 0 --sizes "$sizes" \
+        --config "${CMTUNE_CONFIG:-default}" ${CMTUNE_TUNE_ARGS:-} --json > "$out/tune-cold.json" 2> "$out/tune-cold.err"; echo "cold wall ${SECONDS}s" | tee "$out/tune-times.txt"
+      echo "rc=$?"; tail -3 "$out/tune-cold.err"
+      log "tune $sizes, warm"
+      SECONDS=0; "$bin" --db "$db" tune --device 0 --sizes "$sizes" --config "${CMTUNE_CONFIG:-default}" ${CMTUNE_TUNE_ARGS:-} \
+        > "$out/tune-warm.txt" 2>&1; echo "warm wall ${SECONDS}s" | tee -a "$out/tune-times.txt"
+      cat "$out/tune-warm.txt"
+      ;;
+    bench)
+      log "bench $bench_sizes"
+      header_args=()
+      if "$bin" --help | grep -q export; then
+        "$bin" --db "$db" export --out "$out/tuned_sgemm.cuh" && header_args=(--header "$out/tuned_sgemm.cuh")
+      fi
+      "$bin" --db "$db" bench --device 0 --sizes "$bench_sizes" "${header_args[@]}" --rounds "${CMTUNE_ROUNDS:-200}" \
+        2>&1 | tee "$out/bench.txt"
+      "$bin" --db "$db" --quiet bench --device 0 --sizes "$bench_sizes" "${header_args[@]}" --json --rounds 100 \
+        > "$out/bench.json" 2>&1
+      ;;
+    consumer)
+      log "consumer example"
+      "$bin" --db "$db" export --out "$out/tuned_sgemm.cuh"
+      cmake -S "$root/examples/consumer" -B /tmp/consumer-build -DCMTUNE_HEADER="$out/tuned_sgemm.cuh" > /dev/null &&
+        cmake --build /tmp/consumer-build -j 16 > "$out/consumer-build.log" 2>&1 &&
+        /tmp/consumer-build/consumer 2>&1 | tee "$out/consumer.txt"
+      ;;
+    profile)
+      log "ncu: 4096^3 winner against cuBLAS"
+      ncu --clock-control none --set full -k regex:'cmt_sgemm|sgemm|gemm' -c 4 -o "$out/profile-4096" \
+        "$bin" --db "$db" --quiet bench --device 0 --sizes 4096 --rounds 5 > "$out/ncu.log" 2>&1
+      ncu --import "$out/profile-4096.ncu-rep" --page details --csv > "$out/profile-4096.csv" 2>/dev/null
+      ncu --import "$out/profile-4096.ncu-rep" --page details 2>/dev/null | \
+        grep -E "cmt_sgemm|sgemm|Compute \(SM\) Throughput|SM Busy|Executed Ipc|Shared.*Conflict|Bank|Warp Cycles|Stall|Achieved Occupancy|Registers|Duration" \
+        | head -80 | tee "$out/profile-summary.txt"
+      ;;
+    *) echo "unknown phase $phase" ;;
+  esac
+done
+[ -f "$db" ] && gzip -c "$db" > "$out/session.db.gz"
+# The device tool brings back at most 8 files: pack everything but the database into one archive.
+(cd "$out" && tar czf /tmp/results.tgz --exclude=session.db.gz --exclude=results.tgz . && \
+  find . -maxdepth 1 -type f ! -name session.db.gz -delete && mv /tmp/results.tgz .)
+ls -la "$out"

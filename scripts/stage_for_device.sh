@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Copies what the GPU machine needs from build/ (binaries and CTest files, no objects) into
+# .devstage/build, to carry with the device tool; there, `mv .devstage/build build` restores paths.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+rm -rf "$root/.devstage"
+cd "$root/build"
+find . -type f ! -name '*.o' ! -name '*.a' ! -name '*.d' ! -path '*/CMakeFiles/*' | while read -r f; do
+  mkdir -p "$root/.devstage/build/$(dirname "$f")"
+  cp -p "$f" "$root/.devstage/build/$f"
+done
+du -sh "$root/.devstage"
