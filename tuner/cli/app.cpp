@@ -66,6 +66,7 @@ int run(int argc, char** argv) {
   add_compile_command(app, global, action);
   add_tune_command(app, global, action);
   add_query_command(app, global, action);
+  add_export_command(app, global, action);
   add_bench_command(app, global, action);
 
   try {

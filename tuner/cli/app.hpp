@@ -32,6 +32,7 @@ void add_list_command(CLI::App& app, GlobalOptions& global, Action& action);
 void add_compile_command(CLI::App& app, GlobalOptions& global, Action& action);
 void add_tune_command(CLI::App& app, GlobalOptions& global, Action& action);
 void add_query_command(CLI::App& app, GlobalOptions& global, Action& action);
+void add_export_command(CLI::App& app, GlobalOptions& global, Action& action);
 void add_bench_command(CLI::App& app, GlobalOptions& global, Action& action);
 
 /// Adds --db FILE to a subcommand (the global one may be given before or after it).
