@@ -15,13 +15,12 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
   constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
   constexpr int AS_LD = BM + PAD;
   constexpr int A_STAGE = BK * AS_LD, B_STAGE = BK * BN;
-  // A: VEC consecutive k per load; consecutive threads walk along k, so loads coalesce.
-  constexpr int A_VECS_PER_ROW = BK / VEC;
-  constexpr int A_ROWS_PER_PASS = THREADS / A_VECS_PER_ROW;
-  constexpr int A_LOADS = BM / A_ROWS_PER_PASS;
-  constexpr int B_VECS_PER_ROW = BN / VEC;
-  constexpr int B_ROWS_PER_PASS = THREADS / B_VECS_PER_ROW;
-  constexpr int B_LOADS = BK / B_ROWS_PER_PASS;
+  // Loads are spread over the threads element-vector by element-vector (consecutive threads take
+  // consecutive addresses, so loads coalesce); any thread count works, the last pass is guarded.
+  constexpr int A_VECS_PER_ROW = BK / VEC, A_VECS = BM * A_VECS_PER_ROW;
+  constexpr int B_VECS_PER_ROW = BN / VEC, B_VECS = BK * B_VECS_PER_ROW;
+  constexpr int A_LOADS = (A_VECS + THREADS - 1) / THREADS;
+  constexpr int B_LOADS = (B_VECS + THREADS - 1) / THREADS;
 
   // Two stages of (A transposed, B), in dynamic shared memory so BK = 32 tiles fit.
   extern __shared__ float4 cmt_dynamic_smem[];
@@ -31,8 +30,6 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
   const int block_m = blockIdx.y * BM, block_n = blockIdx.x * BN;
   const int k_tiles = (K + BK - 1) / BK;
   const bool mn_interior = block_m + BM <= M && block_n + BN <= N;
-  const int a_k = (tid % A_VECS_PER_ROW) * VEC, a_m = tid / A_VECS_PER_ROW;
-  const int b_n = (tid % B_VECS_PER_ROW) * VEC, b_k = tid / B_VECS_PER_ROW;
 
   float a_reg[A_LOADS][VEC], b_reg[B_LOADS][VEC];
   auto load_global = [&](int kt) {
@@ -40,28 +37,34 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
     const bool fast = mn_interior && k0 + BK <= K;
 #pragma unroll
     for (int i = 0; i < A_LOADS; ++i) {
-      const int row = block_m + a_m + i * A_ROWS_PER_PASS, col = k0 + a_k;
-      if (VEC == 4 && fast) {
-        const float4 v = __ldg(reinterpret_cast<const float4*>(A + cmt_offset(row, col, lda)));
-        a_reg[i][0] = v.x, a_reg[i][VEC > 1 ? 1 : 0] = v.y, a_reg[i][VEC > 2 ? 2 : 0] = v.z, a_reg[i][VEC > 3 ? 3 : 0] = v.w;
-      } else {
-        const bool r = fast || row < M;
-        const float* p = A + cmt_offset(r ? row : 0, 0, lda);
+      const int e = tid + i * THREADS;
+      if (A_VECS % THREADS == 0 || e < A_VECS) {
+        const int row = block_m + e / A_VECS_PER_ROW, col = k0 + (e % A_VECS_PER_ROW) * VEC;
+        if (VEC == 4 && fast) {
+          const float4 v = __ldg(reinterpret_cast<const float4*>(A + cmt_offset(row, col, lda)));
+          a_reg[i][0] = v.x, a_reg[i][VEC > 1 ? 1 : 0] = v.y, a_reg[i][VEC > 2 ? 2 : 0] = v.z, a_reg[i][VEC > 3 ? 3 : 0] = v.w;
+        } else {
+          const bool r = fast || row < M;
+          const float* p = A + cmt_offset(r ? row : 0, 0, lda);
 #pragma unroll
-        for (int v = 0; v < VEC; ++v) a_reg[i][v] = fast ? __ldg(p + col + v) : cmt_load_or_zero(p + col + v, r && col + v < K);
+          for (int v = 0; v < VEC; ++v) a_reg[i][v] = fast ? __ldg(p + col + v) : cmt_load_or_zero(p + col + v, r && col + v < K);
+        }
       }
     }
 #pragma unroll
     for (int i = 0; i < B_LOADS; ++i) {
-      const int row = k0 + b_k + i * B_ROWS_PER_PASS, col = block_n + b_n;
-      if (VEC == 4 && fast) {
-        const float4 v = __ldg(reinterpret_cast<const float4*>(B + cmt_offset(row, col, ldb)));
-        b_reg[i][0] = v.x, b_reg[i][VEC > 1 ? 1 : 0] = v.y, b_reg[i][VEC > 2 ? 2 : 0] = v.z, b_reg[i][VEC > 3 ? 3 : 0] = v.w;
-      } else {
-        const bool r = fast || row < K;
-        const float* p = B + cmt_offset(r ? row : 0, 0, ldb);
+      const int e = tid + i * THREADS;
+      if (B_VECS % THREADS == 0 || e < B_VECS) {
+        const int row = k0 + e / B_VECS_PER_ROW, col = block_n + (e % B_VECS_PER_ROW) * VEC;
+        if (VEC == 4 && fast) {
+          const float4 v = __ldg(reinterpret_cast<const float4*>(B + cmt_offset(row, col, ldb)));
+          b_reg[i][0] = v.x, b_reg[i][VEC > 1 ? 1 : 0] = v.y, b_reg[i][VEC > 2 ? 2 : 0] = v.z, b_reg[i][VEC > 3 ? 3 : 0] = v.w;
+        } else {
+          const bool r = fast || row < K;
+          const float* p = B + cmt_offset(r ? row : 0, 0, ldb);
 #pragma unroll
-        for (int v = 0; v < VEC; ++v) b_reg[i][v] = fast ? __ldg(p + col + v) : cmt_load_or_zero(p + col + v, r && col + v < N);
+          for (int v = 0; v < VEC; ++v) b_reg[i][v] = fast ? __ldg(p + col + v) : cmt_load_or_zero(p + col + v, r && col + v < N);
+        }
       }
     }
   };
@@ -69,17 +72,25 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
     float* as = smem + buf * (A_STAGE + B_STAGE);
     float* bs = as + A_STAGE;
 #pragma unroll
-    for (int i = 0; i < A_LOADS; ++i)
+    for (int i = 0; i < A_LOADS; ++i) {
+      const int e = tid + i * THREADS;
+      if (A_VECS % THREADS == 0 || e < A_VECS) {
+        const int m = e / A_VECS_PER_ROW, k = (e % A_VECS_PER_ROW) * VEC;
 #pragma unroll
-      for (int v = 0; v < VEC; ++v) as[(a_k + v) * AS_LD + a_m + i * A_ROWS_PER_PASS] = a_reg[i][v];
+        for (int v = 0; v < VEC; ++v) as[(k + v) * AS_LD + m] = a_reg[i][v];
+      }
+    }
 #pragma unroll
     for (int i = 0; i < B_LOADS; ++i) {
-      float* dst = bs + (b_k + i * B_ROWS_PER_PASS) * BN + b_n;
-      if (VEC == 4)
-        *reinterpret_cast<float4*>(dst) = make_float4(b_reg[i][0], b_reg[i][VEC > 1 ? 1 : 0], b_reg[i][VEC > 2 ? 2 : 0],
-                                                      b_reg[i][VEC > 3 ? 3 : 0]);
-      else
-        dst[0] = b_reg[i][0];
+      const int e = tid + i * THREADS;
+      if (B_VECS % THREADS == 0 || e < B_VECS) {
+        float* dst = bs + (e / B_VECS_PER_ROW) * BN + (e % B_VECS_PER_ROW) * VEC;
+        if (VEC == 4)
+          *reinterpret_cast<float4*>(dst) = make_float4(b_reg[i][0], b_reg[i][VEC > 1 ? 1 : 0], b_reg[i][VEC > 2 ? 2 : 0],
+                                                        b_reg[i][VEC > 3 ? 3 : 0]);
+        else
+          dst[0] = b_reg[i][0];
+      }
     }
   };
 

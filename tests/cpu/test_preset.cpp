@@ -182,6 +182,27 @@ TEST_F(PresetErrors, OutOfRangeSettings) {
                "max_samples (20) must be >= min_samples (50)");
 }
 
+TEST_F(PresetErrors, SeveralGridsPerTemplateAreSearchedOnceEach) {
+  // Grid 1: A=1, B in {1,2}, C=8 -> 2 valid. Grid 2: A in {1,2}, B=2, C=8 -> (1,2) repeats, (2,2) is new.
+  test::write_file(m_dir / "grids.toml",
+                   "[[templates.toy]]\nA = [1]\nB = [1, 2]\nC = [8]\n\n"
+                   "[[templates.toy]]\nA = [1, 2]\nB = [2]\nC = [8]\n");
+  const Preset preset = load_preset(m_dir / "grids.toml");
+  ASSERT_EQ(preset.templates.size(), 2u);
+  EXPECT_EQ(preset.templates[0].line, 1);
+  EXPECT_EQ(preset.templates[1].line, 6);
+  const SearchSpace space = enumerate_space(m_templates, preset);
+  ASSERT_EQ(space.stats.size(), 1u);
+  EXPECT_EQ(space.stats[0].raw, 4);
+  EXPECT_EQ(space.stats[0].valid, 3);
+  ASSERT_EQ(space.candidates.size(), 3u);
+  EXPECT_EQ(params_to_string(space.candidates[2].values), "A=2,B=2,C=8");
+  EXPECT_EQ(space.stats[0].pruned.back().reason, "already in an earlier grid of this preset");
+  EXPECT_EQ(space.stats[0].pruned.back().count, 1);
+  // A mistake in the second grid is reported at its own line.
+  expect_error("[[templates.toy]]\nA = [1]\n[[templates.toy]]\nZZ = [1]\n", 4, "templates.toy.ZZ", "unknown parameter 'ZZ'");
+}
+
 TEST_F(PresetErrors, UnknownTemplate) {
   expect_error("name = \"x\"\n\n[templates.nosuch]\nA = [1]\n", 3, "templates.nosuch",
                "unknown template 'nosuch' (known: other, toy)");
