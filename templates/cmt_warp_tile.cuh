@@ -90,6 +90,26 @@ struct CmtWarpTile {
   }
 };
 
+// Block rasterization: maps the launch grid (ceil(N/BN), ceil(M/BM)) onto tiles so that consecutive
+// blocks walk down groups of SWIZZLE tile rows, column by column. Blocks running at the same time
+// then share A row panels and B column panels in L2. SWIZZLE == 1 keeps the launch order.
+template <int SWIZZLE>
+CMT_DEVICE void cmt_block_tile(int& tile_m, int& tile_n) {
+  if (SWIZZLE <= 1) {
+    tile_m = blockIdx.y;
+    tile_n = blockIdx.x;
+    return;
+  }
+  const int grid_n = gridDim.x, grid_m = gridDim.y;
+  const int block = blockIdx.y * grid_n + blockIdx.x;
+  const int group = block / (SWIZZLE * grid_n);
+  const int first_m = group * SWIZZLE;
+  const int rows = grid_m - first_m < SWIZZLE ? grid_m - first_m : SWIZZLE;
+  const int in_group = block - group * SWIZZLE * grid_n;
+  tile_m = first_m + in_group % rows;
+  tile_n = in_group / rows;
+}
+
 // cp.async: asynchronous global -> shared copies (sm_80+). A source size below the copy size
 // zero-fills the rest, which is how out-of-range elements become zeros without a branch.
 CMT_DEVICE unsigned cmt_smem_address(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }

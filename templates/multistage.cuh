@@ -8,7 +8,8 @@
 
 #include "cmt_warp_tile.cuh"
 
-template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES, int VEC, int PAD, int SPLITK>
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES, int VEC, int PAD, int SPLITK,
+          int SWIZZLE>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * SPLITK)
     cmt_sgemm_multistage(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                          const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc) {
@@ -33,7 +34,9 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * SPLITK)
 
   const int tid = threadIdx.x;
   const int slice = tid / TILE_THREADS;
-  const int block_m = blockIdx.y * BM, block_n = blockIdx.x * BN;
+  int tile_m, tile_n;
+  cmt_block_tile<SWIZZLE>(tile_m, tile_n);
+  const int block_m = tile_m * BM, block_n = tile_n * BN;
   const int k_tiles = (K + BK - 1) / BK;
 
   // Copy coordinates are fixed across k tiles; only the k offset moves.

@@ -7,7 +7,7 @@
 
 #include "cmt_warp_tile.cuh"
 
-template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int PAD, int VEC>
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int PAD, int VEC, int SWIZZLE>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
     cmt_sgemm_warptile(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                        const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc) {
@@ -27,7 +27,9 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
   float* smem = reinterpret_cast<float*>(cmt_dynamic_smem);
 
   const int tid = threadIdx.x;
-  const int block_m = blockIdx.y * BM, block_n = blockIdx.x * BN;
+  int tile_m, tile_n;
+  cmt_block_tile<SWIZZLE>(tile_m, tile_n);
+  const int block_m = tile_m * BM, block_n = tile_n * BN;
   const int k_tiles = (K + BK - 1) / BK;
   const bool mn_interior = block_m + BM <= M && block_n + BN <= N;
 
