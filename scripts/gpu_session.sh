@@ -60,7 +60,7 @@ for phase in "${phases[@]}"; do
       "$bin" --db "$db" export --out "$out/tuned_sgemm.cuh"
       cmake -S "$root/examples/consumer" -B /tmp/consumer-build -DCMTUNE_HEADER="$out/tuned_sgemm.cuh" > /dev/null &&
         cmake --build /tmp/consumer-build -j 16 > "$out/consumer-build.log" 2>&1 &&
-        /tmp/consumer-build/consumer 2>&1 | tee "$out/consumer.txt"
+        /tmp/consumer-build/cmtune_consumer 2>&1 | tee "$out/consumer.txt"
       ;;
     profile)
       log "ncu: 4096^3 winner against cuBLAS"
@@ -74,8 +74,17 @@ for phase in "${phases[@]}"; do
     *) echo "unknown phase $phase" ;;
   esac
 done
-[ -f "$db" ] && gzip -c "$db" > "$out/session.db.gz"
+if [ -f "$db" ]; then
+  python3 "$root/scripts/dump_trials.py" "$db" 40 "$out/trials.json"
+  # Without the compile cache's cubins the database stays small enough to bring back.
+  python3 - "$db" "$out/session-nocubins.db" <<'PY'
+import sqlite3, sys
+src = sqlite3.connect(sys.argv[1]); dst = sqlite3.connect(sys.argv[2]); src.backup(dst)
+dst.execute("update binaries set cubin = x''"); dst.commit(); dst.execute("vacuum"); dst.close()
+PY
+  gzip -f "$out/session-nocubins.db"
+fi
 # The device tool brings back at most 8 files: pack everything but the database into one archive.
-(cd "$out" && tar czf /tmp/results.tgz --exclude=session.db.gz --exclude=results.tgz . && \
-  find . -maxdepth 1 -type f ! -name session.db.gz -delete && mv /tmp/results.tgz .)
+(cd "$out" && tar czf /tmp/results.tgz --exclude=session-nocubins.db.gz --exclude=results.tgz . && \
+  find . -maxdepth 1 -type f ! -name session-nocubins.db.gz -delete && mv /tmp/results.tgz .)
 ls -la "$out"

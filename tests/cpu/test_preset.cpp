@@ -182,6 +182,14 @@ TEST_F(PresetErrors, OutOfRangeSettings) {
                "max_samples (20) must be >= min_samples (50)");
 }
 
+TEST_F(PresetErrors, AllowSpillsIsABoolean) {
+  test::write_file(m_dir / "spills.toml", "[tune]\nallow_spills = true\n[templates.toy]\n");
+  EXPECT_TRUE(load_preset(m_dir / "spills.toml").tune.allow_spills);
+  test::write_file(m_dir / "nospills.toml", "[templates.toy]\n");
+  EXPECT_FALSE(load_preset(m_dir / "nospills.toml").tune.allow_spills);
+  expect_error("[tune]\nallow_spills = 1\n[templates.toy]\n", 2, "tune.allow_spills", "must be true or false");
+}
+
 TEST_F(PresetErrors, SeveralGridsPerTemplateAreSearchedOnceEach) {
   // Grid 1: A=1, B in {1,2}, C=8 -> 2 valid. Grid 2: A in {1,2}, B=2, C=8 -> (1,2) repeats, (2,2) is new.
   test::write_file(m_dir / "grids.toml",

@@ -132,9 +132,13 @@ class PresetReader {
         tune.retime_rounds = int_value(v, key, 0);
       } else if (k == "abandon_factor") {
         tune.abandon_factor = double_value(v, key, 1.0, true);
+      } else if (k == "allow_spills") {
+        if (!v.is_boolean()) fail(line_of(v), key, "must be true or false");
+        tune.allow_spills = v.as_boolean()->get();
       } else {
         fail(static_cast<int>(key_ptr->source().begin.line), key,
-             "unknown key (known: budget_ms, min_samples, max_samples, warmup, retime_top, retime_rounds, abandon_factor)");
+             "unknown key (known: budget_ms, min_samples, max_samples, warmup, retime_top, retime_rounds, abandon_factor, "
+             "allow_spills)");
       }
     }
     if (tune.max_samples < tune.min_samples) {

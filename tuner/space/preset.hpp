@@ -27,6 +27,9 @@ struct TuneSettings {
   int retime_top = 4;            // candidates re-timed, interleaved, per problem
   int retime_rounds = 30;
   double abandon_factor = 3.0;   // stop timing when the first samples are this much slower than the best
+  // Kernels that spill registers to local memory are skipped: how much they spill depends on the
+  // compiler front end (NVRTC here, nvcc for an exported header), so their speed would not carry over.
+  bool allow_spills = false;
 };
 
 struct Preset {

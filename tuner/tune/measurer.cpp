@@ -71,6 +71,10 @@ std::optional<std::string> InProcessMeasurer::load(const KernelUnderTest& k, Loa
   const KernelAttributes& attr = loaded->attributes();
   const LaunchShape& s = k.shape;
   outcome = Outcome::skipped;
+  if (attr.local_bytes > 0 && !m_settings.allow_spills)
+    return fmt::format("spills registers: {} bytes of local memory per thread ({} registers); set allow_spills "
+                       "in the preset's [tune] to measure it anyway",
+                       attr.local_bytes, attr.registers);
   if (s.threads > attr.max_threads_per_block)
     return fmt::format("cannot launch: {} threads per block, but with {} registers per thread at most {} fit",
                        s.threads, attr.registers, attr.max_threads_per_block);
