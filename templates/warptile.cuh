@@ -34,38 +34,66 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
   const bool mn_interior = block_m + BM <= M && block_n + BN <= N;
 
   float a_reg[A_LOADS][VEC], b_reg[B_LOADS][VEC];
+  // One block-uniform branch per k tile: interior tiles take unpredicated loads (16-byte ones when
+  // VEC == 4), edge tiles predicate every element.
   auto load_global = [&](int kt) {
     const int k0 = kt * BK;
-    const bool fast = mn_interior && k0 + BK <= K;
+    if (mn_interior && k0 + BK <= K) {
 #pragma unroll
-    for (int i = 0; i < A_LOADS; ++i) {
-      const int e = tid + i * THREADS;
-      if (A_VECS % THREADS == 0 || e < A_VECS) {
-        const int row = block_m + e / A_VECS_PER_ROW, col = k0 + (e % A_VECS_PER_ROW) * VEC;
-        if (VEC == 4 && fast) {
-          const float4 v = __ldg(reinterpret_cast<const float4*>(A + cmt_offset(row, col, lda)));
-          a_reg[i][0] = v.x, a_reg[i][VEC > 1 ? 1 : 0] = v.y, a_reg[i][VEC > 2 ? 2 : 0] = v.z, a_reg[i][VEC > 3 ? 3 : 0] = v.w;
-        } else {
-          const bool r = fast || row < M;
-          const float* p = A + cmt_offset(r ? row : 0, 0, lda);
-#pragma unroll
-          for (int v = 0; v < VEC; ++v) a_reg[i][v] = fast ? __ldg(p + col + v) : cmt_load_or_zero(p + col + v, r && col + v < K);
+      for (int i = 0; i < A_LOADS; ++i) {
+        const int e = tid + i * THREADS;
+        if (A_VECS % THREADS == 0 || e < A_VECS) {
+          int r, c;
+          cmt_tile_coords<A_VECS_PER_ROW, THREADS>(tid, i, r, c);
+          const float* p = A + cmt_offset(block_m + r, k0 + c * VEC, lda);
+          if (VEC == 4) {
+            const float4 v = __ldg(reinterpret_cast<const float4*>(p));
+            a_reg[i][0] = v.x, a_reg[i][VEC > 1 ? 1 : 0] = v.y, a_reg[i][VEC > 2 ? 2 : 0] = v.z, a_reg[i][VEC > 3 ? 3 : 0] = v.w;
+          } else {
+            a_reg[i][0] = __ldg(p);
+          }
         }
       }
-    }
 #pragma unroll
-    for (int i = 0; i < B_LOADS; ++i) {
-      const int e = tid + i * THREADS;
-      if (B_VECS % THREADS == 0 || e < B_VECS) {
-        const int row = k0 + e / B_VECS_PER_ROW, col = block_n + (e % B_VECS_PER_ROW) * VEC;
-        if (VEC == 4 && fast) {
-          const float4 v = __ldg(reinterpret_cast<const float4*>(B + cmt_offset(row, col, ldb)));
-          b_reg[i][0] = v.x, b_reg[i][VEC > 1 ? 1 : 0] = v.y, b_reg[i][VEC > 2 ? 2 : 0] = v.z, b_reg[i][VEC > 3 ? 3 : 0] = v.w;
-        } else {
-          const bool r = fast || row < K;
-          const float* p = B + cmt_offset(r ? row : 0, 0, ldb);
+      for (int i = 0; i < B_LOADS; ++i) {
+        const int e = tid + i * THREADS;
+        if (B_VECS % THREADS == 0 || e < B_VECS) {
+          int r, c;
+          cmt_tile_coords<B_VECS_PER_ROW, THREADS>(tid, i, r, c);
+          const float* p = B + cmt_offset(k0 + r, block_n + c * VEC, ldb);
+          if (VEC == 4) {
+            const float4 v = __ldg(reinterpret_cast<const float4*>(p));
+            b_reg[i][0] = v.x, b_reg[i][VEC > 1 ? 1 : 0] = v.y, b_reg[i][VEC > 2 ? 2 : 0] = v.z, b_reg[i][VEC > 3 ? 3 : 0] = v.w;
+          } else {
+            b_reg[i][0] = __ldg(p);
+          }
+        }
+      }
+    } else {
 #pragma unroll
-          for (int v = 0; v < VEC; ++v) b_reg[i][v] = fast ? __ldg(p + col + v) : cmt_load_or_zero(p + col + v, r && col + v < N);
+      for (int i = 0; i < A_LOADS; ++i) {
+        const int e = tid + i * THREADS;
+        if (A_VECS % THREADS == 0 || e < A_VECS) {
+          int r, c;
+          cmt_tile_coords<A_VECS_PER_ROW, THREADS>(tid, i, r, c);
+          const int row = block_m + r, col = k0 + c * VEC;
+          const bool inside = row < M;
+          const float* p = A + cmt_offset(inside ? row : 0, 0, lda);
+#pragma unroll
+          for (int v = 0; v < VEC; ++v) a_reg[i][v] = cmt_load_or_zero(p + col + v, inside && col + v < K);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < B_LOADS; ++i) {
+        const int e = tid + i * THREADS;
+        if (B_VECS % THREADS == 0 || e < B_VECS) {
+          int r, c;
+          cmt_tile_coords<B_VECS_PER_ROW, THREADS>(tid, i, r, c);
+          const int row = k0 + r, col = block_n + c * VEC;
+          const bool inside = row < K;
+          const float* p = B + cmt_offset(inside ? row : 0, 0, ldb);
+#pragma unroll
+          for (int v = 0; v < VEC; ++v) b_reg[i][v] = cmt_load_or_zero(p + col + v, inside && col + v < N);
         }
       }
     }
@@ -77,16 +105,19 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
     for (int i = 0; i < A_LOADS; ++i) {
       const int e = tid + i * THREADS;
       if (A_VECS % THREADS == 0 || e < A_VECS) {
-        const int m = e / A_VECS_PER_ROW, k = (e % A_VECS_PER_ROW) * VEC;
+        int m, c;
+        cmt_tile_coords<A_VECS_PER_ROW, THREADS>(tid, i, m, c);
 #pragma unroll
-        for (int v = 0; v < VEC; ++v) as[(k + v) * AS_LD + m] = a_reg[i][v];
+        for (int v = 0; v < VEC; ++v) as[(c * VEC + v) * AS_LD + m] = a_reg[i][v];
       }
     }
 #pragma unroll
     for (int i = 0; i < B_LOADS; ++i) {
       const int e = tid + i * THREADS;
       if (B_VECS % THREADS == 0 || e < B_VECS) {
-        float* dst = bs + (e / B_VECS_PER_ROW) * BN + (e % B_VECS_PER_ROW) * VEC;
+        int r, c;
+      cmt_tile_coords<B_VECS_PER_ROW, THREADS>(tid, i, r, c);
+      float* dst = bs + r * BN + c * VEC;
         if (VEC == 4)
           *reinterpret_cast<float4*>(dst) = make_float4(b_reg[i][0], b_reg[i][VEC > 1 ? 1 : 0], b_reg[i][VEC > 2 ? 2 : 0],
                                                         b_reg[i][VEC > 3 ? 3 : 0]);
