@@ -35,7 +35,7 @@ for phase in "${phases[@]}"; do
       ;;
     tune)
       log "tune $sizes, cold"
-      rm -f "$db"*
+      [ -n "${CMTUNE_KEEP_DB:-}" ] || rm -f "$db"*
       SECONDS=0; "$bin" --db "$db" --log-file "$out/tune.log" tune --device 0 --sizes "$sizes" \
         --config "${CMTUNE_CONFIG:-default}" ${CMTUNE_TUNE_ARGS:-} --json > "$out/tune-cold.json" 2> "$out/tune-cold.err"; echo "cold wall ${SECONDS}s" | tee "$out/tune-times.txt"
       echo "rc=$?"; tail -3 "$out/tune-cold.err"
@@ -62,6 +62,13 @@ for phase in "${phases[@]}"; do
         cmake --build /tmp/consumer-build -j 16 > "$out/consumer-build.log" 2>&1 &&
         /tmp/consumer-build/cmtune_consumer 2>&1 | tee "$out/consumer.txt"
       ;;
+    rawmetrics)
+      # Bank conflicts and stall reasons from a report carried in .devstage-x (no new profiling).
+      for rep in "$root"/.devstage-x/*.ncu-rep; do
+        [ -f "$rep" ] || continue
+        ncu --import "$rep" --page raw --csv 2>/dev/null | python3 "$root/scripts/ncu_summary.py" | tee "$out/raw-$(basename "$rep" .ncu-rep).txt"
+      done
+      ;;
     profile)
       if [ ! -f "$db" ]; then  # a fresh machine: find a 4096 winner first
         "$bin" --db "$db" --quiet tune --device 0 --sizes 4096 --config default --template warptile > /dev/null 2>&1
@@ -70,6 +77,8 @@ for phase in "${phases[@]}"; do
       ncu --clock-control none --set full -k regex:'cmt_sgemm|sgemm|gemm' -c 4 -o "$out/profile-4096" \
         "$bin" --db "$db" --quiet bench --device 0 --sizes 4096 --rounds 5 > "$out/ncu.log" 2>&1
       ncu --import "$out/profile-4096.ncu-rep" --page details --csv > "$out/profile-4096.csv" 2>/dev/null
+      ncu --import "$out/profile-4096.ncu-rep" --page raw --csv 2>/dev/null | python3 "$root/scripts/ncu_summary.py" \
+        | tee "$out/profile-raw.txt"
       ncu --import "$out/profile-4096.ncu-rep" --page details 2>/dev/null | \
         grep -E "cmt_sgemm|sgemm|Compute \(SM\) Throughput|SM Busy|Executed Ipc|Shared.*Conflict|Bank|Warp Cycles|Stall|Achieved Occupancy|Registers|Duration" \
         | head -80 | tee "$out/profile-summary.txt"

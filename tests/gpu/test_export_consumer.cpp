@@ -1,0 +1,69 @@
+// Quick tune -> export -> build the consumer example against the header -> run it on the GPU:
+// every correctness check passes (tuned, untuned, ragged and misaligned calls), and each tuned size
+// runs within 5% of the time the tuner recorded.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "space/template_desc.hpp"
+#include "store/store.hpp"
+#include "test_support.hpp"
+
+namespace cmt {
+namespace {
+
+test::CommandResult run_ok(const std::string& command) {
+  auto r = test::run_command(command);
+  EXPECT_EQ(r.exit_code, 0) << command << "\n" << r.output;
+  return r;
+}
+
+TEST(ExportConsumer, HeaderIsCorrectEverywhereAndAsFastAsRecorded) {
+  CMT_REQUIRE_GPU();
+  ASSERT_EQ(test::run_command("command -v cmake && command -v nvcc || command -v /usr/local/cuda/bin/nvcc").exit_code, 0)
+      << "the consumer needs cmake and nvcc on the PATH";
+  test::TempDir dir;
+  const std::string db = (dir / "tune.db").string();
+  const std::string header = (dir / "tuned_sgemm.cuh").string();
+  const std::string source_root = default_templates_dir().parent_path().string();
+
+  run_ok(test::cmtune_binary() + " --quiet --db " + db + " tune --device 0 --sizes 1024,2048 --config quick --seed 5");
+  run_ok(test::cmtune_binary() + " --quiet --db " + db + " export --out " + header);
+  run_ok("cmake -S " + source_root + "/examples/consumer -B " + (dir / "build").string() + " -DCMTUNE_HEADER=" + header +
+         " -DCMAKE_CUDA_COMPILER=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc) > /dev/null");
+  run_ok("cmake --build " + (dir / "build").string() + " -j 8 > /dev/null");
+  const std::string json_file = (dir / "consumer.json").string();
+  const auto consumer = test::run_command((dir / "build" / "cmtune_consumer").string() + " --samples 100 --json " + json_file);
+  EXPECT_EQ(consumer.exit_code, 0) << consumer.output;
+  const nlohmann::json result = nlohmann::json::parse(test::read_file(json_file));
+
+  EXPECT_EQ(result["failures"].get<int>(), 0);
+  int misaligned = 0, ragged = 0;
+  for (const auto& c : result["checks"]) {
+    EXPECT_TRUE(c["ok"].get<bool>()) << c.dump();
+    misaligned += c["offset"].get<int>() != 0;
+    ragged += c["m"].get<int>() % 4 != 0 || c["k"].get<int>() % 4 != 0;
+  }
+  EXPECT_GT(misaligned, 0);
+  EXPECT_GT(ragged, 0);
+
+  Store store(db);
+  int compared = 0;
+  for (const auto& w : store.winners()) {
+    if (w.scope != "overall") continue;
+    for (const auto& t : result["timings"]) {
+      if (t["m"].get<int64_t>() != w.problem.m || t["n"].get<int64_t>() != w.problem.n || t["k"].get<int64_t>() != w.problem.k)
+        continue;
+      const double header_ms = t["ours_ms"].get<double>();
+      EXPECT_NEAR(header_ms / w.median_ms, 1.0, 0.05)
+          << w.problem.to_string() << ": header " << header_ms << " ms, database " << w.median_ms << " ms (" << w.template_name
+          << "[" << w.params << "])";
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 2) << "both tuned sizes must be timed through the header";
+}
+
+}  // namespace
+}  // namespace cmt
