@@ -9,6 +9,7 @@
 #include <toml++/toml.h>
 
 #include "core/error.hpp"
+#include "space/toml_reader.hpp"
 #include "core/hash.hpp"
 
 namespace fs = std::filesystem;
@@ -16,6 +17,8 @@ namespace fs = std::filesystem;
 namespace cmt {
 
 namespace {
+
+using detail::line_of;
 
 constexpr std::string_view k_top_keys[] = {"name", "description", "tune", "templates"};
 
@@ -26,7 +29,6 @@ std::string join_keys(const std::string_view (&keys)[N]) {
   return out;
 }
 
-int line_of(const toml::node& node) { return static_cast<int>(node.source().begin.line); }
 
 /// Entries of a table in the order they appear in the file (toml++ keeps tables sorted by key), so
 /// the first error reported is the first one in the file.
@@ -42,9 +44,9 @@ std::vector<std::pair<const toml::key*, const toml::node*>> in_file_order(const 
 }
 
 /// Reads one preset file; every error is "FILE:LINE: KEY: message".
-class PresetReader {
+class PresetReader : public detail::TomlFileReader {
  public:
-  explicit PresetReader(const fs::path& file) : m_file(file), m_display(file.string()) {}
+  explicit PresetReader(const fs::path& file) : TomlFileReader(file.string()), m_file(file) {}
 
   Preset read() {
     std::ifstream in(m_file, std::ios::binary);
@@ -86,9 +88,6 @@ class PresetReader {
   }
 
  private:
-  [[noreturn]] void fail(int line, std::string_view key, const std::string& message) const {
-    throw UsageError(fmt::format("{}:{}: {}: {}", m_display, line, key, message));
-  }
 
   std::string string_value(const toml::node& node, std::string_view key) const {
     if (!node.is_string()) fail(line_of(node), key, "must be a string");
@@ -149,21 +148,6 @@ class PresetReader {
     return tune;
   }
 
-  std::vector<int64_t> value_list(const toml::node& node, const std::string& key) const {
-    const toml::array* array = node.as_array();
-    if (!array) fail(line_of(node), key, "must be an array of non-negative integers");
-    if (array->empty()) fail(line_of(node), key, "values must not be empty");
-    std::vector<int64_t> values;
-    for (const toml::node& item : *array) {
-      if (!item.is_integer() || item.as_integer()->get() < 0) fail(line_of(item), key, "values must be non-negative integers");
-      const int64_t v = item.as_integer()->get();
-      // Values become C++ `int` template arguments.
-      if (v > std::numeric_limits<int>::max()) fail(line_of(item), key, fmt::format("value {} does not fit an int", v));
-      if (std::find(values.begin(), values.end(), v) != values.end()) fail(line_of(item), key, fmt::format("value {} appears twice", v));
-      values.push_back(v);
-    }
-    return values;
-  }
 
   std::vector<PresetTemplate> read_templates(const toml::node& node) const {
     const toml::table* table = node.as_table();
@@ -202,7 +186,6 @@ class PresetReader {
   }
 
   fs::path m_file;
-  std::string m_display;
 };
 
 bool ends_with(std::string_view s, std::string_view suffix) {

@@ -13,12 +13,15 @@
 #include <toml++/toml.h>
 
 #include "core/error.hpp"
+#include "space/toml_reader.hpp"
 
 namespace fs = std::filesystem;
 
 namespace cmt {
 
 namespace {
+
+using detail::line_of;
 
 constexpr std::string_view k_top_keys[] = {"name", "kernel", "summary", "param", "launch", "requires", "constraint"};
 constexpr std::string_view k_param_keys[] = {"name", "values", "help"};
@@ -52,12 +55,11 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
-int line_of(const toml::node& node) { return static_cast<int>(node.source().begin.line); }
 
 /// Reads one descriptor; every error is "FILE:LINE: KEY: message".
-class DescriptorReader {
+class DescriptorReader : public detail::TomlFileReader {
  public:
-  explicit DescriptorReader(const fs::path& file) : m_file(file), m_display(file.string()) {}
+  explicit DescriptorReader(const fs::path& file) : TomlFileReader(file.string()), m_file(file) {}
 
   TemplateDesc read() {
     const std::string text = read_text(m_file, "template descriptor");
@@ -110,9 +112,6 @@ class DescriptorReader {
   }
 
  private:
-  [[noreturn]] void fail(int line, std::string_view key, const std::string& message) const {
-    throw UsageError(fmt::format("{}:{}: {}: {}", m_display, line, key, message));
-  }
 
   static std::string path_of(std::string_view table_key, std::string_view key) {
     return table_key.empty() ? std::string(key) : fmt::format("{}.{}", table_key, key);
@@ -176,23 +175,6 @@ class DescriptorReader {
     return expr;
   }
 
-  std::vector<int64_t> value_list(const toml::node& node, const std::string& key_path) const {
-    const toml::array* array = node.as_array();
-    if (!array) fail(line_of(node), key_path, "must be an array of non-negative integers");
-    if (array->empty()) fail(line_of(node), key_path, "values must not be empty");
-    std::vector<int64_t> values;
-    for (const toml::node& item : *array) {
-      if (!item.is_integer() || item.as_integer()->get() < 0)
-        fail(line_of(item), key_path, "values must be non-negative integers");
-      const int64_t v = item.as_integer()->get();
-      // Values become C++ `int` template arguments.
-      if (v > std::numeric_limits<int>::max()) fail(line_of(item), key_path, fmt::format("value {} does not fit an int", v));
-      if (std::find(values.begin(), values.end(), v) != values.end())
-        fail(line_of(item), key_path, fmt::format("value {} appears twice", v));
-      values.push_back(v);
-    }
-    return values;
-  }
 
   /// Each element of an array of tables, with its index, as "KEY[i]".
   std::vector<std::pair<std::string, const toml::table*>> table_array(const toml::table& root, std::string_view key) const {
@@ -240,7 +222,6 @@ class DescriptorReader {
   }
 
   fs::path m_file;
-  std::string m_display;
 };
 
 /// Parses `#include "name"` from one line; nullopt when the line is not a quoted include.

@@ -1,0 +1,34 @@
+#include "space/toml_reader.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <limits>
+
+#include "core/error.hpp"
+
+namespace cmt::detail {
+
+int line_of(const toml::node& node) { return static_cast<int>(node.source().begin.line); }
+
+void TomlFileReader::fail(int line, std::string_view key, const std::string& message) const {
+  throw UsageError(fmt::format("{}:{}: {}: {}", m_display, line, key, message));
+}
+
+std::vector<int64_t> TomlFileReader::value_list(const toml::node& node, const std::string& key) const {
+  const toml::array* array = node.as_array();
+  if (!array) fail(line_of(node), key, "must be an array of non-negative integers");
+  if (array->empty()) fail(line_of(node), key, "values must not be empty");
+  std::vector<int64_t> values;
+  for (const toml::node& item : *array) {
+    if (!item.is_integer() || item.as_integer()->get() < 0) fail(line_of(item), key, "values must be non-negative integers");
+    const int64_t v = item.as_integer()->get();
+    // Values become C++ `int` template arguments.
+    if (v > std::numeric_limits<int>::max()) fail(line_of(item), key, fmt::format("value {} does not fit an int", v));
+    if (std::find(values.begin(), values.end(), v) != values.end())
+      fail(line_of(item), key, fmt::format("value {} appears twice", v));
+    values.push_back(v);
+  }
+  return values;
+}
+
+}  // namespace cmt::detail
