@@ -90,12 +90,6 @@ struct CmtWarpTile {
   }
 };
 
-// A compile-time bool as a type, to instantiate a generic lambda twice (no <type_traits> in NVRTC).
-template <bool V>
-struct CmtBool {
-  static constexpr bool value = V;
-};
-
 // Block rasterization: maps the launch grid (ceil(N/BN), ceil(M/BM)) onto tiles so that consecutive
 // blocks walk down groups of SWIZZLE tile rows, column by column. Blocks running at the same time
 // then share A row panels and B column panels in L2. SWIZZLE == 1 keeps the launch order.

@@ -8,6 +8,34 @@
 
 #include "cmt_warp_tile.cuh"
 
+// One stage's copies for the multistage kernel: A element by element into the transposed tile (in
+// 8-float chunks along k, rows fastest), B VEC floats at a time. FULL tiles lie inside A and B, so
+// no copy needs a bounds check or a size; others zero-fill what lies outside.
+template <bool FULL, int BM, int BN, int VEC, int A_CHUNK, int A_ROWS_PER_PASS, int A_LOADS, int B_ROWS_PER_PASS,
+          int B_LOADS, int AS_LD>
+CMT_DEVICE void cmt_multistage_copy(float* as, float* bs, const float* A, const float* a_block, int lda,
+                                    const float* B, const float* b_block, int ldb, int M, int K, int block_m, int k0,
+                                    int a_row, int a_kk, int b_k, int b_n, int b_bytes) {
+#pragma unroll
+  for (int i = 0; i < A_LOADS; ++i) {
+    int kc, m;
+    cmt_tile_coords<BM, A_ROWS_PER_PASS>(a_row, i, kc, m);
+    const int k = kc * A_CHUNK + a_kk;
+    const bool inside = FULL || (k0 + k < K && block_m + m < M);
+    cmt_cp_async_4(as + k * AS_LD + m, inside ? a_block + cmt_offset(m, k0 + k, lda) : A, inside);
+  }
+#pragma unroll
+  for (int i = 0; i < B_LOADS; ++i) {
+    const int k = b_k + i * B_ROWS_PER_PASS;
+    const int bytes = FULL ? VEC * 4 : (k0 + k < K ? b_bytes : 0);
+    const float* src = bytes > 0 ? b_block + cmt_offset(k0 + k, 0, ldb) : B;
+    if (VEC == 4)
+      cmt_cp_async_16(bs + k * BN + b_n, src, bytes);
+    else
+      cmt_cp_async_4(bs + k * BN + b_n, src, bytes > 0);
+  }
+}
+
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES, int VEC, int PAD, int SPLITK,
           int SWIZZLE>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * SPLITK)
@@ -53,32 +81,12 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * SPLITK)
     float* as = smem + stage * STAGE;
     float* bs = as + A_STAGE;
     const int k0 = kt * BK;
-    // FULL: the tile lies inside A and B, so no copy needs a bounds check or a size.
-    auto copy = [&](auto full_tag) {
-      constexpr bool FULL = decltype(full_tag)::value;
-#pragma unroll
-      for (int i = 0; i < A_LOADS; ++i) {
-        int kc, m;  // (chunk, row) pairs, rows fastest
-        cmt_tile_coords<BM, A_ROWS_PER_PASS>(a_row, i, kc, m);
-        const int k = kc * A_CHUNK + a_kk;
-        const bool inside = FULL || (k0 + k < K && block_m + m < M);
-        cmt_cp_async_4(as + k * AS_LD + m, inside ? a_block + cmt_offset(m, k0 + k, lda) : A, inside);
-      }
-#pragma unroll
-      for (int i = 0; i < B_LOADS; ++i) {
-        const int k = b_k + i * B_ROWS_PER_PASS;
-        const int bytes = FULL ? VEC * 4 : (k0 + k < K ? b_bytes : 0);
-        const float* src = bytes > 0 ? b_block + cmt_offset(k0 + k, 0, ldb) : B;
-        if (VEC == 4)
-          cmt_cp_async_16(bs + k * BN + b_n, src, bytes);
-        else
-          cmt_cp_async_4(bs + k * BN + b_n, src, bytes > 0);
-      }
-    };
     if (mn_interior && k0 + BK <= K)
-      copy(CmtBool<true>{});
+      cmt_multistage_copy<true, BM, BN, VEC, A_CHUNK, A_ROWS_PER_PASS, A_LOADS, B_ROWS_PER_PASS, B_LOADS, AS_LD>(
+          as, bs, A, a_block, lda, B, b_block, ldb, M, K, block_m, k0, a_row, a_kk, b_k, b_n, b_bytes);
     else
-      copy(CmtBool<false>{});
+      cmt_multistage_copy<false, BM, BN, VEC, A_CHUNK, A_ROWS_PER_PASS, A_LOADS, B_ROWS_PER_PASS, B_LOADS, AS_LD>(
+          as, bs, A, a_block, lda, B, b_block, ldb, M, K, block_m, k0, a_row, a_kk, b_k, b_n, b_bytes);
   };
 
   Tile tile(tid % TILE_THREADS);
