@@ -8,34 +8,6 @@
 
 #include "cmt_warp_tile.cuh"
 
-// One stage's copies for the multistage kernel: A element by element into the transposed tile (in
-// 8-float chunks along k, rows fastest), B VEC floats at a time. FULL tiles lie inside A and B, so
-// no copy needs a bounds check or a size; others zero-fill what lies outside.
-template <bool FULL, int BM, int BN, int VEC, int A_CHUNK, int A_ROWS_PER_PASS, int A_LOADS, int B_ROWS_PER_PASS,
-          int B_LOADS, int AS_LD>
-CMT_DEVICE void cmt_multistage_copy(float* as, float* bs, const float* A, const float* a_block, int lda,
-                                    const float* B, const float* b_block, int ldb, int M, int K, int block_m, int k0,
-                                    int a_row, int a_kk, int b_k, int b_n, int b_bytes) {
-#pragma unroll
-  for (int i = 0; i < A_LOADS; ++i) {
-    int kc, m;
-    cmt_tile_coords<BM, A_ROWS_PER_PASS>(a_row, i, kc, m);
-    const int k = kc * A_CHUNK + a_kk;
-    const bool inside = FULL || (k0 + k < K && block_m + m < M);
-    cmt_cp_async_4(as + k * AS_LD + m, inside ? a_block + cmt_offset(m, k0 + k, lda) : A, inside);
-  }
-#pragma unroll
-  for (int i = 0; i < B_LOADS; ++i) {
-    const int k = b_k + i * B_ROWS_PER_PASS;
-    const int bytes = FULL ? VEC * 4 : (k0 + k < K ? b_bytes : 0);
-    const float* src = bytes > 0 ? b_block + cmt_offset(k0 + k, 0, ldb) : B;
-    if (VEC == 4)
-      cmt_cp_async_16(bs + k * BN + b_n, src, bytes);
-    else
-      cmt_cp_async_4(bs + k * BN + b_n, src, bytes > 0);
-  }
-}
-
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES, int VEC, int PAD, int SPLITK,
           int SWIZZLE>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * SPLITK)
@@ -67,26 +39,34 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * SPLITK)
   const int block_m = tile_m * BM, block_n = tile_n * BN;
   const int k_tiles = (K + BK - 1) / BK;
 
-  // Copy coordinates are fixed across k tiles; only the k offset moves. The row offsets of the
-  // block are hoisted out of the k loop.
+  // Copy coordinates are fixed across k tiles; only the k offset moves.
   const int a_kk = tid % A_CHUNK, a_row = tid / A_CHUNK;
   const int b_n = (tid % B_VECS_PER_ROW) * VEC, b_k = tid / B_VECS_PER_ROW;
   const int b_cols_left = N - (block_n + b_n);
   const int b_bytes = b_cols_left >= VEC ? VEC * 4 : (b_cols_left > 0 ? b_cols_left * 4 : 0);
-  const float* a_block = A + cmt_offset(block_m, 0, lda);
-  const float* b_block = B + cmt_offset(0, block_n + b_n, ldb);
-  const bool mn_interior = block_m + BM <= M && block_n + BN <= N;
 
   auto load_tile = [&](int stage, int kt) {
     float* as = smem + stage * STAGE;
     float* bs = as + A_STAGE;
     const int k0 = kt * BK;
-    if (mn_interior && k0 + BK <= K)
-      cmt_multistage_copy<true, BM, BN, VEC, A_CHUNK, A_ROWS_PER_PASS, A_LOADS, B_ROWS_PER_PASS, B_LOADS, AS_LD>(
-          as, bs, A, a_block, lda, B, b_block, ldb, M, K, block_m, k0, a_row, a_kk, b_k, b_n, b_bytes);
-    else
-      cmt_multistage_copy<false, BM, BN, VEC, A_CHUNK, A_ROWS_PER_PASS, A_LOADS, B_ROWS_PER_PASS, B_LOADS, AS_LD>(
-          as, bs, A, a_block, lda, B, b_block, ldb, M, K, block_m, k0, a_row, a_kk, b_k, b_n, b_bytes);
+#pragma unroll
+    for (int i = 0; i < A_LOADS; ++i) {
+      const int r = a_row + i * A_ROWS_PER_PASS;  // (chunk, row) pairs, rows fastest
+      const int m = r % BM, k = (r / BM) * A_CHUNK + a_kk;
+      const bool inside = k0 + k < K && block_m + m < M;
+      const float* src = inside ? A + cmt_offset(block_m + m, k0 + k, lda) : A;
+      cmt_cp_async_4(as + k * AS_LD + m, src, inside);
+    }
+#pragma unroll
+    for (int i = 0; i < B_LOADS; ++i) {
+      const int k = b_k + i * B_ROWS_PER_PASS;
+      const int bytes = k0 + k < K ? b_bytes : 0;
+      const float* src = bytes > 0 ? B + cmt_offset(k0 + k, block_n + b_n, ldb) : B;
+      if (VEC == 4)
+        cmt_cp_async_16(bs + k * BN + b_n, src, bytes);
+      else
+        cmt_cp_async_4(bs + k * BN + b_n, src, bytes > 0);
+    }
   };
 
   Tile tile(tid % TILE_THREADS);
