@@ -173,16 +173,19 @@ TrialRecord InProcessMeasurer::measure(const KernelUnderTest& k, const Problem& 
   return t;
 }
 
-SampleStats InProcessMeasurer::measure_cublas(const Problem& problem) {
-  const ProblemWorkspace& ws = workspace(problem);
-  const Layout& t = ws.timing();
+Launcher InProcessMeasurer::cublas_launcher(const ProblemWorkspace& ws) {
   const CublasHandle& cublas = *m_cublas;
-  const Launcher launch = [&] {
-    const cublasStatus_t s = cublas.sgemm_status(int(problem.m), int(problem.n), int(problem.k), k_timing_alpha,
-                                                 ws.a_time(), int(t.lda), ws.b_time(), int(t.ldb), k_timing_beta,
-                                                 ws.c_time(), int(t.ldc));
+  return [&cublas, &ws] {
+    const Problem& p = ws.problem();
+    const Layout& t = ws.timing();
+    const cublasStatus_t s = cublas.sgemm_status(int(p.m), int(p.n), int(p.k), k_timing_alpha, ws.a_time(), int(t.lda),
+                                                 ws.b_time(), int(t.ldb), k_timing_beta, ws.c_time(), int(t.ldc));
     return s == CUBLAS_STATUS_SUCCESS ? cudaSuccess : cudaErrorUnknown;
   };
+}
+
+SampleStats InProcessMeasurer::measure_cublas(const Problem& problem) {
+  const Launcher launch = cublas_launcher(workspace(problem));
   const TimingResult r = m_timer->time(launch, m_settings, 0.0);
   if (r.status != cudaSuccess)
     throw InfraError("cuBLAS", "cublasSgemm", fmt::format("timing failed: {}", cudaGetErrorString(r.status)), __FILE__,
@@ -202,14 +205,7 @@ std::vector<TimingResult> InProcessMeasurer::retime(const std::vector<KernelUnde
     }
     launches.push_back(timing_launcher(*kernel, kernels[i].shape, ws));
   }
-  const Layout& t = ws.timing();
-  const CublasHandle& cublas = *m_cublas;
-  launches.push_back([&] {
-    return cublas.sgemm_status(int(problem.m), int(problem.n), int(problem.k), k_timing_alpha, ws.a_time(), int(t.lda),
-                               ws.b_time(), int(t.ldb), k_timing_beta, ws.c_time(), int(t.ldc)) == CUBLAS_STATUS_SUCCESS
-               ? cudaSuccess
-               : cudaErrorUnknown;
-  });
+  launches.push_back(cublas_launcher(ws));
   return m_timer->time_interleaved(launches, m_settings.retime_rounds, m_settings.warmup);
 }
 

@@ -61,6 +61,8 @@ class InProcessMeasurer final : public Measurer {
   /// Loads (or reuses) the kernel and checks that it can launch; returns a reason when it cannot.
   std::optional<std::string> load(const KernelUnderTest& kernel, LoadedKernel*& loaded, Outcome& outcome);
   Launcher timing_launcher(const LoadedKernel& kernel, const LaunchShape& shape, const ProblemWorkspace& ws);
+  /// cuBLAS on the workspace's timing layout, with the timing alpha and beta.
+  Launcher cublas_launcher(const ProblemWorkspace& ws);
 
   DeviceInfo m_device;
   TuneSettings m_settings;

@@ -40,6 +40,20 @@ WinnerRecord make_winner(const TrialRecord& t, const std::string& scope, double 
   return w;
 }
 
+/// Stores cuBLAS's timing of a problem as its baseline.
+BaselineRecord put_baseline(Store& store, int64_t device_id, int64_t run_id, const Problem& p, const SampleStats& s) {
+  BaselineRecord b;
+  b.device_id = device_id;
+  b.problem = p;
+  const Layout t = ProblemWorkspace::timing_layout(p);
+  b.lda = t.lda, b.ldb = t.ldb, b.ldc = t.ldc;
+  b.median_ms = s.median, b.min_ms = s.min, b.cv = s.cv, b.samples = s.count;
+  b.gflops = gflops(p.flops(), s.median);
+  b.run_id = run_id;
+  store.put_baseline(b);
+  return b;
+}
+
 }  // namespace
 
 std::string trial_key(const std::string& device_uuid, const std::string& binary_key, const Problem& problem) {
@@ -132,15 +146,7 @@ TuneSummary run_tune(Store& store, Measurer& measurer, const TuneRequest& req, c
     auto it = cublas_ms.find(p);
     if (it != cublas_ms.end()) return it->second;
     const SampleStats s = measurer.measure_cublas(p);
-    BaselineRecord b;
-    b.device_id = device_id;
-    b.problem = p;
-    const Layout t = ProblemWorkspace::timing_layout(p);
-    b.lda = t.lda, b.ldb = t.ldb, b.ldc = t.ldc;
-    b.median_ms = s.median, b.min_ms = s.min, b.cv = s.cv, b.samples = s.count;
-    b.gflops = gflops(p.flops(), s.median);
-    b.run_id = summary.run_id;
-    store.put_baseline(b);
+    const BaselineRecord b = put_baseline(store, device_id, summary.run_id, p, s);
     spdlog::debug("cuBLAS {}: {:.4f} ms, {:.2f} TFLOP/s", p.to_string(), s.median, b.gflops / 1e3);
     best_ms.emplace(p, s.median);
     for (const auto& t : store.trials(device_id, p))
@@ -258,16 +264,7 @@ TuneSummary run_tune(Store& store, Measurer& measurer, const TuneRequest& req, c
       const auto results = measurer.retime(kernels, p);
       const TimingResult& cublas = results.back();
       if (cublas.status == cudaSuccess && cublas.stats.count > 0) {
-        BaselineRecord b;
-        b.device_id = device_id;
-        b.problem = p;
-        const Layout t = ProblemWorkspace::timing_layout(p);
-        b.lda = t.lda, b.ldb = t.ldb, b.ldc = t.ldc;
-        b.median_ms = cublas.stats.median, b.min_ms = cublas.stats.min, b.cv = cublas.stats.cv;
-        b.samples = cublas.stats.count;
-        b.gflops = gflops(p.flops(), cublas.stats.median);
-        b.run_id = summary.run_id;
-        store.put_baseline(b);
+        put_baseline(store, device_id, summary.run_id, p, cublas.stats);
         for (size_t i = 0; i < timed.size(); ++i)
           if (results[i].status == cudaSuccess && results[i].stats.count > 0)
             store.set_retime(timed[i]->id, results[i].stats.median, cublas.stats.median / results[i].stats.median);
