@@ -45,6 +45,16 @@ std::vector<TemplateDesc> load_all_templates(const GlobalOptions& global) {
   return load_templates(dirs);
 }
 
+nlohmann::json winner_json(const WinnerRecord& w) {
+  return {{"template", w.template_name},
+          {"params", w.params},
+          {"problem", w.problem.to_string()},
+          {"median_ms", w.median_ms},
+          {"tflops", w.gflops / 1e3},
+          {"ratio_to_cublas", w.ratio_to_cublas},
+          {"requirements", w.requirements.to_string()}};
+}
+
 void print_json(const nlohmann::json& j) { std::cout << j.dump(2) << std::endl; }
 
 int run(int argc, char** argv) {

@@ -50,6 +50,8 @@ std::string resolve_arch(const std::string& requested, int device);
 DeviceRecord resolve_db_device(Store& store, const std::string& spec);
 /// "[0] NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, GPU-...)" lines for the database's devices.
 std::string describe_db_devices(Store& store);
+/// A winner as JSON: template, parameters, problem, time, TF/s, ratio to cuBLAS, requirements.
+nlohmann::json winner_json(const WinnerRecord& w);
 /// Prints JSON to stdout, pretty.
 void print_json(const nlohmann::json& j);
 

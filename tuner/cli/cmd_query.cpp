@@ -18,16 +18,6 @@ struct QueryOptions {
   bool json = false;
 };
 
-nlohmann::json winner_json(const WinnerRecord& w) {
-  return {{"template", w.template_name},
-          {"params", w.params},
-          {"median_ms", w.median_ms},
-          {"tflops", w.gflops / 1e3},
-          {"ratio_to_cublas", w.ratio_to_cublas},
-          {"requirements", w.requirements.to_string()},
-          {"problem", w.problem.to_string()}};
-}
-
 int run_query(const GlobalOptions& global, const QueryOptions& o) {
   Problem p;
   if (o.size > 0) {

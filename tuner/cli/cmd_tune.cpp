@@ -28,12 +28,6 @@ struct TuneOptions {
   bool json = false;
 };
 
-nlohmann::json winner_json(const WinnerRecord& w) {
-  return {{"template", w.template_name},   {"params", w.params},        {"median_ms", w.median_ms},
-          {"tflops", w.gflops / 1e3},        {"ratio_to_cublas", w.ratio_to_cublas},
-          {"requirements", w.requirements.to_string()}};
-}
-
 void print_summary(const TuneSummary& s, const DeviceInfo& device) {
   fmt::print("\n{} ({}), {} candidates, {} trials measured, {} reused, {:.1f} s\n", device.name, device.arch(),
              s.candidates, s.trials_measured, s.trials_reused, s.wall_seconds);
