@@ -98,6 +98,7 @@ TEST(DescriptorLoad, ReadsTheFixture) {
 TEST(DescriptorLoad, OptionalKeysTakeDefaults) {
   const TemplateDesc t = load_template(k_fixture_templates / "other.toml");
   EXPECT_EQ(t.dynamic_smem.text(), "0");
+  EXPECT_EQ(t.grid_z.text(), "1");
   EXPECT_EQ(t.align_bytes.text(), "4");
   EXPECT_EQ(t.ld_multiple.text(), "1");
   EXPECT_TRUE(t.constraints.empty());
@@ -105,6 +106,7 @@ TEST(DescriptorLoad, OptionalKeysTakeDefaults) {
   const ParamValues v{{"X", 3}, {"Y", 64}};
   EXPECT_TRUE(t.requirements(v).none());
   EXPECT_EQ(t.launch_shape(v).dynamic_smem, 0);
+  EXPECT_EQ(t.launch_shape(v).grid_z, 1);
   EXPECT_EQ(t.name_expression(v), "cmt_other<3, 64>");
 }
 
@@ -245,7 +247,7 @@ TEST_F(DescriptorErrors, WrongTypesAndBadValues) {
 }
 
 TEST_F(DescriptorErrors, UnknownKeys) {
-  expect_error(with_line(10, "tile_n = \"32\"\ntile_k = \"8\""), 11, "launch.tile_k", "unknown key (known: threads, tile_m, tile_n, dynamic_smem)");
+  expect_error(with_line(10, "tile_n = \"32\"\ntile_k = \"8\""), 11, "launch.tile_k", "unknown key (known: threads, tile_m, tile_n, dynamic_smem, grid_z)");
   expect_error("author = \"me\"\n" + std::string(k_good_descriptor), 1, "author", "unknown key");
   expect_error(with_line(6, "values = [1, 2]\nvalue = 3"), 7, "param[0].value", "unknown key");
 }

@@ -84,6 +84,7 @@ TrialRecord make_trial(const std::string& key, int64_t device_id, int64_t run_id
   t.shape.tile_m = 128;
   t.shape.tile_n = 64;
   t.shape.dynamic_smem = 16384;
+  t.shape.grid_z = 3;
   t.requirements.align_bytes = 16;
   t.requirements.ld_multiple = 4;
   t.created_at = "2025-01-31T12:34:56Z";
@@ -121,6 +122,7 @@ void expect_same_trial(const TrialRecord& a, const TrialRecord& b) {
   EXPECT_EQ(a.shape.tile_m, b.shape.tile_m);
   EXPECT_EQ(a.shape.tile_n, b.shape.tile_n);
   EXPECT_EQ(a.shape.dynamic_smem, b.shape.dynamic_smem);
+  EXPECT_EQ(a.shape.grid_z, b.shape.grid_z);
   EXPECT_EQ(a.requirements.align_bytes, b.requirements.align_bytes);
   EXPECT_EQ(a.requirements.ld_multiple, b.requirements.ld_multiple);
   EXPECT_EQ(a.created_at, b.created_at);
@@ -144,6 +146,7 @@ WinnerRecord make_winner(int64_t device_id, const Problem& problem, const std::s
   w.shape.tile_m = 128;
   w.shape.tile_n = 64;
   w.shape.dynamic_smem = 12288;
+  w.shape.grid_z = 2;
   w.binary_key = "bin-" + scope;
   return w;
 }
@@ -165,6 +168,7 @@ void expect_same_winner(const WinnerRecord& a, const WinnerRecord& b) {
   EXPECT_EQ(a.shape.tile_m, b.shape.tile_m);
   EXPECT_EQ(a.shape.tile_n, b.shape.tile_n);
   EXPECT_EQ(a.shape.dynamic_smem, b.shape.dynamic_smem);
+  EXPECT_EQ(a.shape.grid_z, b.shape.grid_z);
   EXPECT_EQ(a.binary_key, b.binary_key);
 }
 
@@ -740,6 +744,38 @@ TEST(StoreFile, TrialsPersistAcrossReopen) {
     expect_same_trial(*found, t);
   }
   EXPECT_FALSE(store.find_trial("persist-9"));
+}
+
+TEST(StoreFile, Version1DatabaseGainsGridZAndKeepsItsRows) {
+  // A database written before migration 2 (no grid_z columns) opens with every row intact and z = 1.
+  cmt::test::TempDir dir;
+  const fs::path file = dir / "v1.db";
+  TrialRecord trial;
+  WinnerRecord winner;
+  {
+    Store store(file);
+    const int64_t device = store.upsert_device(make_device("GPU-v1"));
+    RunRecord run;
+    run.device_id = device;
+    const int64_t run_id = store.begin_run(run);
+    trial = make_trial("v1-trial", device, run_id, Problem{256, 256, 256});
+    trial.id = store.insert_trial(trial);
+    winner = make_winner(device, trial.problem, "overall", trial.id);
+    store.put_winner(winner);
+    store.db().exec("ALTER TABLE trials DROP COLUMN grid_z; ALTER TABLE winners DROP COLUMN grid_z; "
+                    "PRAGMA user_version = 1");
+  }
+  Store store(file);
+  EXPECT_EQ(store.schema_version(), cmt::latest_schema_version());
+  const auto found = store.find_trial("v1-trial");
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->shape.grid_z, 1);
+  trial.shape.grid_z = 1;
+  expect_same_trial(*found, trial);
+  const auto winners = store.winners(found->device_id, trial.problem);
+  ASSERT_EQ(winners.size(), 1u);
+  winner.shape.grid_z = 1;
+  expect_same_winner(winners[0], winner);
 }
 
 TEST(StoreFile, CommittedTrialsAreVisibleToAnotherConnection) {

@@ -66,7 +66,8 @@ TEST_P(RaggedCorrectness, EveryQuickCandidateMatchesCublas) {
     if (cand.shape.dynamic_smem > 48 * 1024) {
       ASSERT_EQ(kernel.set_dynamic_smem(static_cast<int>(cand.shape.dynamic_smem)), cudaSuccess) << cand.id();
     }
-    ASSERT_GE(kernel.max_active_blocks(static_cast<int>(cand.shape.threads), static_cast<int>(cand.shape.dynamic_smem)), 1)
+    ASSERT_GE(kernel.max_active_blocks(static_cast<int>(cand.shape.threads), static_cast<int>(cand.shape.dynamic_smem),
+                                        static_cast<int>(cand.shape.grid_z)), 1)
         << cand.id() << " cannot launch on this device";
     for (const auto& ws : workspaces) {
       if (unmet_requirements(cand.requirements, ws->timing())) continue;

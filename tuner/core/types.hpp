@@ -47,6 +47,7 @@ struct LaunchShape {
   int64_t tile_m = 0;          // rows of C per block
   int64_t tile_n = 0;          // columns of C per block
   int64_t dynamic_smem = 0;    // bytes of dynamic shared memory
+  int64_t grid_z = 1;          // blocks along z per tile (K split across a thread-block cluster)
 };
 
 /// What a candidate needs from its inputs; dispatch checks these before launching it.

@@ -6,7 +6,7 @@ namespace cmt {
 
 dim3 gemm_grid(const LaunchShape& shape, int m, int n) {
   const auto blocks = [](int64_t extent, int64_t tile) { return static_cast<unsigned>((extent + tile - 1) / tile); };
-  return dim3(blocks(n, shape.tile_n), blocks(m, shape.tile_m), 1);
+  return dim3(blocks(n, shape.tile_n), blocks(m, shape.tile_m), static_cast<unsigned>(shape.grid_z));
 }
 
 LoadedKernel::LoadedKernel(const std::vector<char>& cubin, const std::string& lowered_name) {
@@ -34,14 +34,26 @@ cudaError_t LoadedKernel::set_dynamic_smem(int bytes) {
                               bytes);
 }
 
-int LoadedKernel::max_active_blocks(int threads, int dynamic_smem) const {
+int LoadedKernel::max_active_blocks(int threads, int dynamic_smem, int grid_z) const {
+  const void* kernel = reinterpret_cast<const void*>(m_kernel);
   int blocks = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, reinterpret_cast<const void*>(m_kernel), threads,
-                                                    static_cast<size_t>(dynamic_smem)) != cudaSuccess) {
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, static_cast<size_t>(dynamic_smem)) !=
+      cudaSuccess) {
+    cudaGetLastError();
+    blocks = 0;
+  }
+  if (grid_z <= 1) return blocks;
+  // The cluster size is the kernel's own (__cluster_dims__), so the config leaves it unset.
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(1, 1, static_cast<unsigned>(grid_z));
+  config.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
+  config.dynamicSmemBytes = static_cast<size_t>(dynamic_smem);
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) != cudaSuccess) {
     cudaGetLastError();
     return 0;
   }
-  return blocks;
+  return clusters < 1 ? 0 : (blocks > 0 ? blocks : 1);
 }
 
 cudaError_t LoadedKernel::launch(const LaunchShape& shape, const GemmArgs& args, cudaStream_t stream) const {

@@ -42,7 +42,8 @@ class LoadedKernel {
   /// Raises the dynamic shared memory limit (needed above 48 KiB); returns the CUDA status.
   cudaError_t set_dynamic_smem(int bytes);
   /// Blocks of `threads` threads with `dynamic_smem` bytes that fit on one SM at once (0: cannot launch).
-  int max_active_blocks(int threads, int dynamic_smem) const;
+  /// For a kernel with a compile-time cluster (grid_z > 1), 0 also when no whole cluster fits the GPU.
+  int max_active_blocks(int threads, int dynamic_smem, int grid_z) const;
   /// Enqueues one launch with the template grid convention; returns the launch status.
   cudaError_t launch(const LaunchShape& shape, const GemmArgs& args, cudaStream_t stream) const;
 
@@ -52,7 +53,7 @@ class LoadedKernel {
   KernelAttributes m_attributes;
 };
 
-/// Grid of the template convention: (ceil(N/tile_n), ceil(M/tile_m), 1).
+/// Grid of the template convention: (ceil(N/tile_n), ceil(M/tile_m), grid_z).
 dim3 gemm_grid(const LaunchShape& shape, int m, int n);
 
 }  // namespace cmt

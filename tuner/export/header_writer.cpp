@@ -117,11 +117,11 @@ bool config_valid(const TemplateDesc& tmpl, const ParamValues& values) {
   }
 }
 
-using KernelKey = std::tuple<std::string, std::string, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
+using KernelKey = std::tuple<std::string, std::string, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
 
 KernelKey kernel_key(const ExportKernel& k) {
   return {k.source_hash,       k.name_expression, k.shape.threads, k.shape.tile_m, k.shape.tile_n, k.shape.dynamic_smem,
-          k.requirements.align_bytes, k.requirements.ld_multiple};
+          k.shape.grid_z, k.requirements.align_bytes, k.requirements.ld_multiple};
 }
 
 /// Reads winners into export kernels, caching binaries and sources by key.
@@ -368,10 +368,10 @@ ExportModel build_export_model(Store& store, const ExportOptions& options, const
     model.kernels.push_back(std::move(k));
   }
   for (const auto& k : model.kernels) {
-    for (const int64_t v : {k.shape.threads, k.shape.tile_m, k.shape.tile_n, k.shape.dynamic_smem,
+    for (const int64_t v : {k.shape.threads, k.shape.tile_m, k.shape.tile_n, k.shape.dynamic_smem, k.shape.grid_z,
                             k.requirements.align_bytes, k.requirements.ld_multiple})
       to_int(v, "a launch shape or requirement of " + k.name_expression);
-    if (k.shape.threads <= 0 || k.shape.tile_m <= 0 || k.shape.tile_n <= 0)
+    if (k.shape.threads <= 0 || k.shape.tile_m <= 0 || k.shape.tile_n <= 0 || k.shape.grid_z <= 0)
       throw UsageError(fmt::format("kernel {} has an invalid launch shape", k.name_expression));
   }
 
@@ -407,12 +407,12 @@ std::string render_dispatch_tables(const ExportModel& model) {
   out += fmt::format("constexpr int k_generic_kernel = {};\n", k_generic_kernel_index);
   out += fmt::format("constexpr int k_kernel_count = {};\n", model.kernels.size());
   out += "constexpr KernelInfo k_kernels[k_kernel_count] = {\n";
-  out += "    // name, source namespace, threads, tile_m, tile_n, dynamic_smem, align_bytes, ld_multiple\n";
+  out += "    // name, source namespace, threads, tile_m, tile_n, dynamic_smem, grid_z, align_bytes, ld_multiple\n";
   for (size_t i = 0; i < model.kernels.size(); ++i) {
     const ExportKernel& k = model.kernels[i];
-    out += fmt::format("    {{{}, \"{}\", {}, {}, {}, {}, {}, {}}},  // {}: {}{}[{}]\n", c_string(k.name_expression),
+    out += fmt::format("    {{{}, \"{}\", {}, {}, {}, {}, {}, {}, {}}},  // {}: {}{}[{}]\n", c_string(k.name_expression),
                        source_namespace(k.source_hash), k.shape.threads, k.shape.tile_m, k.shape.tile_n,
-                       k.shape.dynamic_smem, k.requirements.align_bytes, k.requirements.ld_multiple, i,
+                       k.shape.dynamic_smem, k.shape.grid_z, k.requirements.align_bytes, k.requirements.ld_multiple, i,
                        static_cast<int>(i) == k_generic_kernel_index ? "generic default, " : "", k.template_name,
                        comment_text(k.params));
   }
@@ -466,6 +466,7 @@ struct KernelInfo {
   int tile_m;           // rows of C per block
   int tile_n;           // columns of C per block
   int dynamic_smem;     // bytes
+  int grid_z;           // blocks per tile along z (K split across a cluster)
   int align_bytes;      // A, B and C base addresses must be aligned to this
   int ld_multiple;      // lda, ldb and ldc must be multiples of this
 };
@@ -664,7 +665,8 @@ inline cudaError_t sgemm(int M, int N, int K, float alpha, const float* A, int l
   err = detail::prepare_kernel(device, kernel);
   if (err != cudaSuccess) return err;
   const detail::KernelInfo& info = detail::k_kernels[kernel];
-  const dim3 grid(static_cast<unsigned>((N - 1) / info.tile_n + 1), static_cast<unsigned>((M - 1) / info.tile_m + 1));
+  const dim3 grid(static_cast<unsigned>((N - 1) / info.tile_n + 1), static_cast<unsigned>((M - 1) / info.tile_m + 1),
+                  static_cast<unsigned>(info.grid_z));
   void* args[] = {&M, &N, &K, &alpha, &A, &lda, &B, &ldb, &beta, &C, &ldc};
   return cudaLaunchKernel(detail::kernel_function(kernel), grid, dim3(static_cast<unsigned>(info.threads)), args,
                           static_cast<size_t>(info.dynamic_smem), stream);

@@ -116,6 +116,7 @@ void render_template_text(std::string& out, const TemplateDesc& desc, const Pres
   out += fmt::format("    tile_m        {}\n", desc.tile_m.text());
   out += fmt::format("    tile_n        {}\n", desc.tile_n.text());
   out += fmt::format("    dynamic_smem  {}\n", desc.dynamic_smem.text());
+  out += fmt::format("    grid_z        {}\n", desc.grid_z.text());
   out += "  requires:\n";
   out += fmt::format("    align_bytes   {}\n", desc.align_bytes.text());
   out += fmt::format("    ld_multiple   {}\n", desc.ld_multiple.text());
@@ -152,7 +153,8 @@ nlohmann::json template_json(const TemplateDesc& desc, const PresetTemplate* ent
        {{"threads", desc.threads.text()},
         {"tile_m", desc.tile_m.text()},
         {"tile_n", desc.tile_n.text()},
-        {"dynamic_smem", desc.dynamic_smem.text()}}},
+        {"dynamic_smem", desc.dynamic_smem.text()},
+        {"grid_z", desc.grid_z.text()}}},
       {"requires", {{"align_bytes", desc.align_bytes.text()}, {"ld_multiple", desc.ld_multiple.text()}}},
       {"counts", {{"raw", stats.raw}, {"valid", stats.valid}, {"pruned_total", pruned_total(stats)}, {"pruned", pruned}}},
   };

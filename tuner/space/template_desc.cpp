@@ -25,7 +25,7 @@ using detail::line_of;
 
 constexpr std::string_view k_top_keys[] = {"name", "kernel", "summary", "param", "launch", "requires", "constraint"};
 constexpr std::string_view k_param_keys[] = {"name", "values", "help"};
-constexpr std::string_view k_launch_keys[] = {"threads", "tile_m", "tile_n", "dynamic_smem"};
+constexpr std::string_view k_launch_keys[] = {"threads", "tile_m", "tile_n", "dynamic_smem", "grid_z"};
 constexpr std::string_view k_requires_keys[] = {"align_bytes", "ld_multiple"};
 constexpr std::string_view k_constraint_keys[] = {"check", "reason"};
 
@@ -92,6 +92,7 @@ class DescriptorReader : public detail::TomlFileReader {
     desc.tile_m = expression(*launch, "launch", "tile_m", std::nullopt, desc);
     desc.tile_n = expression(*launch, "launch", "tile_n", std::nullopt, desc);
     desc.dynamic_smem = expression(*launch, "launch", "dynamic_smem", "0", desc);
+    desc.grid_z = expression(*launch, "launch", "grid_z", "1", desc);
 
     // [requires] is optional: its absence means plain 4-byte alignment and any leading dimension.
     static const toml::table k_empty;
@@ -260,6 +261,7 @@ LaunchShape TemplateDesc::launch_shape(const ParamValues& values) const {
   shape.tile_m = eval_field(*this, tile_m, "launch.tile_m", values);
   shape.tile_n = eval_field(*this, tile_n, "launch.tile_n", values);
   shape.dynamic_smem = eval_field(*this, dynamic_smem, "launch.dynamic_smem", values);
+  shape.grid_z = eval_field(*this, grid_z, "launch.grid_z", values);
   return shape;
 }
 

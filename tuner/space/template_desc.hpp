@@ -36,7 +36,7 @@ struct TemplateDesc {
   std::filesystem::path source_path;
   std::vector<ParamDesc> params; // in template-argument order
   std::vector<Constraint> constraints;
-  Expr threads, tile_m, tile_n, dynamic_smem;  // [launch]
+  Expr threads, tile_m, tile_n, dynamic_smem, grid_z;  // [launch]
   Expr align_bytes, ld_multiple;               // [requires]
 
   LaunchShape launch_shape(const ParamValues& values) const;

@@ -153,14 +153,14 @@ constexpr std::string_view k_trial_columns =
     "trial_key, run_id, device_id, template_name, params, name_expression, binary_key, m, n, k, lda, ldb, ldc, "
     "outcome, reason, log, max_abs_error, max_error_ratio, median_ms, min_ms, cv, samples, gflops, "
     "ratio_to_cublas, retime_median_ms, registers, smem_bytes, threads, shape_threads, tile_m, tile_n, dynamic_smem, "
-    "align_bytes, ld_multiple, created_at";
+    "grid_z, align_bytes, ld_multiple, created_at";
 
 constexpr std::string_view k_baseline_columns =
     "device_id, m, n, k, lda, ldb, ldc, median_ms, min_ms, cv, samples, gflops, run_id, created_at";
 
 constexpr std::string_view k_winner_columns =
     "device_id, m, n, k, scope, trial_id, template_name, params, name_expression, median_ms, gflops, "
-    "ratio_to_cublas, align_bytes, ld_multiple, threads, tile_m, tile_n, dynamic_smem, binary_key";
+    "ratio_to_cublas, align_bytes, ld_multiple, threads, tile_m, tile_n, dynamic_smem, grid_z, binary_key";
 
 BinaryRecord read_binary(const Statement& s) {
   Reader r(s);
@@ -229,7 +229,7 @@ void bind_trial(Statement& s, const TrialRecord& t, const std::string& created_a
   b(t.max_abs_error)(t.max_error_ratio)(t.median_ms)(t.min_ms)(t.cv)(t.samples)(t.gflops);
   b(t.ratio_to_cublas)(t.retime_median_ms);
   b(t.registers)(t.smem_bytes)(t.threads);
-  b(t.shape.threads)(t.shape.tile_m)(t.shape.tile_n)(t.shape.dynamic_smem);
+  b(t.shape.threads)(t.shape.tile_m)(t.shape.tile_n)(t.shape.dynamic_smem)(t.shape.grid_z);
   b(t.requirements.align_bytes)(t.requirements.ld_multiple)(created_at);
 }
 
@@ -270,6 +270,7 @@ TrialRecord read_trial(const Statement& s) {
   t.shape.tile_m = r.integer();
   t.shape.tile_n = r.integer();
   t.shape.dynamic_smem = r.integer();
+  t.shape.grid_z = r.integer();
   t.requirements.align_bytes = r.integer();
   t.requirements.ld_multiple = r.integer();
   t.created_at = r.text();
@@ -318,6 +319,7 @@ WinnerRecord read_winner(const Statement& s, int first = 0) {
   w.shape.tile_m = r.integer();
   w.shape.tile_n = r.integer();
   w.shape.dynamic_smem = r.integer();
+  w.shape.grid_z = r.integer();
   w.binary_key = r.text();
   return w;
 }
@@ -610,7 +612,7 @@ void Store::put_winner(const WinnerRecord& winner) {
   b(winner.device_id)(winner.problem.m)(winner.problem.n)(winner.problem.k)(winner.scope)(winner.trial_id);
   b(winner.template_name)(winner.params)(winner.name_expression)(winner.median_ms)(winner.gflops);
   b(winner.ratio_to_cublas)(winner.requirements.align_bytes)(winner.requirements.ld_multiple);
-  b(winner.shape.threads)(winner.shape.tile_m)(winner.shape.tile_n)(winner.shape.dynamic_smem)(winner.binary_key);
+  b(winner.shape.threads)(winner.shape.tile_m)(winner.shape.tile_n)(winner.shape.dynamic_smem)(winner.shape.grid_z)(winner.binary_key);
   s.run();
 }
 
@@ -669,7 +671,7 @@ std::string Store::content_hash() {
     hash_real(h, w.ratio_to_cublas);
     h.field(w.requirements.align_bytes).field(w.requirements.ld_multiple);
     h.field(w.shape.threads).field(w.shape.tile_m).field(w.shape.tile_n).field(w.shape.dynamic_smem);
-    h.field(w.binary_key);
+    h.field(w.shape.grid_z).field(w.binary_key);
   }
 
   h.field("baselines");

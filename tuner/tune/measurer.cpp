@@ -89,8 +89,9 @@ std::optional<std::string> InProcessMeasurer::load(const KernelUnderTest& k, Loa
                          cudaGetErrorString(st));
     }
   }
-  if (loaded->max_active_blocks(static_cast<int>(s.threads), static_cast<int>(s.dynamic_smem)) < 1)
-    return fmt::format("cannot launch: no block fits on an SM ({} registers x {} threads, {} bytes shared memory)",
+  if (loaded->max_active_blocks(static_cast<int>(s.threads), static_cast<int>(s.dynamic_smem), static_cast<int>(s.grid_z)) < 1)
+    return fmt::format("cannot launch: no {} fits ({} registers x {} threads, {} bytes shared memory)",
+                       s.grid_z > 1 ? fmt::format("cluster of {} blocks", s.grid_z) : std::string("block on an SM"),
                        attr.registers, s.threads, smem);
   return std::nullopt;
 }
