@@ -63,30 +63,37 @@ struct CmtWarpTile {
 #pragma unroll
     for (int wm = 0; wm < WMITER; ++wm)
 #pragma unroll
-      for (int i = 0; i < TM; ++i) {
-        const int row = block_m + m0 + wm * WSUBM + i;
+      for (int i = 0; i < TM; ++i)
 #pragma unroll
         for (int wn = 0; wn < WNITER; ++wn)
 #pragma unroll
-          for (int j = 0; j < TN; j += 4) {
-            const int col = block_n + n0 + wn * WSUBN + j;
-            const float* r = &acc[wm * TM + i][wn * TN + j];
-            if (interior && vector_c) {
-              float4* p = reinterpret_cast<float4*>(C + cmt_offset(row, col, ldc));
-              float4 out = make_float4(alpha * r[0], alpha * r[1], alpha * r[2], alpha * r[3]);
-              if (beta != 0.0f) {
-                const float4 old = *p;
-                out.x = fmaf(beta, old.x, out.x), out.y = fmaf(beta, old.y, out.y);
-                out.z = fmaf(beta, old.z, out.z), out.w = fmaf(beta, old.w, out.w);
-              }
-              *p = out;
-            } else {
-#pragma unroll
-              for (int jj = 0; jj < 4; ++jj)
-                if (interior || (row < M && col + jj < N)) cmt_store_c(C, ldc, row, col + jj, r[jj], alpha, beta);
-            }
-          }
+          for (int j = 0; j < TN; j += 4)
+            store_group(C, ldc, M, N, block_m, block_n, wm * TM + i, wn * TN + j, &acc[wm * TM + i][wn * TN + j],
+                        alpha, beta, interior, vector_c);
+  }
+
+  // Row and column of accumulator acc[r][c] inside the block tile.
+  CMT_DEVICE int row_of(int r) const { return m0 + (r / TM) * WSUBM + r % TM; }
+  CMT_DEVICE int col_of(int c) const { return n0 + (c / TN) * WSUBN + c % TN; }
+
+  // Writes the four values v[0..3] that belong at acc[r][c..c+3] (c % 4 == 0), as store() does.
+  CMT_DEVICE void store_group(float* C, int ldc, int M, int N, int block_m, int block_n, int r, int c, const float* v,
+                              float alpha, float beta, bool interior, bool vector_c) const {
+    const int row = block_m + row_of(r), col = block_n + col_of(c);
+    if (interior && vector_c) {
+      float4* p = reinterpret_cast<float4*>(C + cmt_offset(row, col, ldc));
+      float4 out = make_float4(alpha * v[0], alpha * v[1], alpha * v[2], alpha * v[3]);
+      if (beta != 0.0f) {
+        const float4 old = *p;
+        out.x = fmaf(beta, old.x, out.x), out.y = fmaf(beta, old.y, out.y);
+        out.z = fmaf(beta, old.z, out.z), out.w = fmaf(beta, old.w, out.w);
       }
+      *p = out;
+    } else {
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj)
+        if (interior || (row < M && col + jj < N)) cmt_store_c(C, ldc, row, col + jj, v[jj], alpha, beta);
+    }
   }
 };
 
@@ -130,3 +137,37 @@ template <int PENDING>
 CMT_DEVICE void cmt_cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Thread-block clusters (sm_90+): a cluster's blocks can read each other's shared memory.
+// ---------------------------------------------------------------------------------------------
+
+// Compile-time cluster shape (1, 1, n). Device code for older GPUs gets no cluster (see
+// CMT_HAS_CLUSTERS); a kernel using it must then stay correct with independent blocks.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define CMT_HAS_CLUSTERS 0
+#define CMT_CLUSTER_Z(n)
+#else
+#define CMT_HAS_CLUSTERS 1
+#define CMT_CLUSTER_Z(n) __cluster_dims__(1, 1, n)
+#endif
+
+#if CMT_HAS_CLUSTERS
+// Every thread of every block in the cluster arrives; shared-memory writes before it are visible
+// to the whole cluster after it.
+CMT_DEVICE void cmt_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+// 16-byte load from the shared memory of the cluster's block `rank`, at the offset `p` has in ours.
+CMT_DEVICE float4 cmt_cluster_load4(const float* p, unsigned rank) {
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(cmt_smem_address(p)), "r"(rank));
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(remote)
+               : "memory");
+  return v;
+}
+#endif

@@ -8,11 +8,14 @@
 
 #include "cmt_warp_tile.cuh"
 
-template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES, int VEC, int PAD, int SPLITK,
-          int SWIZZLE>
-__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * SPLITK)
-    cmt_sgemm_multistage(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
-                         const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc) {
+// Multiplies k tiles [kt_begin, kt_end) of the block tile at (block_m, block_n) into `tile` through
+// the cp.async ring in `smem`. With SPLITK > 1, slice 0's threads end up holding the sum of all
+// slices' partials, added in slice order. Returns with no copies in flight when SPLITK > 1.
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES, int VEC, int PAD, int SPLITK>
+CMT_DEVICE void cmt_multistage_accumulate(CmtWarpTile<BN, WM, WN, WNITER, TM, TN>& tile, float* smem, int tid, int M,
+                                          int N, int K, const float* __restrict__ A, int lda,
+                                          const float* __restrict__ B, int ldb, int block_m, int block_n,
+                                          int kt_begin, int kt_end) {
   using Tile = CmtWarpTile<BN, WM, WN, WNITER, TM, TN>;
   constexpr int TILE_THREADS = (BM / WM) * (BN / WN) * 32;
   constexpr int THREADS = TILE_THREADS * SPLITK;
@@ -29,15 +32,8 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * SPLITK)
   constexpr int B_ROWS_PER_PASS = THREADS / B_VECS_PER_ROW;
   constexpr int B_LOADS = BK / B_ROWS_PER_PASS;
 
-  extern __shared__ float4 cmt_dynamic_smem[];
-  float* smem = reinterpret_cast<float*>(cmt_dynamic_smem);
-
-  const int tid = threadIdx.x;
   const int slice = tid / TILE_THREADS;
-  int tile_m, tile_n;
-  cmt_block_tile<SWIZZLE>(tile_m, tile_n);
-  const int block_m = tile_m * BM, block_n = tile_n * BN;
-  const int k_tiles = (K + BK - 1) / BK;
+  const int k_tiles = kt_end - kt_begin;
 
   // Copy coordinates are fixed across k tiles; only the k offset moves.
   const int a_kk = tid % A_CHUNK, a_row = tid / A_CHUNK;
@@ -45,10 +41,11 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * SPLITK)
   const int b_cols_left = N - (block_n + b_n);
   const int b_bytes = b_cols_left >= VEC ? VEC * 4 : (b_cols_left > 0 ? b_cols_left * 4 : 0);
 
-  auto load_tile = [&](int stage, int kt) {
+  // Fills ring stage `stage` with k tile kt_begin + t.
+  auto load_tile = [&](int stage, int t) {
     float* as = smem + stage * STAGE;
     float* bs = as + A_STAGE;
-    const int k0 = kt * BK;
+    const int k0 = (kt_begin + t) * BK;
 #pragma unroll
     for (int i = 0; i < A_LOADS; ++i) {
       const int r = a_row + i * A_ROWS_PER_PASS;  // (chunk, row) pairs, rows fastest
@@ -69,7 +66,6 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * SPLITK)
     }
   };
 
-  Tile tile(tid % TILE_THREADS);
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
     if (s < k_tiles) load_tile(s, s);
@@ -114,7 +110,26 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * SPLITK)
       }
     }
   }
-  if (slice == 0) {
+}
+
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES, int VEC, int PAD, int SPLITK,
+          int SWIZZLE>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * SPLITK)
+    cmt_sgemm_multistage(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
+                         const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc) {
+  constexpr int TILE_THREADS = (BM / WM) * (BN / WN) * 32;
+  extern __shared__ float4 cmt_dynamic_smem[];
+  float* smem = reinterpret_cast<float*>(cmt_dynamic_smem);
+
+  const int tid = threadIdx.x;
+  int tile_m, tile_n;
+  cmt_block_tile<SWIZZLE>(tile_m, tile_n);
+  const int block_m = tile_m * BM, block_n = tile_n * BN;
+
+  CmtWarpTile<BN, WM, WN, WNITER, TM, TN> tile(tid % TILE_THREADS);
+  cmt_multistage_accumulate<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, VEC, PAD, SPLITK>(
+      tile, smem, tid, M, N, K, A, lda, B, ldb, block_m, block_n, 0, (K + BK - 1) / BK);
+  if (tid < TILE_THREADS) {  // slice 0
     const bool interior = block_m + BM <= M && block_n + BN <= N;
     tile.store(C, ldc, M, N, block_m, block_n, alpha, beta, interior, VEC == 4);
   }

@@ -203,11 +203,12 @@ constexpr const char* k_a100 = "NVIDIA A100-SXM4-40GB";
 constexpr const char* k_h100_uuid = "GPU-11111111-0000-0000-0000-000000000001";
 constexpr const char* k_a100_uuid = "GPU-22222222-0000-0000-0000-000000000002";
 
-/// The real-source fixture: two devices, five kernels of four templates, with and without
-/// requirements, one needing more than 48 KiB of dynamic shared memory.
+/// The real-source fixture: two devices, six kernels of five templates, with and without
+/// requirements, one needing more than 48 KiB of dynamic shared memory, one launching a cluster
+/// along z (clusterk, which the sm_80 build compiles without clusters).
 struct RealFixture {
   std::vector<TemplateDesc> templates = load_templates({default_templates_dir()});
-  KernelSpec ms4, ms1, wt, bv, b2;
+  KernelSpec ms4, ms1, wt, bv, b2, ck;
   int64_t h100 = 0, a100 = 0;
 
   void build(DbBuilder& db) {
@@ -226,6 +227,9 @@ struct RealFixture {
                      with_requirements);
     bv = real_kernel(db, templates, "blocktile2d_vec", "BM=128,BN=128,BK=8,TM=8,TN=8", with_requirements);
     b2 = real_kernel(db, templates, "blocktile2d", "BM=128,BN=64,BK=16,TM=8,TN=4", without_requirements);
+    ck = real_kernel(db, templates, "clusterk",
+                     "BM=128,BN=128,BK=16,WM=64,WN=64,WNITER=2,TM=8,TN=4,STAGES=3,VEC=1,PAD=4,SPLITK=1,CLUSTER_K=3",
+                     without_requirements);
     h100 = db.add_device(k_h100_uuid, k_h100, 9, 0, 132);
     a100 = db.add_device(k_a100_uuid, k_a100, 8, 0, 108);
     db.add_winner(k_h100_uuid, {1024, 1024, 1024}, "overall", ms4, 0.10);
@@ -233,6 +237,8 @@ struct RealFixture {
     db.add_winner(k_h100_uuid, {4096, 4096, 4096}, "overall", wt, 5.0);
     db.add_winner(k_h100_uuid, {4096, 4096, 4096}, "portable", b2, 9.0);
     db.add_winner(k_h100_uuid, {512, 2048, 256}, "overall", bv, 0.02);   // no portable winner
+    db.add_winner(k_h100_uuid, {1023, 1023, 1023}, "overall", ck, 0.06);
+    db.add_winner(k_h100_uuid, {1023, 1023, 1023}, "portable", ck, 0.06);
     db.add_winner(k_a100_uuid, {2048, 2048, 2048}, "overall", wt, 1.5);
     db.add_winner(k_a100_uuid, {2048, 2048, 2048}, "portable", ms1, 2.0);
     db.add_winner(k_a100_uuid, {128, 128, 128}, "overall", b2, 0.01);
@@ -474,8 +480,8 @@ TEST(ExportHeader, HoldsUsedSourcesOnlyAndProvenanceWithoutTimes) {
   const ExportModel model = build_export_model(db.store(), {}, builtin_blocktile2d());
   const std::string header = render_header(model, "cmtune");
 
-  // Bundles: multistage, warptile, blocktile2d_vec and blocktile2d (winner and generic share it).
-  EXPECT_EQ(model.sources.size(), 4u);
+  // Bundles: multistage, clusterk, warptile, blocktile2d_vec and blocktile2d (winner and generic share it).
+  EXPECT_EQ(model.sources.size(), 5u);
   for (const auto& s : model.sources)
     EXPECT_NE(header.find("namespace src_" + s.hash.substr(0, 12) + " {"), std::string::npos) << s.main_name;
   for (const char* unused : {"cmt_sgemm_naive", "cmt_sgemm_coalesced", "cmt_sgemm_smem_tiled", "cmt_sgemm_blocktile1d"})
@@ -498,9 +504,13 @@ TEST(ExportHeader, HoldsUsedSourcesOnlyAndProvenanceWithoutTimes) {
   }
   EXPECT_EQ(includes, std::vector<std::string>{"#include <cuda_runtime.h>"});
   // The multistage kernel needs > 48 KiB and cp.async: the header raises the limit and guards the arch.
-  EXPECT_NE(header.find(fmt::format(", {}, {}, {}}},", f.ms4.shape.dynamic_smem, f.ms4.requirements.align_bytes,
+  EXPECT_NE(header.find(fmt::format(", {}, 1, {}, {}}},", f.ms4.shape.dynamic_smem, f.ms4.requirements.align_bytes,
                                     f.ms4.requirements.ld_multiple)),
             std::string::npos);
+  // The clusterk kernel launches 3 blocks per tile along z, and its cluster is compiled for sm_90 only.
+  EXPECT_EQ(f.ck.shape.grid_z, 3);
+  EXPECT_NE(header.find(fmt::format(", {}, 3, 4, 1}},", f.ck.shape.dynamic_smem)), std::string::npos);
+  EXPECT_NE(header.find("__cluster_dims__(1, 1, n)"), std::string::npos);
   EXPECT_NE(header.find("__CUDA_ARCH__ < 800"), std::string::npos);
   // Identical macro definitions of several bundles are undefined after each.
   EXPECT_NE(header.find("#undef CMT_DEVICE"), std::string::npos);

@@ -589,8 +589,27 @@ TEST(SpaceBuiltin, EveryDescriptorLoads) {
     const SourceBundle source = t.load_source();   // every include resolves
     EXPECT_NE(source.main_text.find(t.kernel), std::string::npos) << t.name << ": kernel name not in its source";
   }
-  for (const char* expected : {"naive", "coalesced", "smem_tiled", "blocktile1d", "blocktile2d", "blocktile2d_vec"})
+  for (const char* expected : {"naive", "coalesced", "smem_tiled", "blocktile1d", "blocktile2d", "blocktile2d_vec",
+                               "warptile", "multistage", "clusterk"})
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << "missing template " << expected;
+}
+
+TEST(SpaceBuiltin, ClusterkLaunchesOneClusterPerTileAlongZ) {
+  const std::vector<TemplateDesc> templates = load_templates({default_templates_dir()});
+  const auto it = std::find_if(templates.begin(), templates.end(), [](const TemplateDesc& t) { return t.name == "clusterk"; });
+  ASSERT_NE(it, templates.end());
+  ParamValues values = params_from_string(
+      "BM=128,BN=128,BK=16,WM=64,WN=64,WNITER=2,TM=8,TN=4,STAGES=3,VEC=1,PAD=4,SPLITK=1,CLUSTER_K=3,SWIZZLE=1");
+  const LaunchShape shape = it->launch_shape(values);
+  EXPECT_EQ(shape.grid_z, 3);
+  EXPECT_EQ(shape.threads, 128);
+  // The partial tile parked for the cluster reduction (128*128 floats) outgrows the 3-stage ring.
+  EXPECT_EQ(shape.dynamic_smem, std::max(3 * (16 * 132 + 16 * 128), 128 * 128) * 4);
+  for (auto& [name, value] : values)
+    if (name == "CLUSTER_K") value = 1;
+  bool rejected = false;
+  for (const auto& c : it->constraints) rejected = rejected || c.check.eval(values) == 0;
+  EXPECT_TRUE(rejected) << "CLUSTER_K = 1 is the multistage family and must be pruned";
 }
 
 TEST(SpaceBuiltin, EveryPresetEnumerates) {
