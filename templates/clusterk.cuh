@@ -15,9 +15,7 @@ template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, in
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * SPLITK) CMT_CLUSTER_Z(CLUSTER_K)
     cmt_sgemm_clusterk(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                        const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc) {
-  using Tile = CmtWarpTile<BN, WM, WN, WNITER, TM, TN>;
   constexpr int TILE_THREADS = (BM / WM) * (BN / WN) * 32;
-  constexpr int GROUPS = Tile::ROWS * Tile::COLS / 4;  // float4 groups of accumulators per thread
   extern __shared__ float4 cmt_dynamic_smem[];
   float* smem = reinterpret_cast<float*>(cmt_dynamic_smem);
 
@@ -26,50 +24,21 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * SPLITK) CMT_CLUST
   cmt_block_tile<SWIZZLE>(tile_m, tile_n);
   const int block_m = tile_m * BM, block_n = tile_n * BN;
   const int k_tiles = (K + BK - 1) / BK;
+  int kt_begin = 0, kt_end = k_tiles;
 #if CMT_HAS_CLUSTERS
-  const int rank = blockIdx.z;  // the cluster spans the grid's z extent, so this is the cluster rank
-  const int kt_begin = (int)((long long)rank * k_tiles / CLUSTER_K);
-  const int kt_end = (int)((long long)(rank + 1) * k_tiles / CLUSTER_K);
+  cmt_cluster_k_range<CLUSTER_K>(k_tiles, blockIdx.z, kt_begin, kt_end);
 #else
   if (blockIdx.z != 0) return;
-  const int kt_begin = 0, kt_end = k_tiles;
 #endif
 
-  Tile tile(tid % TILE_THREADS);
+  CmtWarpTile<BN, WM, WN, WNITER, TM, TN> tile(tid % TILE_THREADS);
   cmt_multistage_accumulate<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, VEC, PAD, SPLITK>(
       tile, smem, tid, M, N, K, A, lda, B, ldb, block_m, block_n, kt_begin, kt_end);
   const bool interior = block_m + BM <= M && block_n + BN <= N;
-
 #if CMT_HAS_CLUSTERS
-  // Park this block's partial tile in its shared memory, one float4 group per thread per slot.
-  cmt_cp_async_wait<0>();
-  __syncthreads();  // the ring (and SPLITK's scratch) is no longer read
-  float4* parked = reinterpret_cast<float4*>(smem);
-  if (tid < TILE_THREADS) {
-#pragma unroll
-    for (int g = 0; g < GROUPS; ++g) {
-      const float* v = &tile.acc[(4 * g) / Tile::COLS][(4 * g) % Tile::COLS];
-      parked[g * TILE_THREADS + tid] = make_float4(v[0], v[1], v[2], v[3]);
-    }
-  }
-  cmt_cluster_sync();
-  // Rank r finishes groups g with g % CLUSTER_K == r: the sum over ranks 0.. in order, then C.
-  if (tid < TILE_THREADS) {
-#pragma unroll
-    for (int g = 0; g < GROUPS; ++g) {
-      if (g % CLUSTER_K != rank) continue;
-      float4 sum = cmt_cluster_load4(reinterpret_cast<const float*>(parked + g * TILE_THREADS + tid), 0);
-#pragma unroll
-      for (int q = 1; q < CLUSTER_K; ++q) {
-        const float4 v = cmt_cluster_load4(reinterpret_cast<const float*>(parked + g * TILE_THREADS + tid), q);
-        sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
-      }
-      const float out[4] = {sum.x, sum.y, sum.z, sum.w};
-      tile.store_group(C, ldc, M, N, block_m, block_n, (4 * g) / Tile::COLS, (4 * g) % Tile::COLS, out, alpha, beta,
-                       interior, VEC == 4);
-    }
-  }
-  cmt_cluster_sync();  // no block leaves while another may still read its shared memory
+  cmt_cp_async_wait<0>();  // the ring (and SPLITK's scratch) is free once every thread is past here
+  cmt_cluster_reduce_store<CLUSTER_K, TILE_THREADS>(tile, smem, tid, C, ldc, M, N, block_m, block_n, alpha, beta,
+                                                    interior, VEC == 4);
 #else
   if (tid < TILE_THREADS) tile.store(C, ldc, M, N, block_m, block_n, alpha, beta, interior, VEC == 4);
 #endif

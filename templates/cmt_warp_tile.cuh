@@ -170,4 +170,52 @@ CMT_DEVICE float4 cmt_cluster_load4(const float* p, unsigned rank) {
                : "memory");
   return v;
 }
+
+// The end of a cluster split-K kernel: the CLUSTER_K blocks of the cluster (one per grid z) hold
+// partial sums of the same block tile. Each parks its partial in its own shared memory (BM x BN
+// floats at `smem`), then rank r sums the float4 groups g with g % CLUSTER_K == r over ranks 0, 1,
+// ... in that order (deterministic) and writes them to C. Every thread of every block must call
+// this (it holds cluster barriers); the TILE_THREADS threads below `tid` < TILE_THREADS hold the
+// partials. The caller has no shared-memory reads or copies pending.
+template <int CLUSTER_K, int TILE_THREADS, class Tile>
+CMT_DEVICE void cmt_cluster_reduce_store(const Tile& tile, float* smem, int tid, float* C, int ldc, int M, int N,
+                                         int block_m, int block_n, float alpha, float beta, bool interior,
+                                         bool vector_c) {
+  constexpr int GROUPS = Tile::ROWS * Tile::COLS / 4;  // float4 groups of accumulators per thread
+  const int rank = blockIdx.z;  // the cluster spans the grid's z extent, so this is the cluster rank
+  __syncthreads();
+  float4* parked = reinterpret_cast<float4*>(smem);
+  if (tid < TILE_THREADS) {
+#pragma unroll
+    for (int g = 0; g < GROUPS; ++g) {
+      const float* v = &tile.acc[(4 * g) / Tile::COLS][(4 * g) % Tile::COLS];
+      parked[g * TILE_THREADS + tid] = make_float4(v[0], v[1], v[2], v[3]);
+    }
+  }
+  cmt_cluster_sync();
+  if (tid < TILE_THREADS) {
+#pragma unroll
+    for (int g = 0; g < GROUPS; ++g) {
+      if (g % CLUSTER_K != rank) continue;
+      const float* slot = reinterpret_cast<const float*>(parked + g * TILE_THREADS + tid);
+      float4 sum = cmt_cluster_load4(slot, 0);
+#pragma unroll
+      for (int q = 1; q < CLUSTER_K; ++q) {
+        const float4 v = cmt_cluster_load4(slot, q);
+        sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+      }
+      const float out[4] = {sum.x, sum.y, sum.z, sum.w};
+      tile.store_group(C, ldc, M, N, block_m, block_n, (4 * g) / Tile::COLS, (4 * g) % Tile::COLS, out, alpha, beta,
+                       interior, vector_c);
+    }
+  }
+  cmt_cluster_sync();  // no block leaves while another may still read its shared memory
+}
+
+// Rank `rank` of a CLUSTER_K-way split of k_tiles k tiles takes [*begin, *end).
+template <int CLUSTER_K>
+CMT_DEVICE void cmt_cluster_k_range(int k_tiles, int rank, int& begin, int& end) {
+  begin = (int)((long long)rank * k_tiles / CLUSTER_K);
+  end = (int)((long long)(rank + 1) * k_tiles / CLUSTER_K);
+}
 #endif
