@@ -117,6 +117,21 @@ CMT_DEVICE void cmt_block_tile(int& tile_m, int& tile_n) {
   tile_n = in_group / rows;
 }
 
+// Top-left element (block_m, block_n) of this block's BM x BN tile of C, after rasterization.
+template <int BM, int BN, int SWIZZLE>
+CMT_DEVICE void cmt_block_origin(int& block_m, int& block_n) {
+  int tile_m, tile_n;
+  cmt_block_tile<SWIZZLE>(tile_m, tile_n);
+  block_m = tile_m * BM;
+  block_n = tile_n * BN;
+}
+
+// The kernel's dynamic shared memory, as floats (16-byte aligned).
+CMT_DEVICE float* cmt_dynamic_smem_floats() {
+  extern __shared__ float4 cmt_dynamic_smem[];
+  return reinterpret_cast<float*>(cmt_dynamic_smem);
+}
+
 // cp.async: asynchronous global -> shared copies (sm_80+). A source size below the copy size
 // zero-fills the rest, which is how out-of-range elements become zeros without a branch.
 CMT_DEVICE unsigned cmt_smem_address(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }

@@ -118,13 +118,10 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * SPLITK)
     cmt_sgemm_multistage(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                          const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc) {
   constexpr int TILE_THREADS = (BM / WM) * (BN / WN) * 32;
-  extern __shared__ float4 cmt_dynamic_smem[];
-  float* smem = reinterpret_cast<float*>(cmt_dynamic_smem);
-
+  float* smem = cmt_dynamic_smem_floats();
   const int tid = threadIdx.x;
-  int tile_m, tile_n;
-  cmt_block_tile<SWIZZLE>(tile_m, tile_n);
-  const int block_m = tile_m * BM, block_n = tile_n * BN;
+  int block_m, block_n;
+  cmt_block_origin<BM, BN, SWIZZLE>(block_m, block_n);
 
   CmtWarpTile<BN, WM, WN, WNITER, TM, TN> tile(tid % TILE_THREADS);
   cmt_multistage_accumulate<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, VEC, PAD, SPLITK>(

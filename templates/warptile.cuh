@@ -23,13 +23,10 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
   constexpr int B_LOADS = (B_VECS + THREADS - 1) / THREADS;
 
   // Two stages of (A transposed, B), in dynamic shared memory so BK = 32 tiles fit.
-  extern __shared__ float4 cmt_dynamic_smem[];
-  float* smem = reinterpret_cast<float*>(cmt_dynamic_smem);
-
+  float* smem = cmt_dynamic_smem_floats();
   const int tid = threadIdx.x;
-  int tile_m, tile_n;
-  cmt_block_tile<SWIZZLE>(tile_m, tile_n);
-  const int block_m = tile_m * BM, block_n = tile_n * BN;
+  int block_m, block_n;
+  cmt_block_origin<BM, BN, SWIZZLE>(block_m, block_n);
   const int k_tiles = (K + BK - 1) / BK;
   const bool mn_interior = block_m + BM <= M && block_n + BN <= N;
 
