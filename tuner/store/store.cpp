@@ -109,6 +109,10 @@ class Binder {
     return *this;
   }
   Binder& boolean(bool value) { return (*this)(static_cast<int64_t>(value ? 1 : 0)); }
+  /// threads, tile_m, tile_n, dynamic_smem, grid_z
+  Binder& shape(const LaunchShape& s) { return (*this)(s.threads)(s.tile_m)(s.tile_n)(s.dynamic_smem)(s.grid_z); }
+  /// align_bytes, ld_multiple
+  Binder& requirements(const Requirements& r) { return (*this)(r.align_bytes)(r.ld_multiple); }
 
  private:
   Statement& m_statement;
@@ -130,6 +134,23 @@ class Reader {
     return value ? std::optional<int>(static_cast<int>(*value)) : std::nullopt;
   }
   std::optional<double> opt_real() { return m_statement.column_opt_double(m_col++); }
+  /// threads, tile_m, tile_n, dynamic_smem, grid_z (as Binder::shape)
+  LaunchShape shape() {
+    LaunchShape s;
+    s.threads = integer();
+    s.tile_m = integer();
+    s.tile_n = integer();
+    s.dynamic_smem = integer();
+    s.grid_z = integer();
+    return s;
+  }
+  /// align_bytes, ld_multiple (as Binder::requirements)
+  Requirements requirements() {
+    Requirements req;
+    req.align_bytes = integer();
+    req.ld_multiple = integer();
+    return req;
+  }
 
  private:
   const Statement& m_statement;
@@ -229,8 +250,7 @@ void bind_trial(Statement& s, const TrialRecord& t, const std::string& created_a
   b(t.max_abs_error)(t.max_error_ratio)(t.median_ms)(t.min_ms)(t.cv)(t.samples)(t.gflops);
   b(t.ratio_to_cublas)(t.retime_median_ms);
   b(t.registers)(t.smem_bytes)(t.threads);
-  b(t.shape.threads)(t.shape.tile_m)(t.shape.tile_n)(t.shape.dynamic_smem)(t.shape.grid_z);
-  b(t.requirements.align_bytes)(t.requirements.ld_multiple)(created_at);
+  b.shape(t.shape).requirements(t.requirements)(created_at);
 }
 
 /// Reads "id, <k_trial_columns>".
@@ -266,13 +286,8 @@ TrialRecord read_trial(const Statement& s) {
   t.registers = r.small();
   t.smem_bytes = r.integer();
   t.threads = r.integer();
-  t.shape.threads = r.integer();
-  t.shape.tile_m = r.integer();
-  t.shape.tile_n = r.integer();
-  t.shape.dynamic_smem = r.integer();
-  t.shape.grid_z = r.integer();
-  t.requirements.align_bytes = r.integer();
-  t.requirements.ld_multiple = r.integer();
+  t.shape = r.shape();
+  t.requirements = r.requirements();
   t.created_at = r.text();
   return t;
 }
@@ -313,13 +328,8 @@ WinnerRecord read_winner(const Statement& s, int first = 0) {
   w.median_ms = r.real();
   w.gflops = r.real();
   w.ratio_to_cublas = r.real();
-  w.requirements.align_bytes = r.integer();
-  w.requirements.ld_multiple = r.integer();
-  w.shape.threads = r.integer();
-  w.shape.tile_m = r.integer();
-  w.shape.tile_n = r.integer();
-  w.shape.dynamic_smem = r.integer();
-  w.shape.grid_z = r.integer();
+  w.requirements = r.requirements();
+  w.shape = r.shape();
   w.binary_key = r.text();
   return w;
 }
@@ -611,8 +621,7 @@ void Store::put_winner(const WinnerRecord& winner) {
   Binder b(s);
   b(winner.device_id)(winner.problem.m)(winner.problem.n)(winner.problem.k)(winner.scope)(winner.trial_id);
   b(winner.template_name)(winner.params)(winner.name_expression)(winner.median_ms)(winner.gflops);
-  b(winner.ratio_to_cublas)(winner.requirements.align_bytes)(winner.requirements.ld_multiple);
-  b(winner.shape.threads)(winner.shape.tile_m)(winner.shape.tile_n)(winner.shape.dynamic_smem)(winner.shape.grid_z)(winner.binary_key);
+  b(winner.ratio_to_cublas).requirements(winner.requirements).shape(winner.shape)(winner.binary_key);
   s.run();
 }
 
