@@ -32,23 +32,23 @@ struct CmtWarpTile {
       for (int j = 0; j < COLS; ++j) acc[i][j] = 0.0f;
   }
 
+  // out[w*T + t] = base[w*SUB + t] for w < ITER, t < T (a lane's sub-tile slices), 16 bytes at a time.
+  template <int ITER, int T, int SUB>
+  static CMT_DEVICE void load_fragment(const float* base, float* out) {
+#pragma unroll
+    for (int w = 0; w < ITER; ++w)
+#pragma unroll
+      for (int t = 0; t < T; t += 4) {
+        const float4 v = *reinterpret_cast<const float4*>(base + w * SUB + t);
+        out[w * T + t] = v.x, out[w * T + t + 1] = v.y, out[w * T + t + 2] = v.z, out[w * T + t + 3] = v.w;
+      }
+  }
+
   // acc += As[k][my rows] x Bs[k][my columns]; as_k and bs_k point at row k of each tile.
   CMT_DEVICE void step(const float* as_k, const float* bs_k) {
     float a[ROWS], b[COLS];
-#pragma unroll
-    for (int w = 0; w < WMITER; ++w)
-#pragma unroll
-      for (int i = 0; i < TM; i += 4) {
-        const float4 v = *reinterpret_cast<const float4*>(as_k + m0 + w * WSUBM + i);
-        a[w * TM + i] = v.x, a[w * TM + i + 1] = v.y, a[w * TM + i + 2] = v.z, a[w * TM + i + 3] = v.w;
-      }
-#pragma unroll
-    for (int w = 0; w < WNITER; ++w)
-#pragma unroll
-      for (int j = 0; j < TN; j += 4) {
-        const float4 v = *reinterpret_cast<const float4*>(bs_k + n0 + w * WSUBN + j);
-        b[w * TN + j] = v.x, b[w * TN + j + 1] = v.y, b[w * TN + j + 2] = v.z, b[w * TN + j + 3] = v.w;
-      }
+    load_fragment<WMITER, TM, WSUBM>(as_k + m0, a);
+    load_fragment<WNITER, TN, WSUBN>(bs_k + n0, b);
 #pragma unroll
     for (int i = 0; i < ROWS; ++i)
 #pragma unroll
