@@ -183,6 +183,22 @@ void report(Context& ctx, CheckRecord r) {
   ctx.checks.push_back(std::move(r));
 }
 
+/// Compares our C with the reference on the GPU (see compare) and reports the check.
+void compare_and_report(Context& ctx, CheckRecord& r, const float* ours, const float* ref, const float* c0,
+                        const float* abs_ab, size_t total, size_t offset, Size s, int ldc, float alpha, float beta) {
+  CHECK_CUDA(cudaMemset(ctx.result, 0, sizeof(CompareResult)));
+  compare<<<k_blocks, k_threads>>>(ours, ref, c0, abs_ab, total, offset, s.m, s.n, s.k, ldc, alpha, beta, ctx.result);
+  CHECK_CUDA(cudaGetLastError());
+  CompareResult host{};
+  CHECK_CUDA(cudaMemcpy(&host, ctx.result, sizeof(host), cudaMemcpyDeviceToHost));
+  float ratio = 0;
+  std::memcpy(&ratio, &host.max_ratio_bits, sizeof(ratio));
+  r.max_ratio = ratio;
+  r.bad = host.bad;
+  r.outside_written = host.outside_written;
+  report(ctx, r);
+}
+
 /// One sgemm call checked against cuBLAS. offset: floats added to each base pointer (misalignment).
 /// c_nan: C starts as NaN (only meaningful with beta == 0, which must not read it).
 void check_product(Context& ctx, const std::string& name, Size s, int lda, int ldb, int ldc, int offset, float alpha,
@@ -223,17 +239,7 @@ void check_product(Context& ctx, const std::string& name, Size s, int lda, int l
   CHECK_CUDA(cudaGetLastError());
   cublas_sgemm(ctx.cublas, s.m, s.n, s.k, 1.0f, abs_a.p + offset, lda, abs_b.p + offset, ldb, 0.0f, abs_ab.p, s.n);
 
-  CHECK_CUDA(cudaMemset(ctx.result, 0, sizeof(CompareResult)));
-  compare<<<k_blocks, k_threads>>>(ours.p, ref.p, c0.p, abs_ab.p, c_total, offset, s.m, s.n, s.k, ldc, alpha, beta, ctx.result);
-  CHECK_CUDA(cudaGetLastError());
-  CompareResult host{};
-  CHECK_CUDA(cudaMemcpy(&host, ctx.result, sizeof(host), cudaMemcpyDeviceToHost));
-  float ratio = 0;
-  std::memcpy(&ratio, &host.max_ratio_bits, sizeof(ratio));
-  r.max_ratio = ratio;
-  r.bad = host.bad;
-  r.outside_written = host.outside_written;
-  report(ctx, r);
+  compare_and_report(ctx, r, ours.p, ref.p, c0.p, abs_ab.p, c_total, offset, s, ldc, alpha, beta);
 }
 
 /// A call that must not compute a product: C = beta*C (alpha == 0 or K == 0), A and B null.
@@ -256,17 +262,7 @@ void check_scale_only(Context& ctx, const std::string& name, Size s, float alpha
     scale_reference<<<64, k_threads>>>(c0.p + static_cast<size_t>(i) * ldc, ref.p + static_cast<size_t>(i) * ldc, s.n, beta);
   }
   CHECK_CUDA(cudaGetLastError());
-  CHECK_CUDA(cudaMemset(ctx.result, 0, sizeof(CompareResult)));
-  compare<<<k_blocks, k_threads>>>(ours.p, ref.p, c0.p, nullptr, total, 0, s.m, s.n, s.k, ldc, 0.0f, beta, ctx.result);
-  CHECK_CUDA(cudaGetLastError());
-  CompareResult host{};
-  CHECK_CUDA(cudaMemcpy(&host, ctx.result, sizeof(host), cudaMemcpyDeviceToHost));
-  float ratio = 0;
-  std::memcpy(&ratio, &host.max_ratio_bits, sizeof(ratio));
-  r.max_ratio = ratio;
-  r.bad = host.bad;
-  r.outside_written = host.outside_written;
-  report(ctx, r);
+  compare_and_report(ctx, r, ours.p, ref.p, c0.p, nullptr, total, 0, s, ldc, 0.0f, beta);
 }
 
 /// A call that must return `expected` without touching C.
