@@ -4,7 +4,21 @@
 #include <filesystem>
 #include <string>
 
+#include "core/error.hpp"
+
 namespace cmt::test {
+
+/// The message of the UsageError thrown by f, or "<no UsageError thrown>" when none is (other
+/// exceptions propagate and fail the test).
+template <typename F>
+std::string usage_error(F&& f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "<no UsageError thrown>";
+}
 
 /// A fresh temporary folder, removed with everything in it on destruction.
 class TempDir {

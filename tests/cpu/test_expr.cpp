@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "space/expr.hpp"
+#include "test_support.hpp"
 
 namespace cmt {
 namespace {
@@ -14,16 +15,7 @@ int64_t eval_const(const std::string& text) {
   return Expr::parse(text).eval([](std::string_view) { return std::optional<int64_t>{}; });
 }
 
-/// The message of the UsageError thrown by f, or a failure marker when none is thrown.
-template <typename F>
-std::string usage_error(F&& f) {
-  try {
-    f();
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "<no UsageError thrown>";
-}
+using test::usage_error;
 
 std::string parse_error(const std::string& text) {
   return usage_error([&] { (void)Expr::parse(text); });

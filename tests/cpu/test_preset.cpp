@@ -20,15 +20,7 @@ namespace {
 
 const fs::path k_fixtures = fs::path(CMTUNE_TEST_FIXTURES) / "space";
 
-template <typename F>
-std::string usage_error(F&& f) {
-  try {
-    f();
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "<no UsageError thrown>";
-}
+using test::usage_error;
 
 /// Sets an environment variable for one scope, restoring the old value after.
 class ScopedEnv {

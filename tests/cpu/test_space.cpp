@@ -24,15 +24,7 @@ namespace {
 const fs::path k_fixtures = fs::path(CMTUNE_TEST_FIXTURES) / "space";
 const fs::path k_fixture_templates = k_fixtures / "templates";
 
-template <typename F>
-std::string usage_error(F&& f) {
-  try {
-    f();
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "<no UsageError thrown>";
-}
+using test::usage_error;
 
 /// A preset over the fixture templates with explicit value lists, as if read from a file.
 Preset preset_with(std::vector<PresetTemplate> templates) {
