@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fmt/format.h>
-#include <fstream>
 #include <limits>
-#include <sstream>
 #include <toml++/toml.h>
 
 #include "core/error.hpp"
@@ -49,19 +47,8 @@ class PresetReader : public detail::TomlFileReader {
   explicit PresetReader(const fs::path& file) : TomlFileReader(file.string()), m_file(file) {}
 
   Preset read() {
-    std::ifstream in(m_file, std::ios::binary);
-    if (!in) throw UsageError(fmt::format("cannot read preset '{}'", m_display));
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    const std::string text = ss.str();
-
-    toml::table root;
-    try {
-      root = toml::parse(text, std::string_view(m_display));
-    } catch (const toml::parse_error& e) {
-      throw UsageError(fmt::format("{}:{}: TOML syntax error at column {}: {}", m_display, e.source().begin.line,
-                                   e.source().begin.column, e.description()));
-    }
+    const std::string text = detail::read_text(m_file, "preset");
+    const toml::table root = parse(text);
 
     Preset preset;
     preset.file = m_file;

@@ -4,7 +4,6 @@
 #include <cctype>
 #include <cstdlib>
 #include <fmt/format.h>
-#include <fstream>
 #include <functional>
 #include <limits>
 #include <map>
@@ -22,20 +21,13 @@ namespace cmt {
 namespace {
 
 using detail::line_of;
+using detail::read_text;
 
 constexpr std::string_view k_top_keys[] = {"name", "kernel", "summary", "param", "launch", "requires", "constraint"};
 constexpr std::string_view k_param_keys[] = {"name", "values", "help"};
 constexpr std::string_view k_launch_keys[] = {"threads", "tile_m", "tile_n", "dynamic_smem", "grid_z"};
 constexpr std::string_view k_requires_keys[] = {"align_bytes", "ld_multiple"};
 constexpr std::string_view k_constraint_keys[] = {"check", "reason"};
-
-std::string read_text(const fs::path& file, const std::string& what) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw UsageError(fmt::format("cannot read {} '{}'", what, file.string()));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 bool is_identifier(std::string_view s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
@@ -62,14 +54,7 @@ class DescriptorReader : public detail::TomlFileReader {
   explicit DescriptorReader(const fs::path& file) : TomlFileReader(file.string()), m_file(file) {}
 
   TemplateDesc read() {
-    const std::string text = read_text(m_file, "template descriptor");
-    toml::table root;
-    try {
-      root = toml::parse(text, std::string_view(m_display));
-    } catch (const toml::parse_error& e) {
-      throw UsageError(fmt::format("{}:{}: TOML syntax error at column {}: {}", m_display, e.source().begin.line,
-                                   e.source().begin.column, e.description()));
-    }
+    const toml::table root = parse(read_text(m_file, "template descriptor"));
     check_keys(root, "", k_top_keys);
 
     TemplateDesc desc;

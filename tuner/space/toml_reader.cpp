@@ -2,13 +2,32 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <fstream>
 #include <limits>
+#include <sstream>
 
 #include "core/error.hpp"
 
 namespace cmt::detail {
 
 int line_of(const toml::node& node) { return static_cast<int>(node.source().begin.line); }
+
+std::string read_text(const std::filesystem::path& file, const std::string& what) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw UsageError(fmt::format("cannot read {} '{}'", what, file.string()));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+toml::table TomlFileReader::parse(const std::string& text) const {
+  try {
+    return toml::parse(text, std::string_view(m_display));
+  } catch (const toml::parse_error& e) {
+    throw UsageError(fmt::format("{}:{}: TOML syntax error at column {}: {}", m_display, e.source().begin.line,
+                                 e.source().begin.column, e.description()));
+  }
+}
 
 void TomlFileReader::fail(int line, std::string_view key, const std::string& message) const {
   throw UsageError(fmt::format("{}:{}: {}: {}", m_display, line, key, message));
