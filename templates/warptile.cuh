@@ -7,38 +7,6 @@
 
 #include "cmt_warp_tile.cuh"
 
-// Global -> registers for one operand tile whose element (r, c * VEC + v) is src[row0 + r][col0 +
-// c * VEC + v], spread over the threads vector by vector (consecutive threads take consecutive
-// addresses). FULL: the tile lies inside the rows x cols operand, loads are unpredicated (16-byte
-// when VEC == 4). Otherwise every element is checked and those outside read as zero.
-template <bool FULL, int VEC, int VECS_PER_ROW, int VECS, int THREADS, int LOADS>
-CMT_DEVICE void cmt_warptile_load(float (&reg)[LOADS][VEC], const float* __restrict__ src, int ld, int row0, int col0,
-                                  int rows, int cols, int tid) {
-#pragma unroll
-  for (int i = 0; i < LOADS; ++i) {
-    const int e = tid + i * THREADS;
-    if (VECS % THREADS == 0 || e < VECS) {
-      int r, c;
-      cmt_tile_coords<VECS_PER_ROW, THREADS>(tid, i, r, c);
-      if (FULL) {
-        const float* p = src + cmt_offset(row0 + r, col0 + c * VEC, ld);
-        if (VEC == 4) {
-          const float4 v = __ldg(reinterpret_cast<const float4*>(p));
-          reg[i][0] = v.x, reg[i][VEC > 1 ? 1 : 0] = v.y, reg[i][VEC > 2 ? 2 : 0] = v.z, reg[i][VEC > 3 ? 3 : 0] = v.w;
-        } else {
-          reg[i][0] = __ldg(p);
-        }
-      } else {
-        const int row = row0 + r, col = col0 + c * VEC;
-        const bool inside = row < rows;
-        const float* p = src + cmt_offset(inside ? row : 0, 0, ld);
-#pragma unroll
-        for (int v = 0; v < VEC; ++v) reg[i][v] = cmt_load_or_zero(p + col + v, inside && col + v < cols);
-      }
-    }
-  }
-}
-
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int PAD, int VEC, int SWIZZLE>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
     cmt_sgemm_warptile(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
@@ -68,11 +36,63 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
   auto load_global = [&](int kt) {
     const int k0 = kt * BK;
     if (mn_interior && k0 + BK <= K) {
-      cmt_warptile_load<true, VEC, A_VECS_PER_ROW, A_VECS, THREADS>(a_reg, A, lda, block_m, k0, M, K, tid);
-      cmt_warptile_load<true, VEC, B_VECS_PER_ROW, B_VECS, THREADS>(b_reg, B, ldb, k0, block_n, K, N, tid);
+#pragma unroll
+      for (int i = 0; i < A_LOADS; ++i) {
+        const int e = tid + i * THREADS;
+        if (A_VECS % THREADS == 0 || e < A_VECS) {
+          int r, c;
+          cmt_tile_coords<A_VECS_PER_ROW, THREADS>(tid, i, r, c);
+          const float* p = A + cmt_offset(block_m + r, k0 + c * VEC, lda);
+          if (VEC == 4) {
+            const float4 v = __ldg(reinterpret_cast<const float4*>(p));
+            a_reg[i][0] = v.x, a_reg[i][VEC > 1 ? 1 : 0] = v.y, a_reg[i][VEC > 2 ? 2 : 0] = v.z, a_reg[i][VEC > 3 ? 3 : 0] = v.w;
+          } else {
+            a_reg[i][0] = __ldg(p);
+          }
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < B_LOADS; ++i) {
+        const int e = tid + i * THREADS;
+        if (B_VECS % THREADS == 0 || e < B_VECS) {
+          int r, c;
+          cmt_tile_coords<B_VECS_PER_ROW, THREADS>(tid, i, r, c);
+          const float* p = B + cmt_offset(k0 + r, block_n + c * VEC, ldb);
+          if (VEC == 4) {
+            const float4 v = __ldg(reinterpret_cast<const float4*>(p));
+            b_reg[i][0] = v.x, b_reg[i][VEC > 1 ? 1 : 0] = v.y, b_reg[i][VEC > 2 ? 2 : 0] = v.z, b_reg[i][VEC > 3 ? 3 : 0] = v.w;
+          } else {
+            b_reg[i][0] = __ldg(p);
+          }
+        }
+      }
     } else {
-      cmt_warptile_load<false, VEC, A_VECS_PER_ROW, A_VECS, THREADS>(a_reg, A, lda, block_m, k0, M, K, tid);
-      cmt_warptile_load<false, VEC, B_VECS_PER_ROW, B_VECS, THREADS>(b_reg, B, ldb, k0, block_n, K, N, tid);
+#pragma unroll
+      for (int i = 0; i < A_LOADS; ++i) {
+        const int e = tid + i * THREADS;
+        if (A_VECS % THREADS == 0 || e < A_VECS) {
+          int r, c;
+          cmt_tile_coords<A_VECS_PER_ROW, THREADS>(tid, i, r, c);
+          const int row = block_m + r, col = k0 + c * VEC;
+          const bool inside = row < M;
+          const float* p = A + cmt_offset(inside ? row : 0, 0, lda);
+#pragma unroll
+          for (int v = 0; v < VEC; ++v) a_reg[i][v] = cmt_load_or_zero(p + col + v, inside && col + v < K);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < B_LOADS; ++i) {
+        const int e = tid + i * THREADS;
+        if (B_VECS % THREADS == 0 || e < B_VECS) {
+          int r, c;
+          cmt_tile_coords<B_VECS_PER_ROW, THREADS>(tid, i, r, c);
+          const int row = k0 + r, col = block_n + c * VEC;
+          const bool inside = row < K;
+          const float* p = B + cmt_offset(inside ? row : 0, 0, ldb);
+#pragma unroll
+          for (int v = 0; v < VEC; ++v) b_reg[i][v] = cmt_load_or_zero(p + col + v, inside && col + v < N);
+        }
+      }
     }
   };
   auto store_shared = [&](int buf) {
