@@ -31,7 +31,7 @@ ValidationResult Validator::validate(const GemmLauncher& launch, const ProblemWo
     const ValidationCase vc = k_validation_cases[i];
     // Guards on both sides, then C: C0 for beta != 0, NaN poison for beta == 0 so unwritten
     // elements fail.
-    fill_bits(ws.c_work_allocation(), c_elems + 2 * k_guard_floats, k_guard_bits, m_stream);
+    fill_bits(ws.c_work_allocation(), k_guard_floats + c_elems + ws.c_guard_after(), k_guard_bits, m_stream);
     if (vc.beta != 0.0f)
       CMT_CUDA_CHECK(cudaMemcpyAsync(ws.c_work(), ws.c0_val(), c_elems * sizeof(float), cudaMemcpyDeviceToDevice, m_stream));
     else
@@ -53,7 +53,7 @@ ValidationResult Validator::validate(const GemmLauncher& launch, const ProblemWo
     compare_gemm(ws.c_work(), ws.reference(int(i)), ws.abs_ab_val(), vc.beta != 0.0f ? ws.abs_c0_val() : nullptr,
                  int(p.m), int(p.n), int(v.ldc), int(p.k), vc.alpha, vc.beta, k_pad_bits, stats_dev, m_stream);
     check_bits(ws.c_work_allocation(), k_guard_floats, k_guard_bits, stats_dev, m_stream);
-    check_bits(ws.c_work() + c_elems, k_guard_floats, k_guard_bits, stats_dev, m_stream);
+    check_bits(ws.c_work() + c_elems, ws.c_guard_after(), k_guard_bits, stats_dev, m_stream);
     CompareStats st{};
     CMT_CUDA_CHECK(cudaMemcpyAsync(&st, stats_dev, sizeof st, cudaMemcpyDeviceToHost, m_stream));
     CMT_CUDA_CHECK(cudaStreamSynchronize(m_stream));

@@ -26,7 +26,7 @@ size_t ProblemWorkspace::bytes_needed(const Problem& p, int64_t ld_align) {
                c = static_cast<size_t>(p.m * v.ldc);
   // validation: A, B, |A|, |B| (temporary), C0, |C0|, |A||B|, 2 references, C with guards;
   // timing: A, B, C.
-  const size_t val = 2 * a + 2 * b + 6 * c + 2 * static_cast<size_t>(k_guard_floats);
+  const size_t val = 2 * a + 2 * b + 6 * c + static_cast<size_t>(2 * k_guard_floats + v.ldc);
   const size_t time = static_cast<size_t>(p.m * t.lda + p.k * t.ldb + p.m * t.ldc);
   return (val + time) * sizeof(float);
 }
@@ -46,7 +46,7 @@ ProblemWorkspace::ProblemWorkspace(const Problem& problem, uint64_t seed, cudaSt
   m_abs_c0_val = DeviceBuffer(m * v.ldc * fa);
   m_abs_ab_val = DeviceBuffer(m * v.ldc * fa);
   for (auto& r : m_ref) r = DeviceBuffer(m * v.ldc * fa);
-  m_c_work = DeviceBuffer((m * v.ldc + 2 * k_guard_floats) * fa);
+  m_c_work = DeviceBuffer((k_guard_floats + m * v.ldc + c_guard_after()) * fa);
 
   fill_random_matrix(m_a_val.floats(), m, k, v.lda, seed * 3 + 1, stream);
   fill_random_matrix(m_b_val.floats(), k, n, v.ldb, seed * 3 + 2, stream);

@@ -28,7 +28,7 @@ constexpr float k_timing_beta = 0.0f;
 /// Bit patterns written around and between rows of C.
 constexpr uint32_t k_pad_bits = 0x7fc00000u;     // quiet NaN: padding columns of every matrix
 constexpr uint32_t k_guard_bits = 0x7fa5a5a5u;   // before and after C's allocation
-constexpr int64_t k_guard_floats = 1024;          // 4 KiB each side; keeps C 256-byte aligned
+constexpr int64_t k_guard_floats = 1024;          // 4 KiB before C (keeps it 256-byte aligned); after C, this plus one row
 
 class ProblemWorkspace {
  public:
@@ -58,6 +58,8 @@ class ProblemWorkspace {
   float* c_work() const { return m_c_work.floats() + k_guard_floats; }
   float* c_work_allocation() const { return m_c_work.floats(); }
   int64_t c_val_elements() const { return m_problem.m * m_validation.ldc; }
+  /// Guard floats after C: a whole row more than before it, so a write to row M is caught.
+  int64_t c_guard_after() const { return k_guard_floats + m_validation.ldc; }
 
   // Timing set (timing_layout).
   const float* a_time() const { return m_a_time.floats(); }
