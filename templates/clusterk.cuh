@@ -11,15 +11,17 @@
 #include "multistage.cuh"
 
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES, int VEC, int PAD, int SPLITK,
-          int CLUSTER_K, int SWIZZLE>
-__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * SPLITK) CMT_CLUSTER_Z(CLUSTER_K)
+          int CLUSTER_K, int SWIZZLE, int THIN_EDGE>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * SPLITK, THIN_EDGE > 0 ? 1 : 0) CMT_CLUSTER_Z(CLUSTER_K)
     cmt_sgemm_clusterk(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                        const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc) {
   constexpr int TILE_THREADS = (BM / WM) * (BN / WN) * 32;
+  constexpr int THREADS = TILE_THREADS * SPLITK;
+  constexpr int RING_FLOATS = STAGES * (BK * (BM + PAD) + BK * BN);
   float* smem = cmt_dynamic_smem_floats();
   const int tid = threadIdx.x;
   int block_m, block_n;
-  cmt_block_origin<BM, BN, SWIZZLE>(block_m, block_n);
+  cmt_block_origin<BM, BN, SWIZZLE, THIN_EDGE>(M, N, block_m, block_n);
   const int k_tiles = (K + BK - 1) / BK;
   int kt_begin = 0, kt_end = k_tiles;
 #if CMT_HAS_CLUSTERS
@@ -27,6 +29,20 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * SPLITK) CMT_CLUST
 #else
   if (blockIdx.z != 0) return;
 #endif
+
+  // Thin edges (see cmt_thin_edges_share): every block of every cluster is a worker.
+  auto share_thin_edges = [&]() {
+    const CmtThinEdges<BM, BN, THIN_EDGE> edges(M, N, gridDim.y, gridDim.x);
+    const int ranks = CMT_HAS_CLUSTERS ? CLUSTER_K : 1;
+    const int tiles = edges.interior_tiles() > 0 ? edges.interior_tiles() : gridDim.x * gridDim.y;
+    cmt_thin_edges_share<BM, BN, THREADS, THIN_EDGE>(edges, M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, smem,
+                                                     RING_FLOATS, tid, cmt_linear_block() * ranks + blockIdx.z,
+                                                     tiles * ranks);
+  };
+  if (cmt_is_thin_tile<BM, BN, THIN_EDGE>(M, N, block_m, block_n)) {
+    if (CmtThinEdges<BM, BN, THIN_EDGE>(M, N, gridDim.y, gridDim.x).interior_tiles() == 0) share_thin_edges();
+    return;
+  }
 
   CmtWarpTile<BN, WM, WN, WNITER, TM, TN> tile(tid % TILE_THREADS);
   cmt_multistage_accumulate<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, VEC, PAD, SPLITK>(
@@ -39,4 +55,5 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * SPLITK) CMT_CLUST
 #else
   if (tid < TILE_THREADS) tile.store(C, ldc, M, N, block_m, block_n, alpha, beta, interior, VEC == 4);
 #endif
+  if (THIN_EDGE > 0) share_thin_edges();
 }

@@ -97,9 +97,19 @@ struct CmtWarpTile {
   }
 };
 
-// Block rasterization: maps the launch grid (ceil(N/BN), ceil(M/BM)) onto tiles so that consecutive
-// blocks walk down groups of SWIZZLE tile rows, column by column. Blocks running at the same time
-// then share A row panels and B column panels in L2. SWIZZLE == 1 keeps the launch order.
+// Block rasterization: maps block `block` of a (grid_n, grid_m) row-major launch onto tiles so that
+// consecutive blocks walk down groups of SWIZZLE tile rows, column by column. Blocks running at the
+// same time then share A row panels and B column panels in L2. SWIZZLE == 1 keeps the launch order.
+template <int SWIZZLE>
+CMT_DEVICE void cmt_swizzle_tile(int block, int grid_n, int grid_m, int& tile_m, int& tile_n) {
+  const int group = block / (SWIZZLE * grid_n);
+  const int first_m = group * SWIZZLE;
+  const int rows = grid_m - first_m < SWIZZLE ? grid_m - first_m : SWIZZLE;
+  const int in_group = block - group * SWIZZLE * grid_n;
+  tile_m = first_m + in_group % rows;
+  tile_n = in_group / rows;
+}
+
 template <int SWIZZLE>
 CMT_DEVICE void cmt_block_tile(int& tile_m, int& tile_n) {
   if (SWIZZLE <= 1) {
@@ -107,14 +117,7 @@ CMT_DEVICE void cmt_block_tile(int& tile_m, int& tile_n) {
     tile_n = blockIdx.x;
     return;
   }
-  const int grid_n = gridDim.x, grid_m = gridDim.y;
-  const int block = blockIdx.y * grid_n + blockIdx.x;
-  const int group = block / (SWIZZLE * grid_n);
-  const int first_m = group * SWIZZLE;
-  const int rows = grid_m - first_m < SWIZZLE ? grid_m - first_m : SWIZZLE;
-  const int in_group = block - group * SWIZZLE * grid_n;
-  tile_m = first_m + in_group % rows;
-  tile_n = in_group / rows;
+  cmt_swizzle_tile<SWIZZLE>(blockIdx.y * gridDim.x + blockIdx.x, gridDim.x, gridDim.y, tile_m, tile_n);
 }
 
 // Top-left element (block_m, block_n) of this block's BM x BN tile of C, after rasterization.
@@ -151,6 +154,186 @@ CMT_DEVICE void cmt_cp_async_commit() { asm volatile("cp.async.commit_group;\n" 
 template <int PENDING>
 CMT_DEVICE void cmt_cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Thin edges. When M % BM (or N % BN) is 1..THIN_EDGE, the last tile row (column) of C holds only
+// that many rows (columns), yet the warp-tiled path would spend a whole tile's time on each of its
+// tiles (1025^2 with 128x128 tiles: 64 full tiles and 17 thin ones, 2 waves on 132 SMs). With
+// THIN_EDGE > 0 the first blocks of the grid take the interior tiles; the blocks of thin tiles
+// exit at once, and the interior blocks, after their own tile, share out the thin strips in
+// pieces of CMT_THIN_PIECE rows or columns, each computed over all of K by one block
+// (deterministic). Only when there is no interior tile do the thin tiles' blocks do this work.
+// ---------------------------------------------------------------------------------------------
+
+#define CMT_THIN_PIECE 32
+
+// The interior/thin split of a (grid_n, grid_m) grid of BM x BN tiles over an M x N matrix C.
+template <int BM, int BN, int THIN_EDGE>
+struct CmtThinEdges {
+  int thin_m, thin_n;    // 1 when the last tile row (column) is thin
+  int inner_m, inner_n;  // the interior grid
+  CMT_DEVICE CmtThinEdges(int M, int N, int grid_m, int grid_n) {
+    thin_m = THIN_EDGE > 0 && M % BM != 0 && M % BM <= THIN_EDGE;
+    thin_n = THIN_EDGE > 0 && N % BN != 0 && N % BN <= THIN_EDGE;
+    inner_m = grid_m - thin_m;
+    inner_n = grid_n - thin_n;
+  }
+  CMT_DEVICE int interior_tiles() const { return inner_m * inner_n; }
+};
+
+// This block's index in launch order (blockIdx.z not included).
+CMT_DEVICE int cmt_linear_block() { return blockIdx.y * gridDim.x + blockIdx.x; }
+
+// cmt_block_origin, with the interior tiles taken by the first blocks when THIN_EDGE > 0 (then
+// rasterized over the interior grid); the remaining blocks get the thin tiles.
+template <int BM, int BN, int SWIZZLE, int THIN_EDGE>
+CMT_DEVICE void cmt_block_origin(int M, int N, int& block_m, int& block_n) {
+  if (THIN_EDGE <= 0) {
+    cmt_block_origin<BM, BN, SWIZZLE>(block_m, block_n);
+    return;
+  }
+  const CmtThinEdges<BM, BN, THIN_EDGE> edges(M, N, gridDim.y, gridDim.x);
+  const int block = cmt_linear_block();
+  int tile_m, tile_n;
+  if (block < edges.interior_tiles()) {
+    cmt_swizzle_tile<SWIZZLE>(block, edges.inner_n, edges.inner_m, tile_m, tile_n);
+  } else {
+    const int edge = block - edges.interior_tiles();
+    if (edge < edges.thin_n * edges.inner_m) {
+      tile_m = edge, tile_n = gridDim.x - 1;
+    } else {
+      tile_m = gridDim.y - 1, tile_n = edge - edges.thin_n * edges.inner_m;
+    }
+  }
+  block_m = tile_m * BM;
+  block_n = tile_n * BN;
+}
+
+// True when the tile at (block_m, block_n) is thin.
+template <int BM, int BN, int THIN_EDGE>
+CMT_DEVICE bool cmt_is_thin_tile(int M, int N, int block_m, int block_n) {
+  return THIN_EDGE > 0 && (M - block_m <= THIN_EDGE || N - block_n <= THIN_EDGE);
+}
+
+// Starts 4-byte cp.async copies of a rows x cols block (row stride src_ld) to dst (row stride
+// dst_ld). Rows of 32 or more are copied a warp per row, lanes along the row; shorter rows a
+// thread per row.
+template <int THREADS>
+CMT_DEVICE void cmt_copy_block_async(float* dst, int dst_ld, const float* src, int src_ld, int rows, int cols, int tid) {
+  if (cols >= 32) {
+    #pragma unroll 1
+    for (int r = tid / 32; r < rows; r += THREADS / 32)
+      #pragma unroll 1
+      for (int c = tid % 32; c < cols; c += 32) cmt_cp_async_4(dst + r * dst_ld + c, src + cmt_offset(r, c, src_ld), true);
+  } else {
+    #pragma unroll 1
+    for (int r = tid; r < rows; r += THREADS)
+      #pragma unroll 1
+      for (int c = 0; c < cols; ++c) cmt_cp_async_4(dst + r * dst_ld + c, src + cmt_offset(r, c, src_ld), true);
+  }
+}
+
+// C[row0.., col0..] = alpha * A[row0..row0+vm, :] x B[:, col0..col0+vn] + beta * C over all of K, for
+// a small block (vm * vn <= CMT_THIN_PIECE * THIN_EDGE). K is taken in chunks staged in shared
+// memory (`smem`, smem_floats floats, 16-byte aligned); when the outputs are fewer than the
+// threads, groups of threads take interleaved k and their partials are added in group order.
+// All THREADS threads call it; it starts and ends with a barrier.
+template <int THREADS>
+CMT_DEVICE void cmt_thin_block(const float* __restrict__ A, int lda, const float* __restrict__ B, int ldb,
+                               float* __restrict__ C, int ldc, int K, int row0, int col0, int vm, int vn, float alpha,
+                               float beta, float* smem, int smem_floats, int tid) {
+  const int outputs = vm * vn;
+  const int groups = outputs < THREADS ? THREADS / outputs : 1;
+  float* sums = smem;                      // outputs floats
+  float* partials = sums + ((outputs + 3) & ~3);  // THREADS floats
+  // Per chunk of kc k: A rows at as[r*as_ld + kk] (as_ld odd, so lanes on consecutive rows hit
+  // different banks) and B at bs[kk*vn + c].
+  float* as = partials + THREADS;
+  const int free_floats = smem_floats - (int)(as - smem);
+  const int kc = (free_floats - vm) / (vm + vn);
+  const int as_ld = kc | 1;
+  float* bs = as + vm * as_ld;
+  __syncthreads();  // the caller's shared memory is free
+  #pragma unroll 1
+  for (int i = tid; i < outputs; i += THREADS) sums[i] = 0.0f;
+  #pragma unroll 1
+  for (int kb = 0; kb < K; kb += kc) {
+    const int len = K - kb < kc ? K - kb : kc;
+    __syncthreads();  // the previous chunk is consumed
+    cmt_copy_block_async<THREADS>(as, as_ld, A + cmt_offset(row0, kb, lda), lda, vm, len, tid);
+    cmt_copy_block_async<THREADS>(bs, vn, B + cmt_offset(kb, col0, ldb), ldb, len, vn, tid);
+    cmt_cp_async_commit();
+    cmt_cp_async_wait<0>();
+    __syncthreads();
+    #pragma unroll 1
+    for (int i = tid; i < outputs * groups; i += THREADS) {
+      const int o = i % outputs, g = i / outputs;
+      const int r = o / vn, c = o - r * vn;
+      const float* a = as + r * as_ld;
+      const float* b = bs + c;
+      float acc0 = 0.0f, acc1 = 0.0f, acc2 = 0.0f, acc3 = 0.0f;  // four chains hide the FMA latency
+      int kk = g;
+      #pragma unroll 1
+      for (; kk + 3 * groups < len; kk += 4 * groups) {
+        acc0 = fmaf(a[kk], b[kk * vn], acc0);
+        acc1 = fmaf(a[kk + groups], b[(kk + groups) * vn], acc1);
+        acc2 = fmaf(a[kk + 2 * groups], b[(kk + 2 * groups) * vn], acc2);
+        acc3 = fmaf(a[kk + 3 * groups], b[(kk + 3 * groups) * vn], acc3);
+      }
+      #pragma unroll 1
+      for (; kk < len; kk += groups) acc0 = fmaf(a[kk], b[kk * vn], acc0);
+      const float acc = (acc0 + acc1) + (acc2 + acc3);
+      if (groups == 1)
+        sums[o] += acc;
+      else
+        partials[i] = acc;
+    }
+    if (groups > 1) {
+      __syncthreads();
+      #pragma unroll 1
+      for (int o = tid; o < outputs; o += THREADS) {
+        float acc = 0.0f;
+        #pragma unroll 1
+        for (int g = 0; g < groups; ++g) acc += partials[g * outputs + o];
+        sums[o] += acc;
+      }
+    }
+  }
+  __syncthreads();
+  #pragma unroll 1
+  for (int i = tid; i < outputs; i += THREADS) {
+    const int r = i / vn, c = i - r * vn;
+    cmt_store_c(C, ldc, row0 + r, col0 + c, sums[i], alpha, beta);
+  }
+}
+
+// The thin strips of C, cut in pieces of CMT_THIN_PIECE rows (the thin column) or columns (the thin
+// row, which holds the corner); worker w of `workers` computes pieces w, w + workers, ...
+template <int BM, int BN, int THREADS, int THIN_EDGE>
+CMT_DEVICE void cmt_thin_edges_share(const CmtThinEdges<BM, BN, THIN_EDGE>& edges, int M, int N, int K,
+                                     const float* __restrict__ A, int lda, const float* __restrict__ B, int ldb,
+                                     float* __restrict__ C, int ldc, float alpha, float beta, float* smem,
+                                     int smem_floats, int tid, int worker, int workers) {
+  const int col_rows = !edges.thin_n ? 0 : edges.thin_m ? edges.inner_m * BM : M;  // thin column: rows [0, col_rows)
+  const int col_first = edges.inner_n * BN;                     // ... columns [col_first, N)
+  const int row_first = edges.inner_m * BM;                     // thin row: rows [row_first, M), all columns
+  const int col_pieces = (col_rows + CMT_THIN_PIECE - 1) / CMT_THIN_PIECE;
+  const int row_pieces = edges.thin_m ? (N + CMT_THIN_PIECE - 1) / CMT_THIN_PIECE : 0;
+  #pragma unroll 1
+  for (int p = worker; p < col_pieces + row_pieces; p += workers) {
+    if (p < col_pieces) {
+      const int row0 = p * CMT_THIN_PIECE;
+      const int vm = col_rows - row0 < CMT_THIN_PIECE ? col_rows - row0 : CMT_THIN_PIECE;
+      cmt_thin_block<THREADS>(A, lda, B, ldb, C, ldc, K, row0, col_first, vm, N - col_first, alpha, beta, smem,
+                              smem_floats, tid);
+    } else {
+      const int col0 = (p - col_pieces) * CMT_THIN_PIECE;
+      const int vn = N - col0 < CMT_THIN_PIECE ? N - col0 : CMT_THIN_PIECE;
+      cmt_thin_block<THREADS>(A, lda, B, ldb, C, ldc, K, row_first, col0, M - row_first, vn, alpha, beta, smem,
+                              smem_floats, tid);
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

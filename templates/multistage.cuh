@@ -113,21 +113,31 @@ CMT_DEVICE void cmt_multistage_accumulate(CmtWarpTile<BN, WM, WN, WNITER, TM, TN
 }
 
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES, int VEC, int PAD, int SPLITK,
-          int SWIZZLE>
-__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * SPLITK)
+          int SWIZZLE, int THIN_EDGE>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * SPLITK, THIN_EDGE > 0 ? 1 : 0)
     cmt_sgemm_multistage(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                          const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc) {
   constexpr int TILE_THREADS = (BM / WM) * (BN / WN) * 32;
+  constexpr int THREADS = TILE_THREADS * SPLITK;
+  constexpr int RING_FLOATS = STAGES * (BK * (BM + PAD) + BK * BN);
   float* smem = cmt_dynamic_smem_floats();
   const int tid = threadIdx.x;
   int block_m, block_n;
-  cmt_block_origin<BM, BN, SWIZZLE>(block_m, block_n);
-
-  CmtWarpTile<BN, WM, WN, WNITER, TM, TN> tile(tid % TILE_THREADS);
-  cmt_multistage_accumulate<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, VEC, PAD, SPLITK>(
-      tile, smem, tid, M, N, K, A, lda, B, ldb, block_m, block_n, 0, (K + BK - 1) / BK);
-  if (tid < TILE_THREADS) {  // slice 0
-    const bool interior = block_m + BM <= M && block_n + BN <= N;
-    tile.store(C, ldc, M, N, block_m, block_n, alpha, beta, interior, VEC == 4);
+  cmt_block_origin<BM, BN, SWIZZLE, THIN_EDGE>(M, N, block_m, block_n);
+  const CmtThinEdges<BM, BN, THIN_EDGE> edges(M, N, gridDim.y, gridDim.x);
+  const bool thin = cmt_is_thin_tile<BM, BN, THIN_EDGE>(M, N, block_m, block_n);
+  if (!thin) {
+    CmtWarpTile<BN, WM, WN, WNITER, TM, TN> tile(tid % TILE_THREADS);
+    cmt_multistage_accumulate<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, VEC, PAD, SPLITK>(
+        tile, smem, tid, M, N, K, A, lda, B, ldb, block_m, block_n, 0, (K + BK - 1) / BK);
+    if (tid < TILE_THREADS) {  // slice 0
+      const bool interior = block_m + BM <= M && block_n + BN <= N;
+      tile.store(C, ldc, M, N, block_m, block_n, alpha, beta, interior, VEC == 4);
+    }
+  }
+  if (THIN_EDGE > 0 && (!thin || edges.interior_tiles() == 0)) {
+    const int workers = edges.interior_tiles() > 0 ? edges.interior_tiles() : gridDim.x * gridDim.y;
+    cmt_thin_edges_share<BM, BN, THREADS, THIN_EDGE>(edges, M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, smem,
+                                                     RING_FLOATS, tid, cmt_linear_block(), workers);
   }
 }

@@ -7,8 +7,8 @@
 
 #include "cmt_warp_tile.cuh"
 
-template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int PAD, int VEC, int SWIZZLE>
-__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int PAD, int VEC, int SWIZZLE, int THIN_EDGE>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, THIN_EDGE > 0 ? 1 : 0)
     cmt_sgemm_warptile(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                        const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc) {
   using Tile = CmtWarpTile<BN, WM, WN, WNITER, TM, TN>;
@@ -26,7 +26,18 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
   float* smem = cmt_dynamic_smem_floats();
   const int tid = threadIdx.x;
   int block_m, block_n;
-  cmt_block_origin<BM, BN, SWIZZLE>(block_m, block_n);
+  cmt_block_origin<BM, BN, SWIZZLE, THIN_EDGE>(M, N, block_m, block_n);
+  if (THIN_EDGE > 0) {
+    const CmtThinEdges<BM, BN, THIN_EDGE> edges(M, N, gridDim.y, gridDim.x);
+    const bool thin = cmt_is_thin_tile<BM, BN, THIN_EDGE>(M, N, block_m, block_n);
+    if (thin || edges.interior_tiles() == 0) {  // see cmt_thin_edges_share
+      if (edges.interior_tiles() == 0)
+        cmt_thin_edges_share<BM, BN, THREADS, THIN_EDGE>(edges, M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, smem,
+                                                         2 * (A_STAGE + B_STAGE), tid, cmt_linear_block(),
+                                                         gridDim.x * gridDim.y);
+      return;
+    }
+  }
   const int k_tiles = (K + BK - 1) / BK;
   const bool mn_interior = block_m + BM <= M && block_n + BN <= N;
 
@@ -141,4 +152,10 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
     __syncthreads();
   }
   tile.store(C, ldc, M, N, block_m, block_n, alpha, beta, mn_interior, VEC == 4);
+  if (THIN_EDGE > 0) {
+    const CmtThinEdges<BM, BN, THIN_EDGE> edges(M, N, gridDim.y, gridDim.x);
+    cmt_thin_edges_share<BM, BN, THREADS, THIN_EDGE>(edges, M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, smem,
+                                                     2 * (A_STAGE + B_STAGE), tid, cmt_linear_block(),
+                                                     edges.interior_tiles());
+  }
 }
