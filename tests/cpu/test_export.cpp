@@ -205,7 +205,7 @@ constexpr const char* k_a100_uuid = "GPU-22222222-0000-0000-0000-000000000002";
 
 /// The real-source fixture: two devices, six kernels of five templates, with and without
 /// requirements, one needing more than 48 KiB of dynamic shared memory, one launching a cluster
-/// along z (clusterk, which the sm_80 build compiles without clusters).
+/// along z with thin edges (clusterk, which the sm_80 build compiles without clusters).
 struct RealFixture {
   std::vector<TemplateDesc> templates = load_templates({default_templates_dir()});
   KernelSpec ms4, ms1, wt, bv, b2, ck;
@@ -228,7 +228,7 @@ struct RealFixture {
     bv = real_kernel(db, templates, "blocktile2d_vec", "BM=128,BN=128,BK=8,TM=8,TN=8", with_requirements);
     b2 = real_kernel(db, templates, "blocktile2d", "BM=128,BN=64,BK=16,TM=8,TN=4", without_requirements);
     ck = real_kernel(db, templates, "clusterk",
-                     "BM=128,BN=128,BK=16,WM=64,WN=64,WNITER=2,TM=8,TN=4,STAGES=3,VEC=1,PAD=4,SPLITK=1,CLUSTER_K=3",
+                     "BM=128,BN=128,BK=16,WM=64,WN=64,WNITER=2,TM=8,TN=4,STAGES=3,VEC=1,PAD=4,SPLITK=1,CLUSTER_K=3,THIN_EDGE=4",
                      without_requirements);
     h100 = db.add_device(k_h100_uuid, k_h100, 9, 0, 132);
     a100 = db.add_device(k_a100_uuid, k_a100, 8, 0, 108);

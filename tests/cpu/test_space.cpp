@@ -604,6 +604,28 @@ TEST(SpaceBuiltin, ClusterkLaunchesOneClusterPerTileAlongZ) {
   EXPECT_TRUE(rejected) << "CLUSTER_K = 1 is the multistage family and must be pruned";
 }
 
+// THIN_EDGE is a parameter of the warp-tiled families: 0 and 4 are searched, and values above 8
+// (beyond a thin strip) are pruned with a reason.
+TEST(SpaceBuiltin, ThinEdgeIsSearchedAndBounded) {
+  const std::vector<TemplateDesc> templates = load_templates({default_templates_dir()});
+  const Preset quick = load_preset(resolve_preset("quick"));
+  for (const char* name : {"warptile", "multistage", "clusterk"}) {
+    const SearchSpace space = enumerate_space(templates, quick, name);
+    std::set<int64_t> thin_values;
+    for (const Candidate& c : space.candidates) thin_values.insert(find_param(c.values, "THIN_EDGE").value_or(-1));
+    EXPECT_EQ(thin_values, (std::set<int64_t>{0, 4})) << name << ": quick.toml should cover both paths";
+
+    ParamValues values = space.candidates.at(0).values;
+    for (auto& [param, value] : values)
+      if (param == "THIN_EDGE") value = 9;
+    const TemplateDesc& t = *space.candidates.at(0).tmpl;
+    bool rejected = false;
+    for (const auto& c : t.constraints)
+      if (c.check.eval(values) == 0) rejected = rejected || c.reason.find("THIN_EDGE") != std::string::npos;
+    EXPECT_TRUE(rejected) << name << ": THIN_EDGE = 9 must be pruned by the THIN_EDGE constraint";
+  }
+}
+
 TEST(SpaceBuiltin, EveryPresetEnumerates) {
   const std::vector<TemplateDesc> templates = load_templates({default_templates_dir()});
   std::vector<fs::path> presets;
