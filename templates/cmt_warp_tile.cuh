@@ -149,6 +149,15 @@ CMT_DEVICE void cmt_cp_async_16(float* dst, const float* src, int src_bytes) {
                "r"(src_bytes));
 }
 
+// The same copies to a shared-memory address (see cmt_smem_address).
+CMT_DEVICE void cmt_cp_async_4_to(unsigned dst, const float* src, bool inside) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(inside ? 4 : 0));
+}
+
+CMT_DEVICE void cmt_cp_async_16_to(unsigned dst, const float* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+
 CMT_DEVICE void cmt_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 
 template <int PENDING>
@@ -162,7 +171,7 @@ CMT_DEVICE void cmt_cp_async_wait() {
 // tiles (1025^2 with 128x128 tiles: 64 full tiles and 17 thin ones, 2 waves on 132 SMs). With
 // THIN_EDGE > 0 the first blocks of the grid take the interior tiles; the blocks of thin tiles
 // exit at once, and the interior blocks, after their own tile, share out the thin strips in
-// pieces of CMT_THIN_PIECE rows or columns, each computed over all of K by one block
+// pieces of up to CMT_THIN_PIECE rows or columns, each computed over all of K by one block
 // (deterministic). Only when there is no interior tile do the thin tiles' blocks do this work.
 // ---------------------------------------------------------------------------------------------
 
@@ -217,20 +226,18 @@ CMT_DEVICE bool cmt_is_thin_tile(int M, int N, int block_m, int block_n) {
 }
 
 // Starts 4-byte cp.async copies of a rows x cols block (row stride src_ld) to dst (row stride
-// dst_ld). Rows of 32 or more are copied a warp per row, lanes along the row; shorter rows a
-// thread per row.
+// dst_ld). Thread t copies elements t, t + THREADS, ... of the block in row-major order, so a
+// warp's copies cover consecutive elements of one or a few rows whatever the row length.
 template <int THREADS>
 CMT_DEVICE void cmt_copy_block_async(float* dst, int dst_ld, const float* src, int src_ld, int rows, int cols, int tid) {
-  if (cols >= 32) {
-    #pragma unroll 1
-    for (int r = tid / 32; r < rows; r += THREADS / 32)
-      #pragma unroll 1
-      for (int c = tid % 32; c < cols; c += 32) cmt_cp_async_4(dst + r * dst_ld + c, src + cmt_offset(r, c, src_ld), true);
-  } else {
-    #pragma unroll 1
-    for (int r = tid; r < rows; r += THREADS)
-      #pragma unroll 1
-      for (int c = 0; c < cols; ++c) cmt_cp_async_4(dst + r * dst_ld + c, src + cmt_offset(r, c, src_ld), true);
+  const int dr = THREADS / cols, dc = THREADS % cols;
+  int r = tid / cols, c = tid % cols;
+  #pragma unroll 1
+  while (r < rows) {
+    cmt_cp_async_4(dst + r * dst_ld + c, src + cmt_offset(r, c, src_ld), true);
+    r += dr;
+    c += dc;
+    if (c >= cols) c -= cols, ++r;
   }
 }
 
@@ -308,8 +315,8 @@ CMT_DEVICE void cmt_thin_block(const float* __restrict__ A, int lda, const float
   }
 }
 
-// The thin strips of C, cut in pieces of CMT_THIN_PIECE rows (the thin column) or columns (the thin
-// row, which holds the corner); worker w of `workers` computes pieces w, w + workers, ...
+// The thin strips of C, cut in pieces of at most CMT_THIN_PIECE rows (the thin column) or columns
+// (the thin row, which holds the corner); worker w of `workers` computes pieces w, w + workers, ...
 template <int BM, int BN, int THREADS, int THIN_EDGE>
 CMT_DEVICE void cmt_thin_edges_share(const CmtThinEdges<BM, BN, THIN_EDGE>& edges, int M, int N, int K,
                                      const float* __restrict__ A, int lda, const float* __restrict__ B, int ldb,
@@ -318,18 +325,23 @@ CMT_DEVICE void cmt_thin_edges_share(const CmtThinEdges<BM, BN, THIN_EDGE>& edge
   const int col_rows = !edges.thin_n ? 0 : edges.thin_m ? edges.inner_m * BM : M;  // thin column: rows [0, col_rows)
   const int col_first = edges.inner_n * BN;                     // ... columns [col_first, N)
   const int row_first = edges.inner_m * BM;                     // thin row: rows [row_first, M), all columns
-  const int col_pieces = (col_rows + CMT_THIN_PIECE - 1) / CMT_THIN_PIECE;
-  const int row_pieces = edges.thin_m ? (N + CMT_THIN_PIECE - 1) / CMT_THIN_PIECE : 0;
+  // Pieces as narrow as lets every worker take one (each piece streams a whole panel of A or B
+  // through one SM, so narrower pieces on more SMs finish sooner), from 8 to CMT_THIN_PIECE wide.
+  const int lines = col_rows + (edges.thin_m ? N : 0);
+  int piece = (lines + workers - 1) / workers;
+  piece = piece < 8 ? 8 : piece > CMT_THIN_PIECE ? CMT_THIN_PIECE : piece;
+  const int col_pieces = (col_rows + piece - 1) / piece;
+  const int row_pieces = edges.thin_m ? (N + piece - 1) / piece : 0;
   #pragma unroll 1
   for (int p = worker; p < col_pieces + row_pieces; p += workers) {
     if (p < col_pieces) {
-      const int row0 = p * CMT_THIN_PIECE;
-      const int vm = col_rows - row0 < CMT_THIN_PIECE ? col_rows - row0 : CMT_THIN_PIECE;
+      const int row0 = p * piece;
+      const int vm = col_rows - row0 < piece ? col_rows - row0 : piece;
       cmt_thin_block<THREADS>(A, lda, B, ldb, C, ldc, K, row0, col_first, vm, N - col_first, alpha, beta, smem,
                               smem_floats, tid);
     } else {
-      const int col0 = (p - col_pieces) * CMT_THIN_PIECE;
-      const int vn = N - col0 < CMT_THIN_PIECE ? N - col0 : CMT_THIN_PIECE;
+      const int col0 = (p - col_pieces) * piece;
+      const int vn = N - col0 < piece ? N - col0 : piece;
       cmt_thin_block<THREADS>(A, lda, B, ldb, C, ldc, K, row_first, col0, M - row_first, vn, alpha, beta, smem,
                               smem_floats, tid);
     }

@@ -41,11 +41,50 @@ CMT_DEVICE void cmt_multistage_accumulate(CmtWarpTile<BN, WM, WN, WNITER, TM, TN
   const int b_cols_left = N - (block_n + b_n);
   const int b_bytes = b_cols_left >= VEC ? VEC * 4 : (b_cols_left > 0 ? b_cols_left * 4 : 0);
 
+  // Full k tiles are copied from per-thread source pointers set up once: a thread's A copies fall
+  // on A_GROUPS rows, A_ROWS_PER_PASS apart, at fixed k offsets, and its B copies on rows
+  // B_ROWS_PER_PASS apart, so a copy costs a 64-bit add instead of an address computation and a
+  // bounds test. Rows (A) and columns (B) outside C are zero-filled from a valid address, so tiles on
+  // the edge of C take the same path as interior ones; only a partial last k tile is checked
+  // element by element.
+  constexpr bool A_GROUPED = BM % A_ROWS_PER_PASS == 0;
+  constexpr int A_GROUPS = A_GROUPED ? BM / A_ROWS_PER_PASS : 1;
+  const int a_rows_left = M - (block_m + a_row);
+  const int a_groups_in =  // this thread's groups g < a_groups_in hold rows of A
+      a_rows_left <= 0 ? 0 : (a_rows_left + A_ROWS_PER_PASS - 1) / A_ROWS_PER_PASS;
+  const float* a_src = A + cmt_offset(a_groups_in > 0 ? block_m + a_row : 0, a_kk, lda);
+  const cmt_index a_group_step = (cmt_index)A_ROWS_PER_PASS * lda;
+  const float* b_src = B + cmt_offset(b_k, b_bytes > 0 ? block_n + b_n : 0, ldb);
+  const cmt_index b_pass_step = (cmt_index)B_ROWS_PER_PASS * ldb;
+  const unsigned a_dst0 = cmt_smem_address(smem + a_kk * AS_LD + a_row);
+  const unsigned b_dst0 = cmt_smem_address(smem + A_STAGE + b_k * BN + b_n);
+
   // Fills ring stage `stage` with k tile kt_begin + t.
   auto load_tile = [&](int stage, int t) {
     float* as = smem + stage * STAGE;
     float* bs = as + A_STAGE;
     const int k0 = (kt_begin + t) * BK;
+    if (A_GROUPED && k0 + BK <= K) {
+      const unsigned a_dst = a_dst0 + stage * STAGE * 4, b_dst = b_dst0 + stage * STAGE * 4;
+      const float* a_k = a_src + k0;
+#pragma unroll
+      for (int g = 0; g < A_GROUPS; ++g) {
+        const bool inside = g < a_groups_in;
+        const float* row = inside ? a_k + g * a_group_step : A;  // A: row 0 holds at least BK floats
+#pragma unroll
+        for (int c = 0; c < BK / A_CHUNK; ++c)
+          cmt_cp_async_4_to(a_dst + (c * A_CHUNK * AS_LD + g * A_ROWS_PER_PASS) * 4, row + c * A_CHUNK, inside);
+      }
+      const float* b_kt = b_src + (cmt_index)k0 * ldb;
+#pragma unroll
+      for (int i = 0; i < B_LOADS; ++i) {
+        if (VEC == 4)
+          cmt_cp_async_16_to(b_dst + i * B_ROWS_PER_PASS * BN * 4, b_kt + i * b_pass_step, b_bytes);
+        else
+          cmt_cp_async_4_to(b_dst + i * B_ROWS_PER_PASS * BN * 4, b_kt + i * b_pass_step, b_bytes > 0);
+      }
+      return;
+    }
 #pragma unroll
     for (int i = 0; i < A_LOADS; ++i) {
       const int r = a_row + i * A_ROWS_PER_PASS;  // (chunk, row) pairs, rows fastest
