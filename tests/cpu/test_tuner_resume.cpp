@@ -44,7 +44,7 @@ class ScriptedMeasurer final : public Measurer {
     std::vector<TimingResult> out;
     for (const auto& k : kernels) {
       TimingResult r;
-      r.stats.median = time_of(k.label) * 1.01;
+      r.stats.median = time_of(k.label) * retime_factor;
       r.stats.count = 30;
       out.push_back(r);
     }
@@ -63,6 +63,7 @@ class ScriptedMeasurer final : public Measurer {
   }
   int measured = 0, cublas = 0, retimed = 0;
   double last_abandon_bar = 0;
+  double retime_factor = 1.01;  // interleaved time / back-to-back time
 };
 
 DeviceInfo fake_device() {
@@ -143,6 +144,21 @@ TEST_F(TunerResume, CommitsTrialsPicksWinnersAndResumes) {
     EXPECT_EQ(store.trials(device_id, Problem{64, 64, 64}).size(), 3u);
     // The abandon bar is 3x the best time known for the problem.
     EXPECT_NEAR(m.last_abandon_bar, 3.0 * 0.5, 1e-9);
+  }
+}
+
+// A kernel that was not re-timed must not win on its back-to-back median against leaders whose
+// interleaved times came out slower than that median.
+TEST_F(TunerResume, ReTimedLeadersRankBeforeTrialsThatWereNotReTimed) {
+  m_preset.tune.retime_top = 1;
+  Store store(m_dir / "tune.db");
+  ScriptedMeasurer m;
+  m.retime_factor = 5.0;  // BLOCK=32: 0.5 ms back to back, 2.5 ms interleaved; BLOCK=16: 2.0 ms
+  const TuneSummary s = run_tune(store, m, request(), nullptr);
+  for (const auto& p : s.problems) {
+    ASSERT_TRUE(p.winner.has_value());
+    EXPECT_EQ(p.winner->params, "BLOCK=32");
+    EXPECT_NEAR(p.winner->median_ms, 2.5, 1e-9);
   }
 }
 

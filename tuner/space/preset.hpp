@@ -24,7 +24,7 @@ struct TuneSettings {
   int min_samples = 10;
   int max_samples = 2000;
   int warmup = 2;
-  int retime_top = 4;            // candidates re-timed, interleaved, per problem
+  int retime_top = 8;            // candidates re-timed, interleaved, per problem
   int retime_rounds = 30;
   double abandon_factor = 3.0;   // stop timing when the first samples are this much slower than the best
   // Kernels that spill registers to local memory are skipped: how much they spill depends on the
