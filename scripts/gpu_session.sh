@@ -75,18 +75,23 @@ for phase in "${phases[@]}"; do
       done
       ;;
     profile)
+      # ncu of the database winner and cuBLAS at each of $CMTUNE_PROFILE_SIZES (default 4096).
       if [ ! -f "$db" ]; then  # a fresh machine: find a 4096 winner first
         "$bin" --db "$db" --quiet tune --device 0 --sizes 4096 --config default --template warptile > /dev/null 2>&1
       fi
-      log "ncu: 4096^3 winner against cuBLAS"
-      ncu --clock-control none --set full -k regex:'cmt_sgemm|sgemm|gemm' -c 4 -o "$out/profile-4096" \
-        "$bin" --db "$db" --quiet bench --device 0 --sizes 4096 --rounds 5 > "$out/ncu.log" 2>&1
-      ncu --import "$out/profile-4096.ncu-rep" --page details --csv > "$out/profile-4096.csv" 2>/dev/null
-      ncu --import "$out/profile-4096.ncu-rep" --page raw --csv 2>/dev/null | python3 "$root/scripts/ncu_summary.py" \
-        | tee "$out/profile-raw.txt"
-      ncu --import "$out/profile-4096.ncu-rep" --page details 2>/dev/null | \
-        grep -E "cmt_sgemm|sgemm|Compute \(SM\) Throughput|SM Busy|Executed Ipc|Shared.*Conflict|Bank|Warp Cycles|Stall|Achieved Occupancy|Registers|Duration" \
-        | head -80 | tee "$out/profile-summary.txt"
+      for psize in ${CMTUNE_PROFILE_SIZES:-4096}; do
+        log "ncu: ${psize}^3 winner against cuBLAS"
+        rep="$out/profile-$psize"
+        ncu --clock-control none --set full -k regex:'cmt_sgemm|sgemm|gemm' -c 4 -o "$rep" \
+          "$bin" --db "$db" --quiet bench --device 0 --sizes "$psize" --rounds 5 > "$out/ncu-$psize.log" 2>&1
+        ncu --import "$rep.ncu-rep" --page details --csv > "$rep.csv" 2>/dev/null
+        ncu --import "$rep.ncu-rep" --page raw --csv > "$rep-raw.csv" 2>/dev/null
+        ncu --import "$rep.ncu-rep" --page raw --csv 2>/dev/null | python3 "$root/scripts/ncu_summary.py" \
+          | tee "$out/profile-raw-$psize.txt"
+        ncu --import "$rep.ncu-rep" --page details 2>/dev/null | \
+          grep -E "cmt_sgemm|sgemm|Compute \(SM\) Throughput|SM Busy|Executed Ipc|Shared.*Conflict|Bank|Warp Cycles|Stall|Achieved Occupancy|Registers|Duration" \
+          | head -80 > "$out/profile-summary-$psize.txt"
+      done
       ;;
     *) echo "unknown phase $phase" ;;
   esac

@@ -28,6 +28,11 @@ for row in data:
     for metric, label in [
         ("gpu__time_duration.sum", "duration"),
         ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "SM throughput % of peak"),
+        ("gpc__cycles_elapsed.max", "cycles elapsed"),
+        ("sm__cycles_active.avg", "SM active cycles (mean)"),
+        ("sm__cycles_active.max", "SM active cycles (max)"),
+        ("smsp__cycles_active.avg", "SMSP active cycles (mean)"),
+        ("sm__cycles_elapsed.avg.per_second", "SM clock"),
         ("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active", "FMA pipe active %"),
         ("smsp__inst_executed_pipe_fma.sum", "FMA-pipe instructions"),
         ("sm__inst_executed.avg.per_cycle_active", "IPC"),
