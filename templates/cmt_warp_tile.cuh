@@ -44,6 +44,30 @@ struct CmtWarpTile {
       }
   }
 
+  // load_fragment from a 32-bit shared-memory address (see step_at).
+  template <int ITER, int T, int SUB>
+  static CMT_DEVICE void load_fragment_at(unsigned base, float* out) {
+#pragma unroll
+    for (int w = 0; w < ITER; ++w)
+#pragma unroll
+      for (int t = 0; t < T; t += 4)
+        asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=f"(out[w * T + t]), "=f"(out[w * T + t + 1]), "=f"(out[w * T + t + 2]), "=f"(out[w * T + t + 3])
+                     : "r"(base + (w * SUB + t) * 4));
+  }
+
+  // step() with row k of each tile given as a 32-bit shared-memory address: nvcc and NVRTC then
+  // compile the same address arithmetic (left to themselves, NVRTC forms 64-bit shared addresses).
+  CMT_DEVICE void step_at(unsigned as_k, unsigned bs_k) {
+    float a[ROWS], b[COLS];
+    load_fragment_at<WMITER, TM, WSUBM>(as_k + m0 * 4, a);
+    load_fragment_at<WNITER, TN, WSUBN>(bs_k + n0 * 4, b);
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i)
+#pragma unroll
+      for (int j = 0; j < COLS; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+  }
+
   // acc += As[k][my rows] x Bs[k][my columns]; as_k and bs_k point at row k of each tile.
   CMT_DEVICE void step(const float* as_k, const float* bs_k) {
     float a[ROWS], b[COLS];

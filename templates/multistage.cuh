@@ -56,13 +56,13 @@ CMT_DEVICE void cmt_multistage_accumulate(CmtWarpTile<BN, WM, WN, WNITER, TM, TN
   const cmt_index a_group_step = (cmt_index)A_ROWS_PER_PASS * lda;
   const float* b_src = B + cmt_offset(b_k, b_bytes > 0 ? block_n + b_n : 0, ldb);
   const cmt_index b_pass_step = (cmt_index)B_ROWS_PER_PASS * ldb;
-  const unsigned a_dst0 = cmt_smem_address(smem + a_kk * AS_LD + a_row);
-  const unsigned b_dst0 = cmt_smem_address(smem + A_STAGE + b_k * BN + b_n);
+  // Shared-memory addresses are formed in 32 bits from one base, so nvcc and NVRTC agree.
+  const unsigned smem_base = cmt_smem_address(smem);
+  const unsigned a_dst0 = smem_base + (a_kk * AS_LD + a_row) * 4;
+  const unsigned b_dst0 = smem_base + (A_STAGE + b_k * BN + b_n) * 4;
 
   // Fills ring stage `stage` with k tile kt_begin + t.
   auto load_tile = [&](int stage, int t) {
-    float* as = smem + stage * STAGE;
-    float* bs = as + A_STAGE;
     const int k0 = (kt_begin + t) * BK;
     if (A_GROUPED && k0 + BK <= K) {
       const unsigned a_dst = a_dst0 + stage * STAGE * 4, b_dst = b_dst0 + stage * STAGE * 4;
@@ -85,13 +85,14 @@ CMT_DEVICE void cmt_multistage_accumulate(CmtWarpTile<BN, WM, WN, WNITER, TM, TN
       }
       return;
     }
+    const unsigned as = smem_base + stage * STAGE * 4, bs = as + A_STAGE * 4;
 #pragma unroll
     for (int i = 0; i < A_LOADS; ++i) {
       const int r = a_row + i * A_ROWS_PER_PASS;  // (chunk, row) pairs, rows fastest
       const int m = r % BM, k = (r / BM) * A_CHUNK + a_kk;
       const bool inside = k0 + k < K && block_m + m < M;
       const float* src = inside ? A + cmt_offset(block_m + m, k0 + k, lda) : A;
-      cmt_cp_async_4(as + k * AS_LD + m, src, inside);
+      cmt_cp_async_4_to(as + (k * AS_LD + m) * 4, src, inside);
     }
 #pragma unroll
     for (int i = 0; i < B_LOADS; ++i) {
@@ -99,9 +100,9 @@ CMT_DEVICE void cmt_multistage_accumulate(CmtWarpTile<BN, WM, WN, WNITER, TM, TN
       const int bytes = k0 + k < K ? b_bytes : 0;
       const float* src = bytes > 0 ? B + cmt_offset(k0 + k, block_n + b_n, ldb) : B;
       if (VEC == 4)
-        cmt_cp_async_16(bs + k * BN + b_n, src, bytes);
+        cmt_cp_async_16_to(bs + (k * BN + b_n) * 4, src, bytes);
       else
-        cmt_cp_async_4(bs + k * BN + b_n, src, bytes > 0);
+        cmt_cp_async_4_to(bs + (k * BN + b_n) * 4, src, bytes > 0);
     }
   };
 
@@ -116,12 +117,12 @@ CMT_DEVICE void cmt_multistage_accumulate(CmtWarpTile<BN, WM, WN, WNITER, TM, TN
     const int next = kt + STAGES - 1;
     if (next < k_tiles) load_tile(next % STAGES, next);
     cmt_cp_async_commit();
-    const float* as = smem + (kt % STAGES) * STAGE;
-    const float* bs = as + A_STAGE;
+    const unsigned as = smem_base + (kt % STAGES) * STAGE * 4;
+    const unsigned bs = as + A_STAGE * 4;
 #pragma unroll
     for (int kk = 0; kk < K_PER_SLICE; ++kk) {
       const int k = slice * K_PER_SLICE + kk;
-      tile.step(as + k * AS_LD, bs + k * BN);
+      tile.step_at(as + k * AS_LD * 4, bs + k * BN * 4);
     }
   }
 
