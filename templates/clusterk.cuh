@@ -12,12 +12,12 @@
 
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES, int VEC, int PAD, int SPLITK,
           int CLUSTER_K, int SWIZZLE, int THIN_EDGE>
-__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * SPLITK, THIN_EDGE > 0 ? 1 : 0) CMT_CLUSTER_Z(CLUSTER_K)
+__global__ void __launch_bounds__(CmtMultistageShape<BM, BN, BK, WM, WN, STAGES, PAD, SPLITK>::THREADS,
+                                  THIN_EDGE > 0 ? 1 : 0) CMT_CLUSTER_Z(CLUSTER_K)
     cmt_sgemm_clusterk(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                        const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc) {
-  constexpr int TILE_THREADS = (BM / WM) * (BN / WN) * 32;
-  constexpr int THREADS = TILE_THREADS * SPLITK;
-  constexpr int RING_FLOATS = STAGES * (BK * (BM + PAD) + BK * BN);
+  using Shape = CmtMultistageShape<BM, BN, BK, WM, WN, STAGES, PAD, SPLITK>;
+  constexpr int TILE_THREADS = Shape::TILE_THREADS, THREADS = Shape::THREADS, RING_FLOATS = Shape::RING_FLOATS;
   float* smem = cmt_dynamic_smem_floats();
   const int tid = threadIdx.x;
   int block_m, block_n;

@@ -62,10 +62,7 @@ struct CmtWarpTile {
     float a[ROWS], b[COLS];
     load_fragment_at<WMITER, TM, WSUBM>(as_k + m0 * 4, a);
     load_fragment_at<WNITER, TN, WSUBN>(bs_k + n0 * 4, b);
-#pragma unroll
-    for (int i = 0; i < ROWS; ++i)
-#pragma unroll
-      for (int j = 0; j < COLS; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    multiply(a, b);
   }
 
   // acc += As[k][my rows] x Bs[k][my columns]; as_k and bs_k point at row k of each tile.
@@ -73,6 +70,11 @@ struct CmtWarpTile {
     float a[ROWS], b[COLS];
     load_fragment<WMITER, TM, WSUBM>(as_k + m0, a);
     load_fragment<WNITER, TN, WSUBN>(bs_k + n0, b);
+    multiply(a, b);
+  }
+
+  // acc += a x b (outer product of this thread's fragments).
+  CMT_DEVICE void multiply(const float* a, const float* b) {
 #pragma unroll
     for (int i = 0; i < ROWS; ++i)
 #pragma unroll
@@ -163,23 +165,17 @@ CMT_DEVICE float* cmt_dynamic_smem_floats() {
 // zero-fills the rest, which is how out-of-range elements become zeros without a branch.
 CMT_DEVICE unsigned cmt_smem_address(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
 
-CMT_DEVICE void cmt_cp_async_4(float* dst, const float* src, bool inside) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(cmt_smem_address(dst)), "l"(src),
-               "r"(inside ? 4 : 0));
-}
-
-CMT_DEVICE void cmt_cp_async_16(float* dst, const float* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(cmt_smem_address(dst)), "l"(src),
-               "r"(src_bytes));
-}
-
-// The same copies to a shared-memory address (see cmt_smem_address).
 CMT_DEVICE void cmt_cp_async_4_to(unsigned dst, const float* src, bool inside) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(inside ? 4 : 0));
 }
 
 CMT_DEVICE void cmt_cp_async_16_to(unsigned dst, const float* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+
+// cmt_cp_async_4_to with a generic pointer to shared memory as the destination.
+CMT_DEVICE void cmt_cp_async_4(float* dst, const float* src, bool inside) {
+  cmt_cp_async_4_to(cmt_smem_address(dst), src, inside);
 }
 
 CMT_DEVICE void cmt_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }

@@ -8,6 +8,16 @@
 
 #include "cmt_warp_tile.cuh"
 
+// Threads and shared-memory ring of the multistage kernels (floats; A transposed, rows padded).
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, int PAD, int SPLITK>
+struct CmtMultistageShape {
+  static constexpr int TILE_THREADS = (BM / WM) * (BN / WN) * 32;  // the threads of one k slice
+  static constexpr int THREADS = TILE_THREADS * SPLITK;
+  static constexpr int AS_LD = BM + PAD;
+  static constexpr int A_STAGE = BK * AS_LD, B_STAGE = BK * BN, STAGE = A_STAGE + B_STAGE;
+  static constexpr int RING_FLOATS = STAGES * STAGE;
+};
+
 // Multiplies k tiles [kt_begin, kt_end) of the block tile at (block_m, block_n) into `tile` through
 // the cp.async ring in `smem`. With SPLITK > 1, slice 0's threads end up holding the sum of all
 // slices' partials, added in slice order. Returns with no copies in flight when SPLITK > 1.
@@ -17,10 +27,9 @@ CMT_DEVICE void cmt_multistage_accumulate(CmtWarpTile<BN, WM, WN, WNITER, TM, TN
                                           const float* __restrict__ B, int ldb, int block_m, int block_n,
                                           int kt_begin, int kt_end) {
   using Tile = CmtWarpTile<BN, WM, WN, WNITER, TM, TN>;
-  constexpr int TILE_THREADS = (BM / WM) * (BN / WN) * 32;
-  constexpr int THREADS = TILE_THREADS * SPLITK;
-  constexpr int AS_LD = BM + PAD;
-  constexpr int A_STAGE = BK * AS_LD, B_STAGE = BK * BN, STAGE = A_STAGE + B_STAGE;
+  using Shape = CmtMultistageShape<BM, BN, BK, WM, WN, STAGES, PAD, SPLITK>;
+  constexpr int TILE_THREADS = Shape::TILE_THREADS, THREADS = Shape::THREADS, AS_LD = Shape::AS_LD;
+  constexpr int A_STAGE = Shape::A_STAGE, STAGE = Shape::STAGE;
   constexpr int K_PER_SLICE = BK / SPLITK;
   // A is copied in chunks of 8 consecutive k (one 32-byte sector per row): 8 lanes walk along k,
   // the next 8 take the next row. Stored transposed with rows padded to BM+PAD (PAD = 4), the 32
@@ -154,12 +163,12 @@ CMT_DEVICE void cmt_multistage_accumulate(CmtWarpTile<BN, WM, WN, WNITER, TM, TN
 
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES, int VEC, int PAD, int SPLITK,
           int SWIZZLE, int THIN_EDGE>
-__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * SPLITK, THIN_EDGE > 0 ? 1 : 0)
+__global__ void __launch_bounds__(CmtMultistageShape<BM, BN, BK, WM, WN, STAGES, PAD, SPLITK>::THREADS,
+                                  THIN_EDGE > 0 ? 1 : 0)
     cmt_sgemm_multistage(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                          const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc) {
-  constexpr int TILE_THREADS = (BM / WM) * (BN / WN) * 32;
-  constexpr int THREADS = TILE_THREADS * SPLITK;
-  constexpr int RING_FLOATS = STAGES * (BK * (BM + PAD) + BK * BN);
+  using Shape = CmtMultistageShape<BM, BN, BK, WM, WN, STAGES, PAD, SPLITK>;
+  constexpr int TILE_THREADS = Shape::TILE_THREADS, THREADS = Shape::THREADS, RING_FLOATS = Shape::RING_FLOATS;
   float* smem = cmt_dynamic_smem_floats();
   const int tid = threadIdx.x;
   int block_m, block_n;
