@@ -26,7 +26,7 @@ size_t ProblemWorkspace::bytes_needed(const Problem& p, int64_t ld_align) {
                c = static_cast<size_t>(p.m * v.ldc);
   // validation: A, B, |A|, |B| (temporary), C0, |C0|, |A||B|, 2 references, C with guards;
   // timing: A, B, C.
-  const size_t val = 2 * a + 2 * b + 6 * c + static_cast<size_t>(2 * k_guard_floats + v.ldc);
+  const size_t val = 2 * a + 2 * b + 6 * c + static_cast<size_t>(k_guard_floats + c_guard_after(v.ldc));
   const size_t time = static_cast<size_t>(p.m * t.lda + p.k * t.ldb + p.m * t.ldc);
   return (val + time) * sizeof(float);
 }

@@ -59,7 +59,8 @@ class ProblemWorkspace {
   float* c_work_allocation() const { return m_c_work.floats(); }
   int64_t c_val_elements() const { return m_problem.m * m_validation.ldc; }
   /// Guard floats after C: a whole row more than before it, so a write to row M is caught.
-  int64_t c_guard_after() const { return k_guard_floats + m_validation.ldc; }
+  static int64_t c_guard_after(int64_t ldc) { return k_guard_floats + ldc; }
+  int64_t c_guard_after() const { return c_guard_after(m_validation.ldc); }
 
   // Timing set (timing_layout).
   const float* a_time() const { return m_a_time.floats(); }
