@@ -20,8 +20,11 @@ struct CmtMultistageShape {
 
 // Multiplies k tiles [kt_begin, kt_end) of the block tile at (block_m, block_n) into `tile` through
 // the cp.async ring in `smem`. With SPLITK > 1, slice 0's threads end up holding the sum of all
-// slices' partials, added in slice order. Returns with no copies in flight when SPLITK > 1.
-template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES, int VEC, int PAD, int SPLITK>
+// slices' partials, added in slice order. Returns with no copies in flight when SPLITK > 1. With
+// SHORT_LAST_TILE, a last k tile at most half full multiplies only its k, split evenly over the
+// slices, instead of a whole zero-filled tile (a rolled loop, which costs registers in some builds).
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES, int VEC, int PAD, int SPLITK,
+          bool SHORT_LAST_TILE = false>
 CMT_DEVICE void cmt_multistage_accumulate(CmtWarpTile<BN, WM, WN, WNITER, TM, TN>& tile, float* smem, int tid, int M,
                                           int N, int K, const float* __restrict__ A, int lda,
                                           const float* __restrict__ B, int ldb, int block_m, int block_n,
@@ -128,6 +131,14 @@ CMT_DEVICE void cmt_multistage_accumulate(CmtWarpTile<BN, WM, WN, WNITER, TM, TN
     cmt_cp_async_commit();
     const unsigned as = smem_base + (kt % STAGES) * STAGE * 4;
     const unsigned bs = as + A_STAGE * 4;
+    const int k_left = K - (kt_begin + kt) * BK;  // k of C's K from this tile on
+    if (SHORT_LAST_TILE && 2 * k_left <= BK) {
+      const int per_slice = (k_left + SPLITK - 1) / SPLITK;
+      const int k_end = (slice + 1) * per_slice < k_left ? (slice + 1) * per_slice : k_left;
+#pragma unroll 1
+      for (int k = slice * per_slice; k < k_end; ++k) tile.step_at(as + k * AS_LD * 4, bs + k * BN * 4);
+      continue;
+    }
 #pragma unroll
     for (int kk = 0; kk < K_PER_SLICE; ++kk) {
       const int k = slice * K_PER_SLICE + kk;
@@ -177,7 +188,7 @@ __global__ void __launch_bounds__(CmtMultistageShape<BM, BN, BK, WM, WN, STAGES,
   const bool thin = cmt_is_thin_tile<BM, BN, THIN_EDGE>(M, N, block_m, block_n);
   if (!thin) {
     CmtWarpTile<BN, WM, WN, WNITER, TM, TN> tile(tid % TILE_THREADS);
-    cmt_multistage_accumulate<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, VEC, PAD, SPLITK>(
+    cmt_multistage_accumulate<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, VEC, PAD, SPLITK, (THIN_EDGE > 0)>(
         tile, smem, tid, M, N, K, A, lda, B, ldb, block_m, block_n, 0, (K + BK - 1) / BK);
     if (tid < TILE_THREADS) {  // slice 0
       const bool interior = block_m + BM <= M && block_n + BN <= N;
