@@ -165,6 +165,16 @@ CMT_DEVICE float* cmt_dynamic_smem_floats() {
 // zero-fills the rest, which is how out-of-range elements become zeros without a branch.
 CMT_DEVICE unsigned cmt_smem_address(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
 
+// One float to / from a 32-bit shared-memory address (NVRTC, left to itself, forms 64-bit ones).
+CMT_DEVICE void cmt_store_shared(unsigned addr, float v) {
+  asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(addr), "f"(v) : "memory");
+}
+CMT_DEVICE float cmt_load_shared(unsigned addr) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(addr) : "memory");
+  return v;
+}
+
 CMT_DEVICE void cmt_cp_async_4_to(unsigned dst, const float* src, bool inside) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(inside ? 4 : 0));
 }
@@ -173,10 +183,6 @@ CMT_DEVICE void cmt_cp_async_16_to(unsigned dst, const float* src, int src_bytes
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
 }
 
-// cmt_cp_async_4_to with a generic pointer to shared memory as the destination.
-CMT_DEVICE void cmt_cp_async_4(float* dst, const float* src, bool inside) {
-  cmt_cp_async_4_to(cmt_smem_address(dst), src, inside);
-}
 
 CMT_DEVICE void cmt_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 
@@ -245,16 +251,16 @@ CMT_DEVICE bool cmt_is_thin_tile(int M, int N, int block_m, int block_n) {
   return THIN_EDGE > 0 && (M - block_m <= THIN_EDGE || N - block_n <= THIN_EDGE);
 }
 
-// Starts 4-byte cp.async copies of a rows x cols block (row stride src_ld) to dst (row stride
-// dst_ld). Thread t copies elements t, t + THREADS, ... of the block in row-major order, so a
+// Starts 4-byte cp.async copies of a rows x cols block (row stride src_ld) to the 32-bit shared
+// address dst (row stride dst_ld floats). Thread t copies elements t, t + THREADS, ... of the block in row-major order, so a
 // warp's copies cover consecutive elements of one or a few rows whatever the row length.
 template <int THREADS>
-CMT_DEVICE void cmt_copy_block_async(float* dst, int dst_ld, const float* src, int src_ld, int rows, int cols, int tid) {
+CMT_DEVICE void cmt_copy_block_async(unsigned dst, int dst_ld, const float* src, int src_ld, int rows, int cols, int tid) {
   const int dr = THREADS / cols, dc = THREADS % cols;
   int r = tid / cols, c = tid % cols;
   #pragma unroll 1
   while (r < rows) {
-    cmt_cp_async_4(dst + r * dst_ld + c, src + cmt_offset(r, c, src_ld), true);
+    cmt_cp_async_4_to(dst + (r * dst_ld + c) * 4, src + cmt_offset(r, c, src_ld), true);
     r += dr;
     c += dc;
     if (c >= cols) c -= cols, ++r;
@@ -272,18 +278,18 @@ CMT_DEVICE void cmt_thin_block(const float* __restrict__ A, int lda, const float
                                float beta, float* smem, int smem_floats, int tid) {
   const int outputs = vm * vn;
   const int groups = outputs < THREADS ? THREADS / outputs : 1;
-  float* sums = smem;                      // outputs floats
-  float* partials = sums + ((outputs + 3) & ~3);  // THREADS floats
-  // Per chunk of kc k: A rows at as[r*as_ld + kk] (as_ld odd, so lanes on consecutive rows hit
-  // different banks) and B at bs[kk*vn + c].
-  float* as = partials + THREADS;
-  const int free_floats = smem_floats - (int)(as - smem);
-  const int kc = (free_floats - vm) / (vm + vn);
+  // Floats of `smem`: the sums (outputs), the groups' partials (THREADS), then per chunk of kc k the
+  // A rows at as[r*as_ld + kk] (as_ld odd, so lanes on consecutive rows hit different banks) and B
+  // at bs[kk*vn + c]. Read and written through 32-bit shared addresses (see cmt_store_shared).
+  const int partials_at = (outputs + 3) & ~3, as_at = partials_at + THREADS;
+  const int kc = (smem_floats - as_at - vm) / (vm + vn);
   const int as_ld = kc | 1;
-  float* bs = as + vm * as_ld;
+  const int bs_at = as_at + vm * as_ld;
+  const unsigned sums = cmt_smem_address(smem), partials = sums + partials_at * 4;
+  const unsigned as = sums + as_at * 4, bs = sums + bs_at * 4;
   __syncthreads();  // the caller's shared memory is free
   #pragma unroll 1
-  for (int i = tid; i < outputs; i += THREADS) sums[i] = 0.0f;
+  for (int i = tid; i < outputs; i += THREADS) cmt_store_shared(sums + i * 4, 0.0f);
   #pragma unroll 1
   for (int kb = 0; kb < K; kb += kc) {
     const int len = K - kb < kc ? K - kb : kc;
@@ -297,24 +303,23 @@ CMT_DEVICE void cmt_thin_block(const float* __restrict__ A, int lda, const float
     for (int i = tid; i < outputs * groups; i += THREADS) {
       const int o = i % outputs, g = i / outputs;
       const int r = o / vn, c = o - r * vn;
-      const float* a = as + r * as_ld;
-      const float* b = bs + c;
+      const unsigned a = as + r * as_ld * 4, b = bs + c * 4;  // a + 4*kk: A[row0 + r][kb + kk]; b + 4*kk*vn: B[kb + kk][col0 + c]
       float acc0 = 0.0f, acc1 = 0.0f, acc2 = 0.0f, acc3 = 0.0f;  // four chains hide the FMA latency
       int kk = g;
       #pragma unroll 1
       for (; kk + 3 * groups < len; kk += 4 * groups) {
-        acc0 = fmaf(a[kk], b[kk * vn], acc0);
-        acc1 = fmaf(a[kk + groups], b[(kk + groups) * vn], acc1);
-        acc2 = fmaf(a[kk + 2 * groups], b[(kk + 2 * groups) * vn], acc2);
-        acc3 = fmaf(a[kk + 3 * groups], b[(kk + 3 * groups) * vn], acc3);
+        acc0 = fmaf(cmt_load_shared(a + kk * 4), cmt_load_shared(b + kk * vn * 4), acc0);
+        acc1 = fmaf(cmt_load_shared(a + (kk + groups) * 4), cmt_load_shared(b + (kk + groups) * vn * 4), acc1);
+        acc2 = fmaf(cmt_load_shared(a + (kk + 2 * groups) * 4), cmt_load_shared(b + (kk + 2 * groups) * vn * 4), acc2);
+        acc3 = fmaf(cmt_load_shared(a + (kk + 3 * groups) * 4), cmt_load_shared(b + (kk + 3 * groups) * vn * 4), acc3);
       }
       #pragma unroll 1
-      for (; kk < len; kk += groups) acc0 = fmaf(a[kk], b[kk * vn], acc0);
+      for (; kk < len; kk += groups) acc0 = fmaf(cmt_load_shared(a + kk * 4), cmt_load_shared(b + kk * vn * 4), acc0);
       const float acc = (acc0 + acc1) + (acc2 + acc3);
       if (groups == 1)
-        sums[o] += acc;
+        cmt_store_shared(sums + o * 4, cmt_load_shared(sums + o * 4) + acc);
       else
-        partials[i] = acc;
+        cmt_store_shared(partials + i * 4, acc);
     }
     if (groups > 1) {
       __syncthreads();
@@ -322,8 +327,8 @@ CMT_DEVICE void cmt_thin_block(const float* __restrict__ A, int lda, const float
       for (int o = tid; o < outputs; o += THREADS) {
         float acc = 0.0f;
         #pragma unroll 1
-        for (int g = 0; g < groups; ++g) acc += partials[g * outputs + o];
-        sums[o] += acc;
+        for (int g = 0; g < groups; ++g) acc += cmt_load_shared(partials + (g * outputs + o) * 4);
+        cmt_store_shared(sums + o * 4, cmt_load_shared(sums + o * 4) + acc);
       }
     }
   }
@@ -331,7 +336,7 @@ CMT_DEVICE void cmt_thin_block(const float* __restrict__ A, int lda, const float
   #pragma unroll 1
   for (int i = tid; i < outputs; i += THREADS) {
     const int r = i / vn, c = i - r * vn;
-    cmt_store_c(C, ldc, row0 + r, col0 + c, sums[i], alpha, beta);
+    cmt_store_c(C, ldc, row0 + r, col0 + c, cmt_load_shared(sums + i * 4), alpha, beta);
   }
 }
 

@@ -151,22 +151,24 @@ CMT_DEVICE void cmt_multistage_accumulate(CmtWarpTile<BN, WM, WN, WNITER, TM, TN
     constexpr int ACC = Tile::ROWS * Tile::COLS;
     cmt_cp_async_wait<0>();
     __syncthreads();
-    const int tile_tid = tid % TILE_THREADS;
+    // 32-bit shared addresses, as in the main loop, so nvcc and NVRTC compile the same code.
+    const unsigned park = smem_base + (tid % TILE_THREADS) * 4;  // this thread's column of the parked tiles
+    constexpr unsigned SLICE_BYTES = ACC * TILE_THREADS * 4, STRIDE = TILE_THREADS * 4;
     if (slice > 0) {
-      float* dst = smem + (slice - 1) * ACC * TILE_THREADS;
+      const unsigned dst = park + (slice - 1) * SLICE_BYTES;
 #pragma unroll
       for (int i = 0; i < Tile::ROWS; ++i)
 #pragma unroll
-        for (int j = 0; j < Tile::COLS; ++j) dst[(i * Tile::COLS + j) * TILE_THREADS + tile_tid] = tile.acc[i][j];
+        for (int j = 0; j < Tile::COLS; ++j) cmt_store_shared(dst + (i * Tile::COLS + j) * STRIDE, tile.acc[i][j]);
     }
     __syncthreads();
     if (slice == 0) {
       for (int s = 1; s < SPLITK; ++s) {
-        const float* src = smem + (s - 1) * ACC * TILE_THREADS;
+        const unsigned src = park + (s - 1) * SLICE_BYTES;
 #pragma unroll
         for (int i = 0; i < Tile::ROWS; ++i)
 #pragma unroll
-          for (int j = 0; j < Tile::COLS; ++j) tile.acc[i][j] += src[(i * Tile::COLS + j) * TILE_THREADS + tile_tid];
+          for (int j = 0; j < Tile::COLS; ++j) tile.acc[i][j] += cmt_load_shared(src + (i * Tile::COLS + j) * STRIDE);
       }
     }
   }
