@@ -46,11 +46,11 @@ __global__ void __launch_bounds__(CmtMultistageShape<BM, BN, BK, WM, WN, STAGES,
 
   CmtWarpTile<BN, WM, WN, WNITER, TM, TN> tile(tid % TILE_THREADS);
   cmt_multistage_accumulate<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, VEC, PAD, SPLITK>(
-      tile, smem, tid, M, N, K, A, lda, B, ldb, block_m, block_n, kt_begin, kt_end);
+      tile, tid, M, N, K, A, lda, B, ldb, block_m, block_n, kt_begin, kt_end);
   const bool interior = block_m + BM <= M && block_n + BN <= N;
 #if CMT_HAS_CLUSTERS
   cmt_cp_async_wait<0>();  // the ring (and SPLITK's scratch) is free once every thread is past here
-  cmt_cluster_reduce_store<CLUSTER_K, TILE_THREADS>(tile, smem, tid, C, ldc, M, N, block_m, block_n, alpha, beta,
+  cmt_cluster_reduce_store<CLUSTER_K, TILE_THREADS>(tile, cmt_dynamic_smem_address(), tid, C, ldc, M, N, block_m, block_n, alpha, beta,
                                                     interior, VEC == 4);
 #else
   if (tid < TILE_THREADS) tile.store(C, ldc, M, N, block_m, block_n, alpha, beta, interior, VEC == 4);

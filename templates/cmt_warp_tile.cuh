@@ -155,10 +155,22 @@ CMT_DEVICE void cmt_block_origin(int& block_m, int& block_n) {
   block_n = tile_n * BN;
 }
 
+// The kernel's dynamic shared memory. C linkage keeps its PTX name `cmt_dynamic_smem` inside the
+// namespaces an exported header puts these sources in, so cmt_dynamic_smem_address can name it.
+extern "C" {
+extern __shared__ float4 cmt_dynamic_smem[];
+}
+
 // The kernel's dynamic shared memory, as floats (16-byte aligned).
-CMT_DEVICE float* cmt_dynamic_smem_floats() {
-  extern __shared__ float4 cmt_dynamic_smem[];
-  return reinterpret_cast<float*>(cmt_dynamic_smem);
+CMT_DEVICE float* cmt_dynamic_smem_floats() { return reinterpret_cast<float*>(cmt_dynamic_smem); }
+
+// Its 32-bit shared address, taken from the symbol as nvcc does (NVRTC converts a 64-bit address
+// instead, which changes the code ptxas makes of the kernel). The unused "l" operand makes both
+// compilers declare the symbol.
+CMT_DEVICE unsigned cmt_dynamic_smem_address() {
+  unsigned a;
+  asm("mov.u32 %0, cmt_dynamic_smem;" : "=r"(a) : "l"(cmt_dynamic_smem));
+  return a;
 }
 
 // cp.async: asynchronous global -> shared copies (sm_80+). A source size below the copy size
@@ -394,10 +406,11 @@ CMT_DEVICE void cmt_cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
 
-// 16-byte load from the shared memory of the cluster's block `rank`, at the offset `p` has in ours.
-CMT_DEVICE float4 cmt_cluster_load4(const float* p, unsigned rank) {
+// 16-byte load from the shared memory of the cluster's block `rank`, at the offset the 32-bit
+// shared address `local` has in ours.
+CMT_DEVICE float4 cmt_cluster_load4(unsigned local, unsigned rank) {
   unsigned remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(cmt_smem_address(p)), "r"(rank));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(rank));
   float4 v;
   asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
                : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
@@ -408,23 +421,25 @@ CMT_DEVICE float4 cmt_cluster_load4(const float* p, unsigned rank) {
 
 // The end of a cluster split-K kernel: the CLUSTER_K blocks of the cluster (one per grid z) hold
 // partial sums of the same block tile. Each parks its partial in its own shared memory (BM x BN
-// floats at `smem`), then rank r sums the float4 groups g with g % CLUSTER_K == r over ranks 0, 1,
-// ... in that order (deterministic) and writes them to C. Every thread of every block must call
+// floats at the 32-bit shared address `smem`), then rank r sums the float4 groups g with
+// g % CLUSTER_K == r over ranks 0, 1, ... in that order (deterministic) and writes them to C. Every thread of every block must call
 // this (it holds cluster barriers); the TILE_THREADS threads below `tid` < TILE_THREADS hold the
 // partials. The caller has no shared-memory reads or copies pending.
 template <int CLUSTER_K, int TILE_THREADS, class Tile>
-CMT_DEVICE void cmt_cluster_reduce_store(const Tile& tile, float* smem, int tid, float* C, int ldc, int M, int N,
+CMT_DEVICE void cmt_cluster_reduce_store(const Tile& tile, unsigned smem, int tid, float* C, int ldc, int M, int N,
                                          int block_m, int block_n, float alpha, float beta, bool interior,
                                          bool vector_c) {
   constexpr int GROUPS = Tile::ROWS * Tile::COLS / 4;  // float4 groups of accumulators per thread
   const int rank = blockIdx.z;  // the cluster spans the grid's z extent, so this is the cluster rank
   __syncthreads();
-  float4* parked = reinterpret_cast<float4*>(smem);
+  const unsigned parked = smem + tid * 16;  // this thread's float4 of group g at parked + g * TILE_THREADS * 16
   if (tid < TILE_THREADS) {
 #pragma unroll
     for (int g = 0; g < GROUPS; ++g) {
       const float* v = &tile.acc[(4 * g) / Tile::COLS][(4 * g) % Tile::COLS];
-      parked[g * TILE_THREADS + tid] = make_float4(v[0], v[1], v[2], v[3]);
+      asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(parked + g * TILE_THREADS * 16), "f"(v[0]),
+                   "f"(v[1]), "f"(v[2]), "f"(v[3])
+                   : "memory");
     }
   }
   cmt_cluster_sync();
@@ -432,7 +447,7 @@ CMT_DEVICE void cmt_cluster_reduce_store(const Tile& tile, float* smem, int tid,
 #pragma unroll
     for (int g = 0; g < GROUPS; ++g) {
       if (g % CLUSTER_K != rank) continue;
-      const float* slot = reinterpret_cast<const float*>(parked + g * TILE_THREADS + tid);
+      const unsigned slot = parked + g * TILE_THREADS * 16;
       float4 sum = cmt_cluster_load4(slot, 0);
 #pragma unroll
       for (int q = 1; q < CLUSTER_K; ++q) {

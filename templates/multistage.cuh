@@ -19,13 +19,14 @@ struct CmtMultistageShape {
 };
 
 // Multiplies k tiles [kt_begin, kt_end) of the block tile at (block_m, block_n) into `tile` through
-// the cp.async ring in `smem`. With SPLITK > 1, slice 0's threads end up holding the sum of all
-// slices' partials, added in slice order. Returns with no copies in flight when SPLITK > 1. With
+// the cp.async ring at the start of the kernel's dynamic shared memory. With SPLITK > 1, slice 0's
+// threads end up holding the sum of all slices' partials, added in slice order. Returns with no
+// copies in flight when SPLITK > 1. With
 // SHORT_LAST_TILE, a last k tile at most half full multiplies only its k, split evenly over the
 // slices, instead of a whole zero-filled tile (a rolled loop, which costs registers in some builds).
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES, int VEC, int PAD, int SPLITK,
           bool SHORT_LAST_TILE = false>
-CMT_DEVICE void cmt_multistage_accumulate(CmtWarpTile<BN, WM, WN, WNITER, TM, TN>& tile, float* smem, int tid, int M,
+CMT_DEVICE void cmt_multistage_accumulate(CmtWarpTile<BN, WM, WN, WNITER, TM, TN>& tile, int tid, int M,
                                           int N, int K, const float* __restrict__ A, int lda,
                                           const float* __restrict__ B, int ldb, int block_m, int block_n,
                                           int kt_begin, int kt_end) {
@@ -69,7 +70,7 @@ CMT_DEVICE void cmt_multistage_accumulate(CmtWarpTile<BN, WM, WN, WNITER, TM, TN
   const float* b_src = B + cmt_offset(b_k, b_bytes > 0 ? block_n + b_n : 0, ldb);
   const cmt_index b_pass_step = (cmt_index)B_ROWS_PER_PASS * ldb;
   // Shared-memory addresses are formed in 32 bits from one base, so nvcc and NVRTC agree.
-  const unsigned smem_base = cmt_smem_address(smem);
+  const unsigned smem_base = cmt_dynamic_smem_address();
   const unsigned a_dst0 = smem_base + (a_kk * AS_LD + a_row) * 4;
   const unsigned b_dst0 = smem_base + (A_STAGE + b_k * BN + b_n) * 4;
 
@@ -191,7 +192,7 @@ __global__ void __launch_bounds__(CmtMultistageShape<BM, BN, BK, WM, WN, STAGES,
   if (!thin) {
     CmtWarpTile<BN, WM, WN, WNITER, TM, TN> tile(tid % TILE_THREADS);
     cmt_multistage_accumulate<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, VEC, PAD, SPLITK, (THIN_EDGE > 0)>(
-        tile, smem, tid, M, N, K, A, lda, B, ldb, block_m, block_n, 0, (K + BK - 1) / BK);
+        tile, tid, M, N, K, A, lda, B, ldb, block_m, block_n, 0, (K + BK - 1) / BK);
     if (tid < TILE_THREADS) {  // slice 0
       const bool interior = block_m + BM <= M && block_n + BN <= N;
       tile.store(C, ldc, M, N, block_m, block_n, alpha, beta, interior, VEC == 4);
