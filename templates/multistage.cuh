@@ -21,9 +21,9 @@ struct CmtMultistageShape {
 // Multiplies k tiles [kt_begin, kt_end) of the block tile at (block_m, block_n) into `tile` through
 // the cp.async ring at the start of the kernel's dynamic shared memory. With SPLITK > 1, slice 0's
 // threads end up holding the sum of all slices' partials, added in slice order. Returns with no
-// copies in flight when SPLITK > 1. With
-// SHORT_LAST_TILE, a last k tile at most half full multiplies only its k, split evenly over the
-// slices, instead of a whole zero-filled tile (a rolled loop, which costs registers in some builds).
+// copies in flight when SPLITK > 1. With SHORT_LAST_TILE, a last k tile at most half full multiplies
+// only its k, split evenly over the slices, instead of a whole zero-filled tile (a rolled loop,
+// which costs registers in some builds).
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES, int VEC, int PAD, int SPLITK,
           bool SHORT_LAST_TILE = false>
 CMT_DEVICE void cmt_multistage_accumulate(CmtWarpTile<BN, WM, WN, WNITER, TM, TN>& tile, int tid, int M,
