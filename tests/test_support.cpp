@@ -67,6 +67,13 @@ void copy_builtin_templates(const fs::path& dest) {
   fs::copy(default_templates_dir(), dest, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
 }
 
+std::string nvcc_path() {
+  for (const char* var : {"CMTUNE_NVCC", "CUDACXX"})
+    if (const char* v = std::getenv(var); v && *v) return v;
+  if (std::filesystem::exists("/usr/local/cuda/bin/nvcc")) return "/usr/local/cuda/bin/nvcc";
+  return "nvcc";
+}
+
 std::string gpu_unavailable_reason() {
   static const std::string reason = [] {
     try {

@@ -48,6 +48,8 @@ void write_file(const std::filesystem::path& file, const std::string& text);
 std::string read_file(const std::filesystem::path& file);
 /// Copies the built-in templates folder into dest (for tests that edit a template).
 void copy_builtin_templates(const std::filesystem::path& dest);
+/// nvcc: $CMTUNE_NVCC, else $CUDACXX, else /usr/local/cuda/bin/nvcc if present, else from PATH.
+std::string nvcc_path();
 
 /// Empty when a CUDA device is usable; otherwise why not (driver missing, no device).
 std::string gpu_unavailable_reason();

@@ -46,12 +46,6 @@ std::map<std::string, std::string> elf_sections(const std::string& elf, const st
   return sections;
 }
 
-std::string nvcc_path() {
-  for (const char* var : {"CMTUNE_NVCC", "CUDACXX"})
-    if (const char* v = std::getenv(var); v && *v) return v;
-  if (fs::exists("/usr/local/cuda/bin/nvcc")) return "/usr/local/cuda/bin/nvcc";
-  return "nvcc";
-}
 
 // quick.toml's multistage and clusterk kernels, and the 64x128 multistage tiles that win the
 // 1000^3-1025^3 problems on H100 and H200 (the ones that had differed).
@@ -108,7 +102,7 @@ TEST(CompilerParity, MultistageAndClusterkCompileToTheSameCodeWithNvrtcAndNvcc) 
   for (const auto& s : sources) unit += fmt::format("#include \"{}\"\n", s);
   test::write_file(dir / "all.cu", unit + instantiations);
   const auto built = test::run_command(fmt::format("'{}' -std=c++17 -O3 -arch=sm_90 -cubin -I'{}' -o '{}' '{}' 2>&1",
-                                                   nvcc_path(), default_templates_dir().string(),
+                                                   test::nvcc_path(), default_templates_dir().string(),
                                                    (dir / "all.cubin").string(), (dir / "all.cu").string()));
   ASSERT_EQ(built.exit_code, 0) << built.output;
   const auto nvcc_text = elf_sections(test::read_file(dir / "all.cubin"), ".text.");

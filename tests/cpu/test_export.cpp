@@ -255,16 +255,9 @@ const TemplateDesc& builtin_blocktile2d() {
 // nvcc
 // ---------------------------------------------------------------------------------------------
 
-std::string nvcc_path() {
-  for (const char* var : {"CMTUNE_NVCC", "CUDACXX"})
-    if (const char* v = std::getenv(var); v && *v) return v;
-  if (fs::exists("/usr/local/cuda/bin/nvcc")) return "/usr/local/cuda/bin/nvcc";
-  return "nvcc";
-}
-
 /// Runs nvcc; the whole output comes back for failure messages.
 test::CommandResult nvcc(const std::string& arguments) {
-  return test::run_command(fmt::format("{} -std=c++17 {}", nvcc_path(), arguments));
+  return test::run_command(fmt::format("{} -std=c++17 {}", test::nvcc_path(), arguments));
 }
 
 std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
