@@ -50,8 +50,8 @@ __global__ void __launch_bounds__(CmtMultistageShape<BM, BN, BK, WM, WN, STAGES,
   const bool interior = block_m + BM <= M && block_n + BN <= N;
 #if CMT_HAS_CLUSTERS
   cmt_cp_async_wait<0>();  // the ring (and SPLITK's scratch) is free once every thread is past here
-  cmt_cluster_reduce_store<CLUSTER_K, TILE_THREADS>(tile, cmt_dynamic_smem_address(), tid, C, ldc, M, N, block_m, block_n, alpha, beta,
-                                                    interior, VEC == 4);
+  cmt_cluster_reduce_store<CLUSTER_K, TILE_THREADS>(tile, cmt_dynamic_smem_address(), tid, C, ldc, M, N, block_m,
+                                                    block_n, alpha, beta, interior, VEC == 4);
 #else
   if (tid < TILE_THREADS) tile.store(C, ldc, M, N, block_m, block_n, alpha, beta, interior, VEC == 4);
 #endif

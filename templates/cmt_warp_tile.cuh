@@ -173,8 +173,7 @@ CMT_DEVICE unsigned cmt_dynamic_smem_address() {
   return a;
 }
 
-// cp.async: asynchronous global -> shared copies (sm_80+). A source size below the copy size
-// zero-fills the rest, which is how out-of-range elements become zeros without a branch.
+// The 32-bit shared address of a generic pointer into shared memory.
 CMT_DEVICE unsigned cmt_smem_address(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
 
 // One float to / from a 32-bit shared-memory address (NVRTC, left to itself, forms 64-bit ones).
@@ -187,6 +186,8 @@ CMT_DEVICE float cmt_load_shared(unsigned addr) {
   return v;
 }
 
+// cp.async: asynchronous global -> shared copies (sm_80+). A source size below the copy size
+// zero-fills the rest, which is how out-of-range elements become zeros without a branch.
 CMT_DEVICE void cmt_cp_async_4_to(unsigned dst, const float* src, bool inside) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(inside ? 4 : 0));
 }
@@ -194,7 +195,6 @@ CMT_DEVICE void cmt_cp_async_4_to(unsigned dst, const float* src, bool inside) {
 CMT_DEVICE void cmt_cp_async_16_to(unsigned dst, const float* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
 }
-
 
 CMT_DEVICE void cmt_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 
@@ -264,8 +264,9 @@ CMT_DEVICE bool cmt_is_thin_tile(int M, int N, int block_m, int block_n) {
 }
 
 // Starts 4-byte cp.async copies of a rows x cols block (row stride src_ld) to the 32-bit shared
-// address dst (row stride dst_ld floats). Thread t copies elements t, t + THREADS, ... of the block in row-major order, so a
-// warp's copies cover consecutive elements of one or a few rows whatever the row length.
+// address dst (row stride dst_ld floats). Thread t copies elements t, t + THREADS, ... of the block
+// in row-major order, so a warp's copies cover consecutive elements of one or a few rows whatever
+// the row length.
 template <int THREADS>
 CMT_DEVICE void cmt_copy_block_async(unsigned dst, int dst_ld, const float* src, int src_ld, int rows, int cols, int tid) {
   const int dr = THREADS / cols, dc = THREADS % cols;
@@ -315,7 +316,8 @@ CMT_DEVICE void cmt_thin_block(const float* __restrict__ A, int lda, const float
     for (int i = tid; i < outputs * groups; i += THREADS) {
       const int o = i % outputs, g = i / outputs;
       const int r = o / vn, c = o - r * vn;
-      const unsigned a = as + r * as_ld * 4, b = bs + c * 4;  // a + 4*kk: A[row0 + r][kb + kk]; b + 4*kk*vn: B[kb + kk][col0 + c]
+      // a + 4*kk holds A[row0 + r][kb + kk]; b + 4*kk*vn holds B[kb + kk][col0 + c].
+      const unsigned a = as + r * as_ld * 4, b = bs + c * 4;
       float acc0 = 0.0f, acc1 = 0.0f, acc2 = 0.0f, acc3 = 0.0f;  // four chains hide the FMA latency
       int kk = g;
       #pragma unroll 1
@@ -422,9 +424,9 @@ CMT_DEVICE float4 cmt_cluster_load4(unsigned local, unsigned rank) {
 // The end of a cluster split-K kernel: the CLUSTER_K blocks of the cluster (one per grid z) hold
 // partial sums of the same block tile. Each parks its partial in its own shared memory (BM x BN
 // floats at the 32-bit shared address `smem`), then rank r sums the float4 groups g with
-// g % CLUSTER_K == r over ranks 0, 1, ... in that order (deterministic) and writes them to C. Every thread of every block must call
-// this (it holds cluster barriers); the TILE_THREADS threads below `tid` < TILE_THREADS hold the
-// partials. The caller has no shared-memory reads or copies pending.
+// g % CLUSTER_K == r over ranks 0, 1, ... in that order (deterministic) and writes them to C.
+// Every thread of every block must call this (it holds cluster barriers); the threads
+// tid < TILE_THREADS hold the partials. The caller has no shared-memory reads or copies pending.
 template <int CLUSTER_K, int TILE_THREADS, class Tile>
 CMT_DEVICE void cmt_cluster_reduce_store(const Tile& tile, unsigned smem, int tid, float* C, int ldc, int M, int N,
                                          int block_m, int block_n, float alpha, float beta, bool interior,

@@ -31,13 +31,19 @@ std::map<std::string, std::string> elf_sections(const std::string& elf, const st
     std::memcpy(&v, elf.data() + at, bytes);
     return v;
   };
-  if (elf.size() < 64 || elf.compare(0, 4, "\x7f" "ELF") != 0 || elf[4] != 2) throw std::runtime_error("not an ELF64 file");
-  const uint64_t shoff = read(0x28, 8), shentsize = read(0x3A, 2), shnum = read(0x3C, 2), shstrndx = read(0x3E, 2);
-  auto header = [&](uint64_t i, size_t field_at, size_t bytes) { return read(shoff + i * shentsize + field_at, bytes); };
+  if (elf.size() < 64 || elf.compare(0, 4, "\x7f" "ELF") != 0 || elf[4] != 2)
+    throw std::runtime_error("not an ELF64 file");
+  const uint64_t shoff = read(0x28, 8), shentsize = read(0x3A, 2), shnum = read(0x3C, 2);
+  const uint64_t shstrndx = read(0x3E, 2);
+  auto header = [&](uint64_t i, size_t field_at, size_t bytes) {
+    return read(shoff + i * shentsize + field_at, bytes);
+  };
   const uint64_t names_at = header(shstrndx, 0x18, 8);
   std::map<std::string, std::string> sections;
   for (uint64_t i = 0; i < shnum; ++i) {
-    const std::string name(elf.c_str() + names_at + header(i, 0x00, 4));
+    const uint64_t name_at = names_at + header(i, 0x00, 4);
+    if (name_at >= elf.size()) throw std::runtime_error("ELF section name past the end of the file");
+    const std::string name(elf.c_str() + name_at);
     const uint64_t type = header(i, 0x04, 4), offset = header(i, 0x18, 8), size = header(i, 0x20, 8);
     if (name.rfind(prefix, 0) != 0 || type == 8 /* SHT_NOBITS */) continue;
     if (offset + size > elf.size()) throw std::runtime_error("ELF section past the end of the file");
@@ -91,9 +97,9 @@ TEST(CompilerParity, MultistageAndClusterkCompileToTheSameCodeWithNvrtcAndNvcc) 
     ASSERT_EQ(text.size(), 1u) << c->candidate->id() << ": no .text section for " << c->binary.lowered_name;
     nvrtc_text[c->binary.lowered_name] = text.begin()->second;
     sources.insert(c->candidate->tmpl->source_path.filename().string());
-    instantiations += fmt::format(
-        "template __global__ void {}(int, int, int, float, const float*, int, const float*, int, float, float*, int);\n",
-        c->candidate->tmpl->name_expression(c->candidate->values));
+    instantiations += fmt::format("template __global__ void {}(int, int, int, float, const float*, int, const float*, "
+                                  "int, float, float*, int);\n",
+                                  c->candidate->tmpl->name_expression(c->candidate->values));
   }
   ASSERT_EQ(nvrtc_text.size(), candidates.size());
 
