@@ -11,7 +11,7 @@
 namespace cmt {
 
 namespace {
-constexpr size_t k_loaded_cache = 16;  // kernels kept loaded; re-timing holds up to this many at once
+constexpr size_t k_loaded_cache = 16;  // kernels kept loaded (more while re-timing holds more)
 }  // namespace
 
 std::optional<std::string> unmet_requirements(const Requirements& req, const Layout& layout) {
@@ -52,7 +52,10 @@ ProblemWorkspace& InProcessMeasurer::workspace(const Problem& problem) {
 std::optional<std::string> InProcessMeasurer::load(const KernelUnderTest& k, LoadedKernel*& loaded, Outcome& outcome) {
   const std::string& key = k.binary->key;
   auto it = m_loaded.find(key);
-  if (it == m_loaded.end()) {
+  if (it != m_loaded.end()) {  // most recently used last
+    m_loaded_order.erase(std::find(m_loaded_order.begin(), m_loaded_order.end(), key));
+    m_loaded_order.push_back(key);
+  } else {
     std::unique_ptr<LoadedKernel> kernel;
     try {
       kernel = std::make_unique<LoadedKernel>(k.binary->cubin, k.binary->lowered_name);
@@ -60,7 +63,7 @@ std::optional<std::string> InProcessMeasurer::load(const KernelUnderTest& k, Loa
       outcome = Outcome::launch_error;
       return fmt::format("cannot load the CUBIN: {}", e.library_message());
     }
-    if (m_loaded_order.size() >= k_loaded_cache) {
+    if (m_loaded_order.size() >= std::max(k_loaded_cache, m_pinned)) {
       m_loaded.erase(m_loaded_order.front());
       m_loaded_order.erase(m_loaded_order.begin());
     }
@@ -196,6 +199,8 @@ SampleStats InProcessMeasurer::measure_cublas(const Problem& problem) {
 
 std::vector<TimingResult> InProcessMeasurer::retime(const std::vector<KernelUnderTest>& kernels, const Problem& problem) {
   const ProblemWorkspace& ws = workspace(problem);
+  // The launchers hold the loaded kernels: keep all of them loaded, whatever their number.
+  m_pinned = kernels.size() + 1;
   std::vector<Launcher> launches;
   for (size_t i = 0; i < kernels.size(); ++i) {
     LoadedKernel* kernel = nullptr;
@@ -207,7 +212,9 @@ std::vector<TimingResult> InProcessMeasurer::retime(const std::vector<KernelUnde
     launches.push_back(timing_launcher(*kernel, kernels[i].shape, ws));
   }
   launches.push_back(cublas_launcher(ws));
-  return m_timer->time_interleaved(launches, m_settings.retime_rounds, m_settings.warmup);
+  std::vector<TimingResult> results = m_timer->time_interleaved(launches, m_settings.retime_rounds, m_settings.warmup);
+  m_pinned = 0;
+  return results;
 }
 
 }  // namespace cmt

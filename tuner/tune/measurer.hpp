@@ -73,7 +73,8 @@ class InProcessMeasurer final : public Measurer {
   std::unique_ptr<Timer> m_timer;
   std::map<Problem, std::unique_ptr<ProblemWorkspace>> m_workspaces;
   std::map<std::string, std::unique_ptr<LoadedKernel>> m_loaded;   // by binary key; small LRU
-  std::vector<std::string> m_loaded_order;
+  std::vector<std::string> m_loaded_order;                         // least recently used first
+  size_t m_pinned = 0;  // while re-timing: the cache keeps at least this many kernels
   bool m_context_lost = false;
 };
 
