@@ -185,6 +185,14 @@ CMT_DEVICE float cmt_load_shared(unsigned addr) {
   asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(addr) : "memory");
   return v;
 }
+CMT_DEVICE float4 cmt_load_shared4(unsigned addr) {
+  float4 v;
+  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
+}
 
 // cp.async: asynchronous global -> shared copies (sm_80+). A source size below the copy size
 // zero-fills the rest, which is how out-of-range elements become zeros without a branch.
@@ -384,6 +392,309 @@ CMT_DEVICE void cmt_thin_edges_share(const CmtThinEdges<BM, BN, THIN_EDGE>& edge
       cmt_thin_block<THREADS>(A, lda, B, ldb, C, ldc, K, row_first, col0, M - row_first, vn, alpha, beta, smem,
                               smem_floats, tid);
     }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dedicated thin workers (THIN_WORKERS > 0): bulk copies, mbarriers and the streamed thin strips.
+// ---------------------------------------------------------------------------------------------
+
+// Floats between `p` and the 16-byte boundary at or below it.
+CMT_DEVICE int cmt_quad_offset(const float* p) { return (int)((reinterpret_cast<unsigned long long>(p) >> 2) & 3); }
+
+// Bulk (TMA) copies into shared memory, completed on an mbarrier (sm_90+). Shared addresses are
+// 32-bit; the mbarrier is 8 bytes, 8-byte aligned.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define CMT_HAS_BULK_COPY 1
+#else
+#define CMT_HAS_BULK_COPY 0
+#endif
+
+CMT_DEVICE void cmt_mbarrier_init(unsigned bar, int count) {
+#if CMT_HAS_BULK_COPY
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+#endif
+}
+CMT_DEVICE void cmt_mbarrier_init_fence() {
+#if CMT_HAS_BULK_COPY
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
+// Arrives once on `bar` and expects `bytes` more from bulk copies before the phase completes.
+CMT_DEVICE void cmt_mbarrier_arrive_expect(unsigned bar, unsigned bytes) {
+#if CMT_HAS_BULK_COPY
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+#endif
+}
+CMT_DEVICE void cmt_mbarrier_arrive(unsigned bar) {
+#if CMT_HAS_BULK_COPY
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+#endif
+}
+CMT_DEVICE void cmt_mbarrier_wait(unsigned bar, unsigned parity) {
+#if CMT_HAS_BULK_COPY
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "wait_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra wait_%=;\n"
+      "}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+#endif
+}
+// Copies `bytes` (a multiple of 16) from 16-byte-aligned global memory to shared memory.
+CMT_DEVICE void cmt_bulk_copy(unsigned dst, const void* src, unsigned bytes, unsigned bar) {
+#if CMT_HAS_BULK_COPY
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar)
+               : "memory");
+#endif
+}
+
+// The span of a row: the 16-byte-aligned run of whole quads that holds `cols` floats from `row`.
+// A quad that holds an element of the row lies in a mapped page, so reading all of it is safe.
+struct CmtSpan {
+  const float* from;  // 16-byte aligned
+  int lead;           // floats before the row's first element
+  int quads;
+};
+CMT_DEVICE CmtSpan cmt_span(const float* row, int cols) {
+  CmtSpan sp;
+  sp.lead = cmt_quad_offset(row);
+  sp.from = row - sp.lead;
+  sp.quads = (sp.lead + cols + 3) / 4;
+  return sp;
+}
+
+// Bulk-copies the spans of the rows of a rows x cols block (row stride src_ld floats) to the 32-bit
+// shared address dst (row stride dst_ld floats, a multiple of 4, at least cols + 6 rounded up to 4):
+// element (r, c) lands at dst[r * dst_ld + cmt_quad_offset(src + r * src_ld) + c]. Called by one
+// whole warp; lane 0 first arrives on `bar` expecting all the bytes, then the lanes copy a row each
+// (sm_90+).
+CMT_DEVICE void cmt_copy_spans_warp(unsigned dst, int dst_ld, const float* src, int src_ld, int rows, int cols,
+                                    unsigned bar, int lane) {
+#if CMT_HAS_BULK_COPY
+  unsigned bytes = 0;
+  #pragma unroll 1
+  for (int r = lane; r < rows; r += 32) bytes += cmt_span(src + cmt_offset(r, 0, src_ld), cols).quads * 16;
+  bytes = __reduce_add_sync(0xffffffffu, bytes);
+  if (lane == 0) cmt_mbarrier_arrive_expect(bar, bytes);
+  __syncwarp();
+  #pragma unroll 1
+  for (int r = lane; r < rows; r += 32) {
+    const CmtSpan sp = cmt_span(src + cmt_offset(r, 0, src_ld), cols);
+    cmt_bulk_copy(dst + r * dst_ld * 4, sp.from, sp.quads * 16, bar);
+  }
+#endif
+}
+
+// The thin strips of C computed by `workers` dedicated blocks, the first blocks past the interior
+// tiles: on a grid that leaves SMs idle (1025^2 with 64x128 tiles: 128 interior tiles on 132 SMs)
+// they run beside the interior tiles instead of after them. The strips' lines (rows of the thin
+// column, then columns of the thin row) are dealt out in equal runs, one per worker. The few thin
+// columns of B and thin rows of A (K x THIN_EDGE each) are staged in shared memory once. Warp 0 then
+// streams the run's panels of A (a row per consumer warp) and B (128 columns per consumer warp)
+// through a CMT_THIN_STAGES-deep ring in chunks of k, as bulk copies of 16-byte-aligned row spans,
+// and the other warps multiply them; full and empty mbarriers pass the stages between them. A
+// consumer warp owns its outputs: on a thin-column row its lanes interleave k (summed by shuffles,
+// deterministic); on thin-row columns each lane sums all k of its 4 columns. Before sm_90, with one
+// warp, or when the thin rows and columns do not fit in shared memory, the workers share the strips
+// out with cmt_thin_edges_share instead. `smem` is the 32-bit shared address of the dynamic shared
+// memory, smem_floats floats; all THREADS threads call it.
+#define CMT_THIN_STAGES 4
+#define CMT_THIN_SMEM_FLOATS 40960  // 160 KiB, what THIN_WORKERS builds ask for (multistage.toml)
+
+// A piece of a dedicated worker's run of thin lines (see cmt_thin_edges_stream).
+struct CmtThinPiece {
+  int line, lines;  // lines [line, line + lines) of the run
+  int row0, col0, vm, vn;
+  bool column;
+  int kc, chunks;   // k per chunk, chunks over K
+};
+
+template <int BM, int BN, int THREADS, int THIN_EDGE>
+CMT_DEVICE void cmt_thin_edges_stream(const CmtThinEdges<BM, BN, THIN_EDGE>& edges, int M, int N, int K,
+                                      const float* __restrict__ A, int lda, const float* __restrict__ B, int ldb,
+                                      float* __restrict__ C, int ldc, float alpha, float beta, unsigned smem,
+                                      int smem_floats, int tid, int worker, int workers) {
+  constexpr int WARPS = THREADS / 32, STAGES = CMT_THIN_STAGES;
+  constexpr int TE4 = THIN_EDGE > 4 ? 8 : 4;         // thin rows or columns (<= 8), padded
+  constexpr int CWARPS = WARPS > 1 ? WARPS - 1 : 1;  // consumer warps
+  constexpr int COL_PIECE = CWARPS;                  // thin-column rows per piece: one per consumer warp
+  constexpr int ROW_PIECE = 128 * CWARPS;            // thin-row columns per piece: 128 per consumer warp
+  constexpr int SPAN_LD = (ROW_PIECE + 6 + 3) / 4 * 4;
+  // Shared memory: full and empty mbarriers (8 bytes each), B's thin columns and A's thin rows
+  // transposed (K x TE4 each; zero past the edge), then STAGES stages: a column piece's A panel
+  // (COL_PIECE spans, stride as_ld) or a row piece's B panel (kc_row spans, stride SPAN_LD).
+  constexpr int BAR_FLOATS = (STAGES * 4 + 3) / 4 * 4;
+  const int small_floats = 2 * K * TE4;
+  const int stage_floats = (smem_floats - BAR_FLOATS - small_floats) / STAGES / 4 * 4;
+  const int kc_col = stage_floats / COL_PIECE - 6, kc_row = stage_floats / SPAN_LD;
+  if (!CMT_HAS_BULK_COPY || WARPS < 2 || kc_col < 64 || kc_row < 1) {
+    cmt_thin_edges_share<BM, BN, THREADS, THIN_EDGE>(edges, M, N, K, A, lda, B, ldb, C, ldc, alpha, beta,
+                                                     cmt_dynamic_smem_floats(), smem_floats, tid, worker, workers);
+    return;
+  }
+  const int warp = tid / 32, lane = tid % 32;
+  const int col_rows = !edges.thin_n ? 0 : edges.thin_m ? edges.inner_m * BM : M;  // thin column: rows [0, col_rows)
+  const int col_first = edges.inner_n * BN;                                        // ... columns [col_first, N)
+  const int row_first = edges.inner_m * BM;  // thin row: rows [row_first, M), all columns
+  const int lines = col_rows + (edges.thin_m ? N : 0);
+  const int first = (int)((long long)lines * worker / workers), end = (int)((long long)lines * (worker + 1) / workers);
+  const unsigned full = smem, empty = smem + STAGES * 8;
+  const unsigned bt = smem + BAR_FLOATS * 4, at = bt + K * TE4 * 4, ring = at + K * TE4 * 4;
+  const int as_ld = (kc_col + 6) / 4 * 4;
+  const int chunks_col = K > kc_col ? (K + kc_col - 1) / kc_col : 1;
+  const int chunks_row = K > kc_row ? (K + kc_row - 1) / kc_row : 1;
+  const int col_lines = (end < col_rows ? end : col_rows) - (first < col_rows ? first : col_rows);
+  const int jobs = (col_lines + COL_PIECE - 1) / COL_PIECE * chunks_col +
+                   (end - first - col_lines + ROW_PIECE - 1) / ROW_PIECE * chunks_row;
+
+  auto piece_at = [&](int line) {
+    CmtThinPiece pc;
+    pc.line = line;
+    pc.column = line < col_rows;
+    if (pc.column) {
+      const int last = end < col_rows ? end : col_rows;
+      pc.lines = last - line < COL_PIECE ? last - line : COL_PIECE;
+      pc.row0 = line, pc.col0 = col_first, pc.vm = pc.lines, pc.vn = N - col_first;
+      pc.kc = kc_col, pc.chunks = chunks_col;
+    } else {
+      pc.lines = end - line < ROW_PIECE ? end - line : ROW_PIECE;
+      pc.row0 = row_first, pc.col0 = line - col_rows, pc.vm = M - row_first, pc.vn = pc.lines;
+      pc.kc = kc_row, pc.chunks = chunks_row;
+    }
+    return pc;
+  };
+
+  __syncthreads();  // the caller's shared memory is free
+  // B's thin columns as bt[k * TE4 + c], A's thin rows as at[k * TE4 + r].
+  const int thin_n = N - col_first, thin_m = M - row_first;
+  #pragma unroll 1
+  for (int i = tid; i < K * TE4; i += THREADS) {
+    const int k = i / TE4, e = i % TE4;
+    cmt_cp_async_4_to(bt + i * 4, e < thin_n ? B + cmt_offset(k, col_first + e, ldb) : B, e < thin_n && col_lines > 0);
+    cmt_cp_async_4_to(at + i * 4, e < thin_m ? A + cmt_offset(row_first + e, k, lda) : A,
+                      e < thin_m && edges.thin_m && end - first > col_lines);
+  }
+  cmt_cp_async_commit();
+  if (tid == 0) {
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+      cmt_mbarrier_init(full + s * 8, 1);        // the producer's copies
+      cmt_mbarrier_init(empty + s * 8, CWARPS);  // each consumer warp done reading
+    }
+    cmt_mbarrier_init_fence();
+  }
+  cmt_cp_async_wait<0>();
+  __syncthreads();
+
+  // Job j is chunk `chunk` of piece pc.
+  CmtThinPiece pc = piece_at(first);
+  int chunk = 0;
+  if (warp == 0) {  // the producer
+    #pragma unroll 1
+    for (int j = 0; j < jobs; ++j) {
+      const int s = j % STAGES;
+      if (j >= STAGES) cmt_mbarrier_wait(empty + s * 8, (j / STAGES - 1) & 1);  // the consumers are done with it
+      const int kb = chunk * pc.kc, len = K - kb < pc.kc ? K - kb : pc.kc;
+      const unsigned stage = ring + s * stage_floats * 4;
+      if (pc.column)
+        cmt_copy_spans_warp(stage, as_ld, A + cmt_offset(pc.row0, kb, lda), lda, len > 0 ? pc.vm : 0, len, full + s * 8,
+                            lane);
+      else
+        cmt_copy_spans_warp(stage, SPAN_LD, B + cmt_offset(kb, pc.col0, ldb), ldb, len, pc.vn, full + s * 8, lane);
+      if (++chunk == pc.chunks) chunk = 0, pc = piece_at(pc.line + pc.lines);
+    }
+    return;
+  }
+
+  // Consumers. Column piece: acc[0][c] for row cw of the piece and thin column c, over this lane's k.
+  // Row piece: acc[u][r] for thin row r and column cw * 128 + lane + 32 * u of the piece, over all k.
+  const int cw = warp - 1;
+  float acc[4][TE4];
+  auto clear = [&]() {
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+#pragma unroll
+      for (int c = 0; c < TE4; ++c) acc[u][c] = 0.0f;
+  };
+  clear();
+  #pragma unroll 1
+  for (int j = 0; j < jobs; ++j) {
+    const int s = j % STAGES;
+    const int kb = chunk * pc.kc, len = K - kb < pc.kc ? K - kb : pc.kc;
+    const unsigned stage = ring + s * stage_floats * 4;
+    cmt_mbarrier_wait(full + s * 8, (j / STAGES) & 1);
+    if (pc.column) {
+      if (cw < pc.vm) {
+        const unsigned a_row = stage + (cw * as_ld + cmt_quad_offset(A + cmt_offset(pc.row0 + cw, kb, lda))) * 4;
+        const unsigned b_k = bt + kb * TE4 * 4;
+        #pragma unroll 4
+        for (int kk = lane; kk < len; kk += 32) {
+          const float a = cmt_load_shared(a_row + kk * 4);
+#pragma unroll
+          for (int c = 0; c < TE4; c += 4) {
+            const float4 v = cmt_load_shared4(b_k + (kk * TE4 + c) * 4);
+            acc[0][c] = fmaf(a, v.x, acc[0][c]);
+            acc[0][c + 1] = fmaf(a, v.y, acc[0][c + 1]);
+            acc[0][c + 2] = fmaf(a, v.z, acc[0][c + 2]);
+            acc[0][c + 3] = fmaf(a, v.w, acc[0][c + 3]);
+          }
+        }
+      }
+    } else {
+      const int lead0 = cmt_quad_offset(B + cmt_offset(kb, pc.col0, ldb));
+      int b_col[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int c = cw * 128 + lane + 32 * u;
+        b_col[u] = c < pc.vn ? c : pc.vn - 1;
+      }
+      const unsigned a_k = at + kb * TE4 * 4;
+      #pragma unroll 2
+      for (int kk = 0; kk < len; ++kk) {
+        const unsigned b_row = stage + (kk * SPAN_LD + ((lead0 + kk * ldb) & 3)) * 4;
+        float av[TE4];
+#pragma unroll
+        for (int r = 0; r < TE4; r += 4) {
+          const float4 v = cmt_load_shared4(a_k + (kk * TE4 + r) * 4);
+          av[r] = v.x, av[r + 1] = v.y, av[r + 2] = v.z, av[r + 3] = v.w;
+        }
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+          const float bv = cmt_load_shared(b_row + b_col[u] * 4);
+#pragma unroll
+          for (int r = 0; r < TE4; ++r) acc[u][r] = fmaf(av[r], bv, acc[u][r]);
+        }
+      }
+    }
+    __syncwarp();
+    if (lane == 0) cmt_mbarrier_arrive(empty + s * 8);  // this warp is done with the stage
+    if (++chunk < pc.chunks) continue;
+    // The piece is done: each consumer warp stores its own outputs.
+    if (pc.column) {
+#pragma unroll
+      for (int c = 0; c < TE4; ++c) {
+        float v = acc[0][c];
+#pragma unroll
+        for (int step = 16; step > 0; step /= 2) v += __shfl_xor_sync(0xffffffffu, v, step);
+        if (lane == 0 && cw < pc.vm && c < pc.vn) cmt_store_c(C, ldc, pc.row0 + cw, pc.col0 + c, v, alpha, beta);
+      }
+    } else {
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int c = cw * 128 + lane + 32 * u;
+#pragma unroll
+        for (int r = 0; r < TE4; ++r)
+          if (r < pc.vm && c < pc.vn) cmt_store_c(C, ldc, pc.row0 + r, pc.col0 + c, acc[u][r], alpha, beta);
+      }
+    }
+    clear();
+    chunk = 0;
+    pc = piece_at(pc.line + pc.lines);
   }
 }
 

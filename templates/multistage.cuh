@@ -176,14 +176,13 @@ CMT_DEVICE void cmt_multistage_accumulate(CmtWarpTile<BN, WM, WN, WNITER, TM, TN
 }
 
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES, int VEC, int PAD, int SPLITK,
-          int SWIZZLE, int THIN_EDGE>
+          int SWIZZLE, int THIN_EDGE, int THIN_WORKERS>
 __global__ void __launch_bounds__(CmtMultistageShape<BM, BN, BK, WM, WN, STAGES, PAD, SPLITK>::THREADS,
                                   THIN_EDGE > 0 ? 1 : 0)
     cmt_sgemm_multistage(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                          const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc) {
   using Shape = CmtMultistageShape<BM, BN, BK, WM, WN, STAGES, PAD, SPLITK>;
   constexpr int TILE_THREADS = Shape::TILE_THREADS, THREADS = Shape::THREADS, RING_FLOATS = Shape::RING_FLOATS;
-  float* smem = cmt_dynamic_smem_floats();
   const int tid = threadIdx.x;
   int block_m, block_n;
   cmt_block_origin<BM, BN, SWIZZLE, THIN_EDGE>(M, N, block_m, block_n);
@@ -198,9 +197,24 @@ __global__ void __launch_bounds__(CmtMultistageShape<BM, BN, BK, WM, WN, STAGES,
       tile.store(C, ldc, M, N, block_m, block_n, alpha, beta, interior, VEC == 4);
     }
   }
-  if (THIN_EDGE > 0 && (!thin || edges.interior_tiles() == 0)) {
-    const int workers = edges.interior_tiles() > 0 ? edges.interior_tiles() : gridDim.x * gridDim.y;
-    cmt_thin_edges_share<BM, BN, THREADS, THIN_EDGE>(edges, M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, smem,
-                                                     RING_FLOATS, tid, cmt_linear_block(), workers);
+  if (THIN_EDGE <= 0) return;
+  // Thin workers get at least CMT_THIN_SMEM_FLOATS of shared memory (the launch's dynamic_smem).
+  constexpr int THIN_FLOATS =
+      THIN_WORKERS > 0 && RING_FLOATS < CMT_THIN_SMEM_FLOATS ? CMT_THIN_SMEM_FLOATS : RING_FLOATS;
+  const int interior_tiles = edges.interior_tiles();
+  if (THIN_WORKERS > 0 && interior_tiles > 0) {
+    // The first THIN_WORKERS thin-tile blocks compute the strips beside the interior tiles.
+    const int thin_blocks = gridDim.x * gridDim.y - interior_tiles;
+    const int workers = thin_blocks < THIN_WORKERS ? thin_blocks : THIN_WORKERS;
+    const int worker = cmt_linear_block() - interior_tiles;
+    if (thin && worker < workers)
+      cmt_thin_edges_stream<BM, BN, THREADS, THIN_EDGE>(edges, M, N, K, A, lda, B, ldb, C, ldc, alpha, beta,
+                                                        cmt_dynamic_smem_address(), THIN_FLOATS, tid, worker, workers);
+  } else if (!thin || interior_tiles == 0) {
+    // The interior blocks share the strips out after their tiles (all blocks when none is interior).
+    const int workers = interior_tiles > 0 ? interior_tiles : gridDim.x * gridDim.y;
+    cmt_thin_edges_share<BM, BN, THREADS, THIN_EDGE>(edges, M, N, K, A, lda, B, ldb, C, ldc, alpha, beta,
+                                                     cmt_dynamic_smem_floats(), RING_FLOATS, tid, cmt_linear_block(),
+                                                     workers);
   }
 }
