@@ -1,0 +1,89 @@
+// multistage THIN_WORKERS: the descriptor's rules, and builds for the GPUs with and without bulk copies.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "space/space.hpp"
+#include "store/store.hpp"
+#include "test_support.hpp"
+#include "tune/compile_service.hpp"
+
+namespace cmt {
+namespace {
+
+constexpr const char* k_preset = R"(name = "thin-workers"
+description = "the 1025^3 multistage tile with and without thin edges and dedicated thin workers"
+
+[[templates.multistage]]
+BM = [64]
+BN = [128]
+BK = [32]
+WM = [32]
+WN = [64]
+WNITER = [2]
+TM = [4]
+STAGES = [3]
+VEC = [1]
+PAD = [4]
+SPLITK = [2]
+SWIZZLE = [1]
+THIN_EDGE = [0, 4]
+THIN_WORKERS = [0, 4]
+)";
+
+const Candidate* find(const SearchSpace& space, int thin_edge, int thin_workers) {
+  for (const Candidate& c : space.candidates) {
+    int te = -1, tw = -1;
+    for (const auto& [name, value] : c.values) {
+      if (name == "THIN_EDGE") te = static_cast<int>(value);
+      if (name == "THIN_WORKERS") tw = static_cast<int>(value);
+    }
+    if (te == thin_edge && tw == thin_workers) return &c;
+  }
+  return nullptr;
+}
+
+TEST(ThinWorkers, NeedThinEdgesAndAsk160KiBOfSharedMemory) {
+  test::TempDir dir;
+  test::write_file(dir / "tw.toml", k_preset);
+  const auto templates = load_templates({default_templates_dir()});
+  const SearchSpace space = enumerate_space(templates, load_preset(dir / "tw.toml"));
+  ASSERT_EQ(space.candidates.size(), 3u);  // THIN_WORKERS = 4 without THIN_EDGE is pruned
+  ASSERT_EQ(space.stats.size(), 1u);
+  const auto& pruned = space.stats[0].pruned;
+  const auto rule = std::find_if(pruned.begin(), pruned.end(), [](const PruneCount& p) { return p.count > 0; });
+  ASSERT_NE(rule, pruned.end());
+  EXPECT_EQ(rule->count, 1);
+  EXPECT_NE(rule->reason.find("THIN_WORKERS"), std::string::npos) << rule->reason;
+
+  const Candidate* shared = find(space, 4, 0);
+  const Candidate* workers = find(space, 4, 4);
+  ASSERT_TRUE(shared && workers);
+  EXPECT_EQ(shared->shape.dynamic_smem, 3 * (32 * (64 + 4) + 32 * 128) * 4);  // the cp.async ring
+  EXPECT_EQ(workers->shape.dynamic_smem, 160 * 1024);
+}
+
+// sm_90 builds stream with bulk copies on mbarriers; sm_80 builds (an exported header may target
+// one) compile the fallback to the shared path instead. Both must build, without spills.
+TEST(ThinWorkers, BuildForSm90AndSm80WithoutSpills) {
+  test::TempDir dir;
+  test::write_file(dir / "tw.toml", k_preset);
+  const auto templates = load_templates({default_templates_dir()});
+  const SearchSpace space = enumerate_space(templates, load_preset(dir / "tw.toml"));
+  const Candidate* workers = find(space, 4, 4);
+  ASSERT_NE(workers, nullptr);
+  const std::vector<Candidate> one = {*workers};  // the service points into it while compiling
+  for (const std::string arch : {"sm_90", "sm_80"}) {
+    Store store(dir / (arch + ".db"));
+    CompileService service(store, arch, 1);
+    service.start(one);
+    auto c = service.next();
+    ASSERT_TRUE(c.has_value());
+    ASSERT_TRUE(c->binary.ok) << arch << ":\n" << c->binary.log;
+    EXPECT_EQ(c->binary.spill_stores, 0) << arch;
+    EXPECT_EQ(c->binary.spill_loads, 0) << arch;
+  }
+}
+
+}  // namespace
+}  // namespace cmt
