@@ -53,8 +53,9 @@ std::map<std::string, std::string> elf_sections(const std::string& elf, const st
 }
 
 
-// quick.toml's multistage and clusterk kernels, and the 64x128 multistage tiles that win the
-// 1000^3-1025^3 problems on H100 and H200 (the ones that had differed).
+// quick.toml's multistage and clusterk kernels, the 64x128 multistage tiles that win the
+// 1000^3-1025^3 problems on H100 and H200 (the ones that had differed; with and without thin
+// workers), and the 64x64 clusterk tiles over 4 blocks that win 256^3.
 constexpr const char* k_preset = R"(name = "parity"
 description = "kernels whose NVRTC and nvcc builds must match"
 [[templates.multistage]]
@@ -71,6 +72,22 @@ PAD = [4]
 SPLITK = [2]
 SWIZZLE = [1]
 THIN_EDGE = [0, 4]
+
+[[templates.clusterk]]
+BM = [64]
+BN = [64]
+BK = [32]
+WM = [32]
+WN = [32]
+WNITER = [2]
+TM = [4]
+STAGES = [3]
+VEC = [1, 4]
+PAD = [4]
+SPLITK = [1, 2]
+CLUSTER_K = [4]
+SWIZZLE = [1]
+THIN_EDGE = [0]
 )";
 
 TEST(CompilerParity, MultistageAndClusterkCompileToTheSameCodeWithNvrtcAndNvcc) {
