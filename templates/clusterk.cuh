@@ -31,8 +31,8 @@ __global__ void __launch_bounds__(CmtMultistageShape<BM, BN, BK, WM, WN, STAGES,
 #endif
 
   // Thin edges (see cmt_thin_edges_share): every block of every cluster is a worker.
+  const CmtThinEdges<BM, BN, THIN_EDGE> edges(M, N, gridDim.y, gridDim.x);
   auto share_thin_edges = [&]() {
-    const CmtThinEdges<BM, BN, THIN_EDGE> edges(M, N, gridDim.y, gridDim.x);
     const int ranks = CMT_HAS_CLUSTERS ? CLUSTER_K : 1;
     const int tiles = edges.interior_tiles() > 0 ? edges.interior_tiles() : gridDim.x * gridDim.y;
     cmt_thin_edges_share<BM, BN, THREADS, THIN_EDGE>(edges, M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, smem,
@@ -40,7 +40,7 @@ __global__ void __launch_bounds__(CmtMultistageShape<BM, BN, BK, WM, WN, STAGES,
                                                      tiles * ranks);
   };
   if (cmt_is_thin_tile<BM, BN, THIN_EDGE>(M, N, block_m, block_n)) {
-    if (CmtThinEdges<BM, BN, THIN_EDGE>(M, N, gridDim.y, gridDim.x).interior_tiles() == 0) share_thin_edges();
+    if (edges.interior_tiles() == 0) share_thin_edges();
     return;
   }
 

@@ -235,6 +235,13 @@ struct CmtThinEdges {
     inner_n = grid_n - thin_n;
   }
   CMT_DEVICE int interior_tiles() const { return inner_m * inner_n; }
+  // The thin column: rows [0, col_rows(M)) of columns [col_first(), N).
+  CMT_DEVICE int col_rows(int M) const { return !thin_n ? 0 : thin_m ? inner_m * BM : M; }
+  CMT_DEVICE int col_first() const { return inner_n * BN; }
+  // The thin row, which holds the corner: rows [row_first(), M), all columns.
+  CMT_DEVICE int row_first() const { return inner_m * BM; }
+  // Rows of the thin column plus columns of the thin row.
+  CMT_DEVICE int lines(int M, int N) const { return col_rows(M) + (thin_m ? N : 0); }
 };
 
 // This block's index in launch order (blockIdx.z not included).
@@ -369,13 +376,10 @@ CMT_DEVICE void cmt_thin_edges_share(const CmtThinEdges<BM, BN, THIN_EDGE>& edge
                                      const float* __restrict__ A, int lda, const float* __restrict__ B, int ldb,
                                      float* __restrict__ C, int ldc, float alpha, float beta, float* smem,
                                      int smem_floats, int tid, int worker, int workers) {
-  const int col_rows = !edges.thin_n ? 0 : edges.thin_m ? edges.inner_m * BM : M;  // thin column: rows [0, col_rows)
-  const int col_first = edges.inner_n * BN;                     // ... columns [col_first, N)
-  const int row_first = edges.inner_m * BM;                     // thin row: rows [row_first, M), all columns
+  const int col_rows = edges.col_rows(M), col_first = edges.col_first(), row_first = edges.row_first();
   // Pieces as narrow as lets every worker take one (each piece streams a whole panel of A or B
   // through one SM, so narrower pieces on more SMs finish sooner), from 8 to CMT_THIN_PIECE wide.
-  const int lines = col_rows + (edges.thin_m ? N : 0);
-  int piece = (lines + workers - 1) / workers;
+  int piece = (edges.lines(M, N) + workers - 1) / workers;
   piece = piece < 8 ? 8 : piece > CMT_THIN_PIECE ? CMT_THIN_PIECE : piece;
   const int col_pieces = (col_rows + piece - 1) / piece;
   const int row_pieces = edges.thin_m ? (N + piece - 1) / piece : 0;
@@ -538,10 +542,8 @@ CMT_DEVICE void cmt_thin_edges_stream(const CmtThinEdges<BM, BN, THIN_EDGE>& edg
     return;
   }
   const int warp = tid / 32, lane = tid % 32;
-  const int col_rows = !edges.thin_n ? 0 : edges.thin_m ? edges.inner_m * BM : M;  // thin column: rows [0, col_rows)
-  const int col_first = edges.inner_n * BN;                                        // ... columns [col_first, N)
-  const int row_first = edges.inner_m * BM;  // thin row: rows [row_first, M), all columns
-  const int lines = col_rows + (edges.thin_m ? N : 0);
+  const int col_rows = edges.col_rows(M), col_first = edges.col_first(), row_first = edges.row_first();
+  const int lines = edges.lines(M, N);
   const int first = (int)((long long)lines * worker / workers), end = (int)((long long)lines * (worker + 1) / workers);
   const unsigned full = smem, empty = smem + STAGES * 8;
   const unsigned bt = smem + BAR_FLOATS * 4, at = bt + K * TE4 * 4, ring = at + K * TE4 * 4;
@@ -571,13 +573,14 @@ CMT_DEVICE void cmt_thin_edges_stream(const CmtThinEdges<BM, BN, THIN_EDGE>& edg
 
   __syncthreads();  // the caller's shared memory is free
   // B's thin columns as bt[k * TE4 + c], A's thin rows as at[k * TE4 + r].
-  const int thin_n = N - col_first, thin_m = M - row_first;
+  const int thin_cols = N - col_first, thin_rows = M - row_first;  // <= 0 where that strip is absent
   #pragma unroll 1
   for (int i = tid; i < K * TE4; i += THREADS) {
     const int k = i / TE4, e = i % TE4;
-    cmt_cp_async_4_to(bt + i * 4, e < thin_n ? B + cmt_offset(k, col_first + e, ldb) : B, e < thin_n && col_lines > 0);
-    cmt_cp_async_4_to(at + i * 4, e < thin_m ? A + cmt_offset(row_first + e, k, lda) : A,
-                      e < thin_m && edges.thin_m && end - first > col_lines);
+    cmt_cp_async_4_to(bt + i * 4, e < thin_cols ? B + cmt_offset(k, col_first + e, ldb) : B,
+                      e < thin_cols && col_lines > 0);
+    cmt_cp_async_4_to(at + i * 4, e < thin_rows ? A + cmt_offset(row_first + e, k, lda) : A,
+                      e < thin_rows && edges.thin_m && end - first > col_lines);
   }
   cmt_cp_async_commit();
   if (tid == 0) {
