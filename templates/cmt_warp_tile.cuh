@@ -224,7 +224,10 @@ CMT_DEVICE void cmt_cp_async_wait() {
 #define CMT_THIN_PIECE 32
 
 // The interior/thin split of a (grid_n, grid_m) grid of BM x BN tiles over an M x N matrix C.
-template <int BM, int BN, int THIN_EDGE>
+// With INLINE_ROWS = r > 0, a thin row of at most r rows is multiplied by the blocks of the last
+// interior tile row inside their main loop (multistage's CmtInlineRows), above the thin column,
+// which then holds the corner.
+template <int BM, int BN, int THIN_EDGE, int INLINE_ROWS = 0>
 struct CmtThinEdges {
   int thin_m, thin_n;    // 1 when the last tile row (column) is thin
   int inner_m, inner_n;  // the interior grid
@@ -235,13 +238,19 @@ struct CmtThinEdges {
     inner_n = grid_n - thin_n;
   }
   CMT_DEVICE int interior_tiles() const { return inner_m * inner_n; }
+  // True when the interior blocks multiply the thin row in their main loop.
+  CMT_DEVICE bool rows_inline(int M) const {
+    return INLINE_ROWS > 0 && thin_m && interior_tiles() > 0 && M - inner_m * BM <= INLINE_ROWS;
+  }
+  // 1 when the thin row is a strip of its own (computed like the thin column).
+  CMT_DEVICE int row_strip(int M) const { return INLINE_ROWS > 0 ? thin_m && !rows_inline(M) : thin_m; }
   // The thin column: rows [0, col_rows(M)) of columns [col_first(), N).
-  CMT_DEVICE int col_rows(int M) const { return !thin_n ? 0 : thin_m ? inner_m * BM : M; }
+  CMT_DEVICE int col_rows(int M) const { return !thin_n ? 0 : row_strip(M) ? inner_m * BM : M; }
   CMT_DEVICE int col_first() const { return inner_n * BN; }
-  // The thin row, which holds the corner: rows [row_first(), M), all columns.
+  // The thin row, which holds the corner unless inline: rows [row_first(), M), all columns.
   CMT_DEVICE int row_first() const { return inner_m * BM; }
-  // Rows of the thin column plus columns of the thin row.
-  CMT_DEVICE int lines(int M, int N) const { return col_rows(M) + (thin_m ? N : 0); }
+  // Rows of the thin column plus columns of the thin row left to the strips.
+  CMT_DEVICE int lines(int M, int N) const { return col_rows(M) + (row_strip(M) ? N : 0); }
 };
 
 // This block's index in launch order (blockIdx.z not included).
@@ -371,8 +380,8 @@ CMT_DEVICE void cmt_thin_block(const float* __restrict__ A, int lda, const float
 
 // The thin strips of C, cut in pieces of at most CMT_THIN_PIECE rows (the thin column) or columns
 // (the thin row, which holds the corner); worker w of `workers` computes pieces w, w + workers, ...
-template <int BM, int BN, int THREADS, int THIN_EDGE>
-CMT_DEVICE void cmt_thin_edges_share(const CmtThinEdges<BM, BN, THIN_EDGE>& edges, int M, int N, int K,
+template <int BM, int BN, int THREADS, int THIN_EDGE, int INLINE_ROWS>
+CMT_DEVICE void cmt_thin_edges_share(const CmtThinEdges<BM, BN, THIN_EDGE, INLINE_ROWS>& edges, int M, int N, int K,
                                      const float* __restrict__ A, int lda, const float* __restrict__ B, int ldb,
                                      float* __restrict__ C, int ldc, float alpha, float beta, float* smem,
                                      int smem_floats, int tid, int worker, int workers) {
@@ -382,7 +391,7 @@ CMT_DEVICE void cmt_thin_edges_share(const CmtThinEdges<BM, BN, THIN_EDGE>& edge
   int piece = (edges.lines(M, N) + workers - 1) / workers;
   piece = piece < 8 ? 8 : piece > CMT_THIN_PIECE ? CMT_THIN_PIECE : piece;
   const int col_pieces = (col_rows + piece - 1) / piece;
-  const int row_pieces = edges.thin_m ? (N + piece - 1) / piece : 0;
+  const int row_pieces = edges.row_strip(M) ? (N + piece - 1) / piece : 0;
   #pragma unroll 1
   for (int p = worker; p < col_pieces + row_pieces; p += workers) {
     if (p < col_pieces) {
@@ -518,8 +527,8 @@ struct CmtThinPiece {
   int kc, chunks;   // k per chunk, chunks over K
 };
 
-template <int BM, int BN, int THREADS, int THIN_EDGE>
-CMT_DEVICE void cmt_thin_edges_stream(const CmtThinEdges<BM, BN, THIN_EDGE>& edges, int M, int N, int K,
+template <int BM, int BN, int THREADS, int THIN_EDGE, int INLINE_ROWS>
+CMT_DEVICE void cmt_thin_edges_stream(const CmtThinEdges<BM, BN, THIN_EDGE, INLINE_ROWS>& edges, int M, int N, int K,
                                       const float* __restrict__ A, int lda, const float* __restrict__ B, int ldb,
                                       float* __restrict__ C, int ldc, float alpha, float beta, unsigned smem,
                                       int smem_floats, int tid, int worker, int workers) {

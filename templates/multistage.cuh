@@ -18,6 +18,92 @@ struct CmtMultistageShape {
   static constexpr int RING_FLOATS = STAGES * STAGE;
 };
 
+// INLINE_THIN_ROWS = R: a thin row of at most R rows of C below the last interior tile row is
+// multiplied by that tile row's blocks inside their main loop. Each k tile, those blocks also copy
+// the thin rows' k into the padding of the A stage (columns BM.. of the transposed tile) and multiply
+// them by the B stage already there, so the thin row costs no pass of its own over B. Thread t owns
+// the columns 4 * (t % (BN/4)) .. + 3 at the k tile's k = t / (BN/4) + KG * s; it reads its values
+// before the tile's main multiply and multiplies them after it, so the reads' latency is hidden.
+// store() adds the KG partial sums in order (deterministic).
+template <int BN, int BK, int THREADS, int R>
+struct CmtInlineRows {
+  static constexpr int QUADS = BN / 4, KG = THREADS / QUADS, KS = BK / KG > 0 ? BK / KG : 1;  // k per thread
+  int rows;  // thin rows this block multiplies (0: none)
+  int quad, k0;
+  float acc[R][4];  // [thin row][column of the quad]
+  float a[KS][R];   // the current k tile's values: A's thin rows
+  float4 b[KS];     // and this thread's 4 columns of B
+  float c_old[(R * BN + THREADS - 1) / THREADS];  // C at this thread's outputs, read early (beta != 0)
+
+  CMT_DEVICE CmtInlineRows(int rows_, int tid) : rows(rows_), quad(tid % QUADS), k0(tid / QUADS) {
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) acc[r][c] = 0.0f;
+  }
+
+  // Reads the k tile's values: a_pad is the 32-bit shared address of column BM of the A stage (row
+  // stride AS_LD floats), bs that of the B stage (row stride BN).
+  template <int AS_LD>
+  CMT_DEVICE void load(unsigned a_pad, unsigned bs) {
+#pragma unroll
+    for (int s = 0; s < KS; ++s) {
+      const int k = k0 + s * KG;
+      if (R == 1) {
+        a[s][0] = cmt_load_shared(a_pad + k * AS_LD * 4);
+      } else {
+        const float4 v = cmt_load_shared4(a_pad + k * AS_LD * 4);
+        const float w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int r = 0; r < R; ++r) a[s][r] = w[r];
+      }
+      b[s] = cmt_load_shared4(bs + (k * BN + 4 * quad) * 4);
+    }
+  }
+
+  CMT_DEVICE void multiply() {
+#pragma unroll
+    for (int s = 0; s < KS; ++s)
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        acc[r][0] = fmaf(a[s][r], b[s].x, acc[r][0]), acc[r][1] = fmaf(a[s][r], b[s].y, acc[r][1]);
+        acc[r][2] = fmaf(a[s][r], b[s].z, acc[r][2]), acc[r][3] = fmaf(a[s][r], b[s].w, acc[r][3]);
+      }
+  }
+
+  // Reads C at this thread's outputs of rows row0.., columns block_n.. (output o = tid + THREADS * i
+  // is row o / BN, column o % BN), so store() need not wait for them.
+  CMT_DEVICE void read_c(const float* __restrict__ C, int ldc, int N, int row0, int block_n, float beta, int tid) {
+#pragma unroll
+    for (int i = 0; i < (R * BN + THREADS - 1) / THREADS; ++i) {
+      const int o = tid + THREADS * i, r = o / BN, c = o % BN;
+      c_old[i] = beta != 0.0f && r < rows && block_n + c < N ? C[cmt_offset(row0 + r, block_n + c, ldc)] : 0.0f;
+    }
+  }
+
+  // Adds the partial sums over the k groups in order and writes C = alpha * sum + beta * C at this
+  // thread's outputs. `scratch` is the 32-bit shared address of 4 * R * THREADS free floats; all
+  // THREADS threads call it, after their last reads of the ring.
+  CMT_DEVICE void store(unsigned scratch, int tid, float* __restrict__ C, int ldc, int N, int row0, int block_n,
+                        float alpha, float beta) const {
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) cmt_store_shared(scratch + ((k0 * R + r) * BN + 4 * quad + c) * 4, acc[r][c]);
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < (R * BN + THREADS - 1) / THREADS; ++i) {
+      const int o = tid + THREADS * i, r = o / BN, c = o % BN;
+      if (r >= rows || block_n + c >= N) continue;
+      float sum = 0.0f;
+#pragma unroll
+      for (int g = 0; g < KG; ++g) sum += cmt_load_shared(scratch + ((g * R + r) * BN + c) * 4);
+      C[cmt_offset(row0 + r, block_n + c, ldc)] = beta != 0.0f ? fmaf(beta, c_old[i], alpha * sum) : alpha * sum;
+    }
+  }
+};
+
 // Multiplies k tiles [kt_begin, kt_end) of the block tile at (block_m, block_n) into `tile` through
 // the cp.async ring at the start of the kernel's dynamic shared memory. With SPLITK > 1, slice 0's
 // threads end up holding the sum of all slices' partials, added in slice order. Returns with no
@@ -25,11 +111,13 @@ struct CmtMultistageShape {
 // only its k, split evenly over the slices, instead of a whole zero-filled tile (a rolled loop,
 // which costs registers in some builds).
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES, int VEC, int PAD, int SPLITK,
-          bool SHORT_LAST_TILE = false>
-CMT_DEVICE void cmt_multistage_accumulate(CmtWarpTile<BN, WM, WN, WNITER, TM, TN>& tile, int tid, int M,
-                                          int N, int K, const float* __restrict__ A, int lda,
-                                          const float* __restrict__ B, int ldb, int block_m, int block_n,
-                                          int kt_begin, int kt_end) {
+          bool SHORT_LAST_TILE = false, int INLINE_ROWS = 0>
+CMT_DEVICE void cmt_multistage_accumulate(
+    CmtWarpTile<BN, WM, WN, WNITER, TM, TN>& tile, int tid, int M, int N, int K, const float* __restrict__ A, int lda,
+    const float* __restrict__ B, int ldb, int block_m, int block_n, int kt_begin, int kt_end,
+    CmtInlineRows<BN, BK, CmtMultistageShape<BM, BN, BK, WM, WN, STAGES, PAD, SPLITK>::THREADS,
+                  (INLINE_ROWS > 0 ? INLINE_ROWS : 1)>* inline_rows = nullptr,
+    const float* __restrict__ thin_a = nullptr) {
   using Tile = CmtWarpTile<BN, WM, WN, WNITER, TM, TN>;
   using Shape = CmtMultistageShape<BM, BN, BK, WM, WN, STAGES, PAD, SPLITK>;
   constexpr int TILE_THREADS = Shape::TILE_THREADS, THREADS = Shape::THREADS, AS_LD = Shape::AS_LD;
@@ -73,6 +161,11 @@ CMT_DEVICE void cmt_multistage_accumulate(CmtWarpTile<BN, WM, WN, WNITER, TM, TN
   const unsigned smem_base = cmt_dynamic_smem_address();
   const unsigned a_dst0 = smem_base + (a_kk * AS_LD + a_row) * 4;
   const unsigned b_dst0 = smem_base + (A_STAGE + b_k * BN + b_n) * 4;
+  // INLINE_ROWS: thread t < rows * BK copies A[thin row t / BK][k0 + t % BK] into the A padding.
+  const int thin_copies = INLINE_ROWS > 0 ? inline_rows->rows * BK : 0;
+  const int thin_r = tid / BK, thin_k = tid % BK;
+  const float* thin_src = INLINE_ROWS > 0 && tid < thin_copies ? thin_a + cmt_offset(thin_r, thin_k, lda) : A;
+  const unsigned thin_dst0 = smem_base + (thin_k * AS_LD + BM + thin_r) * 4;
 
   // Fills ring stage `stage` with k tile kt_begin + t.
   auto load_tile = [&](int stage, int t) {
@@ -88,6 +181,7 @@ CMT_DEVICE void cmt_multistage_accumulate(CmtWarpTile<BN, WM, WN, WNITER, TM, TN
         for (int c = 0; c < BK / A_CHUNK; ++c)
           cmt_cp_async_4_to(a_dst + (c * A_CHUNK * AS_LD + g * A_ROWS_PER_PASS) * 4, row + c * A_CHUNK, inside);
       }
+      if (INLINE_ROWS > 0 && tid < thin_copies) cmt_cp_async_4_to(thin_dst0 + stage * STAGE * 4, thin_src + k0, true);
       const float* b_kt = b_src + (cmt_index)k0 * ldb;
 #pragma unroll
       for (int i = 0; i < B_LOADS; ++i) {
@@ -106,6 +200,10 @@ CMT_DEVICE void cmt_multistage_accumulate(CmtWarpTile<BN, WM, WN, WNITER, TM, TN
       const bool inside = k0 + k < K && block_m + m < M;
       const float* src = inside ? A + cmt_offset(block_m + m, k0 + k, lda) : A;
       cmt_cp_async_4_to(as + (k * AS_LD + m) * 4, src, inside);
+    }
+    if (INLINE_ROWS > 0 && tid < thin_copies) {
+      const bool inside = k0 + thin_k < K;
+      cmt_cp_async_4_to(thin_dst0 + stage * STAGE * 4, inside ? thin_src + k0 : A, inside);
     }
 #pragma unroll
     for (int i = 0; i < B_LOADS; ++i) {
@@ -132,12 +230,14 @@ CMT_DEVICE void cmt_multistage_accumulate(CmtWarpTile<BN, WM, WN, WNITER, TM, TN
     cmt_cp_async_commit();
     const unsigned as = smem_base + (kt % STAGES) * STAGE * 4;
     const unsigned bs = as + A_STAGE * 4;
+    if (INLINE_ROWS > 0 && thin_copies > 0) inline_rows->template load<AS_LD>(as + BM * 4, bs);  // zero past K
     const int k_left = K - (kt_begin + kt) * BK;  // k of C's K from this tile on
     if (SHORT_LAST_TILE && 2 * k_left <= BK) {
       const int per_slice = (k_left + SPLITK - 1) / SPLITK;
       const int k_end = (slice + 1) * per_slice < k_left ? (slice + 1) * per_slice : k_left;
 #pragma unroll 1
       for (int k = slice * per_slice; k < k_end; ++k) tile.step_at(as + k * AS_LD * 4, bs + k * BN * 4);
+      if (INLINE_ROWS > 0 && thin_copies > 0) inline_rows->multiply();
       continue;
     }
 #pragma unroll
@@ -145,6 +245,7 @@ CMT_DEVICE void cmt_multistage_accumulate(CmtWarpTile<BN, WM, WN, WNITER, TM, TN
       const int k = slice * K_PER_SLICE + kk;
       tile.step_at(as + k * AS_LD * 4, bs + k * BN * 4);
     }
+    if (INLINE_ROWS > 0 && thin_copies > 0) inline_rows->multiply();
   }
 
   if (SPLITK > 1) {
@@ -176,7 +277,7 @@ CMT_DEVICE void cmt_multistage_accumulate(CmtWarpTile<BN, WM, WN, WNITER, TM, TN
 }
 
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES, int VEC, int PAD, int SPLITK,
-          int SWIZZLE, int THIN_EDGE, int THIN_WORKERS>
+          int SWIZZLE, int THIN_EDGE, int THIN_WORKERS, int INLINE_THIN_ROWS>
 __global__ void __launch_bounds__(CmtMultistageShape<BM, BN, BK, WM, WN, STAGES, PAD, SPLITK>::THREADS,
                                   THIN_EDGE > 0 ? 1 : 0)
     cmt_sgemm_multistage(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
@@ -186,9 +287,30 @@ __global__ void __launch_bounds__(CmtMultistageShape<BM, BN, BK, WM, WN, STAGES,
   const int tid = threadIdx.x;
   int block_m, block_n;
   cmt_block_origin<BM, BN, SWIZZLE, THIN_EDGE>(M, N, block_m, block_n);
-  const CmtThinEdges<BM, BN, THIN_EDGE> edges(M, N, gridDim.y, gridDim.x);
+  constexpr int INLINE = THIN_EDGE > 0 ? INLINE_THIN_ROWS : 0;
+  const CmtThinEdges<BM, BN, THIN_EDGE, INLINE> edges(M, N, gridDim.y, gridDim.x);
   const bool thin = cmt_is_thin_tile<BM, BN, THIN_EDGE>(M, N, block_m, block_n);
-  if (!thin) {
+  if (INLINE > 0 && !thin) {
+    // As below, plus the thin rows when this block's tile row is the last interior one.
+    CmtWarpTile<BN, WM, WN, WNITER, TM, TN> tile(tid % TILE_THREADS);
+    const int row_first = edges.row_first();
+    CmtInlineRows<BN, BK, THREADS, (INLINE > 0 ? INLINE : 1)> rows(
+        edges.rows_inline(M) && block_m + BM == row_first ? M - row_first : 0, tid);
+    if (rows.rows > 0) rows.read_c(C, ldc, N, row_first, block_n, beta, tid);
+    cmt_multistage_accumulate<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, VEC, PAD, SPLITK, true, INLINE>(
+        tile, tid, M, N, K, A, lda, B, ldb, block_m, block_n, 0, (K + BK - 1) / BK, &rows,
+        A + cmt_offset(row_first, 0, lda));
+    if (tid < TILE_THREADS) {  // slice 0
+      const bool interior = block_m + BM <= M && block_n + BN <= N;
+      tile.store(C, ldc, M, N, block_m, block_n, alpha, beta, interior, VEC == 4);
+    }
+    if (rows.rows > 0) {
+      // The scratch follows SPLITK's parked partials, which slice 0 may still be reading.
+      cmt_cp_async_wait<0>();
+      rows.store(cmt_dynamic_smem_address() + (SPLITK - 1) * BM * BN * 4, tid, C, ldc, N, row_first, block_n, alpha,
+                 beta);
+    }
+  } else if (!thin) {
     CmtWarpTile<BN, WM, WN, WNITER, TM, TN> tile(tid % TILE_THREADS);
     cmt_multistage_accumulate<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, VEC, PAD, SPLITK, (THIN_EDGE > 0)>(
         tile, tid, M, N, K, A, lda, B, ldb, block_m, block_n, 0, (K + BK - 1) / BK);
@@ -198,6 +320,7 @@ __global__ void __launch_bounds__(CmtMultistageShape<BM, BN, BK, WM, WN, STAGES,
     }
   }
   if (THIN_EDGE <= 0) return;
+  if (INLINE > 0 && edges.lines(M, N) == 0) return;  // no strips left
   // Thin workers get at least CMT_THIN_SMEM_FLOATS of shared memory (the launch's dynamic_smem).
   constexpr int THIN_FLOATS =
       THIN_WORKERS > 0 && RING_FLOATS < CMT_THIN_SMEM_FLOATS ? CMT_THIN_SMEM_FLOATS : RING_FLOATS;

@@ -33,9 +33,12 @@ std::vector<std::string> quick_template_names() {
 // 258 x 131 leaves 2 rows and 3 columns past every tile size in quick.toml (thin edge tiles and their
 // corner), with K long enough to take several staged chunks; 127 x 4099 a thin column beside a
 // partial tile row. 66 x 130 has thin edges around a single interior 64 x 128 tile, whose block then
-// computes every piece of the strips, with a short last k tile (70 = 64 + 6).
+// computes every piece of the strips, with a short last k tile (70 = 64 + 6). 129 x 200 leaves one
+// thin row under two tile rows of 64 beside a partial tile column (the one-row inline path), and
+// 65 x 516 one thin row and a thin column of 4 (its corner then goes with the column) over a long K.
 const std::vector<Problem> k_ragged_sizes = {{1, 1, 1},       {17, 33, 65},     {127, 255, 129},  {1023, 1025, 1027},
-                                             {258, 131, 300}, {127, 4099, 33}, {66, 130, 70},    {512, 512, 512}};
+                                             {258, 131, 300}, {127, 4099, 33}, {66, 130, 70},    {512, 512, 512},
+                                             {129, 200, 77},  {65, 516, 1030}};
 
 class RaggedCorrectness : public ::testing::TestWithParam<std::string> {};
 
