@@ -55,7 +55,8 @@ std::map<std::string, std::string> elf_sections(const std::string& elf, const st
 
 // quick.toml's multistage and clusterk kernels, the 64x128 multistage tiles that win the
 // 1000^3-1025^3 problems on H100 and H200 (the ones that had differed; with and without thin
-// workers), and the 64x64 clusterk tiles over 4 blocks that win 256^3.
+// workers), the 1025^3 winner with its thin row inline, and the 64x64 clusterk tiles over 4 blocks
+// that win 256^3.
 constexpr const char* k_preset = R"(name = "parity"
 description = "kernels whose NVRTC and nvcc builds must match"
 [[templates.multistage]]
@@ -72,6 +73,24 @@ PAD = [4]
 SPLITK = [2]
 SWIZZLE = [1]
 THIN_EDGE = [0, 4]
+INLINE_THIN_ROWS = [0]
+
+[[templates.multistage]]
+BM = [64]
+BN = [128]
+BK = [32]
+WM = [64]
+WN = [32]
+WNITER = [2]
+TM = [4]
+STAGES = [3]
+VEC = [1]
+PAD = [4]
+SPLITK = [2]
+SWIZZLE = [1]
+THIN_EDGE = [4]
+THIN_WORKERS = [4]
+INLINE_THIN_ROWS = [1]
 
 [[templates.clusterk]]
 BM = [64]

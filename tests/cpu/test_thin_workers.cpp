@@ -29,6 +29,7 @@ SPLITK = [2]
 SWIZZLE = [1]
 THIN_EDGE = [0, 4]
 THIN_WORKERS = [0, 4]
+INLINE_THIN_ROWS = [0]
 )";
 
 const Candidate* find(const SearchSpace& space, int thin_edge, int thin_workers) {
@@ -73,6 +74,67 @@ TEST(ThinWorkers, BuildForSm90AndSm80WithoutSpills) {
   const Candidate* workers = find(space, 4, 4);
   ASSERT_NE(workers, nullptr);
   const std::vector<Candidate> one = {*workers};  // the service points into it while compiling
+  for (const std::string arch : {"sm_90", "sm_80"}) {
+    Store store(dir / (arch + ".db"));
+    CompileService service(store, arch, 1);
+    service.start(one);
+    auto c = service.next();
+    ASSERT_TRUE(c.has_value());
+    ASSERT_TRUE(c->binary.ok) << arch << ":\n" << c->binary.log;
+    EXPECT_EQ(c->binary.spill_stores, 0) << arch;
+    EXPECT_EQ(c->binary.spill_loads, 0) << arch;
+  }
+}
+
+// INLINE_THIN_ROWS = r needs THIN_EDGE >= r and PAD >= r (the thin rows ride in the A padding),
+// asks shared memory for its partial sums past SPLITK's, and builds for sm_90 and sm_80 unspilled.
+constexpr const char* k_inline_preset = R"(name = "inline"
+description = "the 1025^3 multistage tile with thin rows inline"
+
+[[templates.multistage]]
+BM = [64]
+BN = [128]
+BK = [32]
+WM = [32]
+WN = [64]
+WNITER = [2]
+TM = [4]
+STAGES = [3]
+VEC = [1]
+PAD = [0, 4]
+SPLITK = [2]
+SWIZZLE = [1]
+THIN_EDGE = [0, 1, 4]
+THIN_WORKERS = [0]
+INLINE_THIN_ROWS = [0, 1, 4]
+)";
+
+int value_of(const Candidate& c, const std::string& name) {
+  for (const auto& [n, v] : c.values)
+    if (n == name) return static_cast<int>(v);
+  return -1;
+}
+
+TEST(InlineThinRows, NeedThinEdgeAndPaddingAndBuildWithoutSpills) {
+  test::TempDir dir;
+  test::write_file(dir / "inline.toml", k_inline_preset);
+  const auto templates = load_templates({default_templates_dir()});
+  const SearchSpace space = enumerate_space(templates, load_preset(dir / "inline.toml"));
+  // PAD x THIN_EDGE give 6 builds without inline rows; r = 1 needs PAD 4 and THIN_EDGE 1 or 4, r = 4
+  // PAD 4 and THIN_EDGE 4.
+  ASSERT_EQ(space.candidates.size(), 6u + 2u + 1u);
+  const Candidate* inline_one = nullptr;
+  for (const Candidate& c : space.candidates) {
+    const int r = value_of(c, "INLINE_THIN_ROWS");
+    if (r == 0) continue;
+    EXPECT_GE(value_of(c, "THIN_EDGE"), r) << c.id();
+    EXPECT_EQ(value_of(c, "PAD"), 4) << c.id();
+    // The ring (3 stages of 32 x (64 + 4) and 32 x 128 floats) holds the partial sums past SPLITK's.
+    EXPECT_EQ(c.shape.dynamic_smem, 3 * (32 * (64 + 4) + 32 * 128) * 4) << c.id();
+    if (r == 1 && value_of(c, "THIN_EDGE") == 4) inline_one = &c;
+  }
+  ASSERT_NE(inline_one, nullptr);
+  const std::vector<Candidate> one = {*inline_one};
   for (const std::string arch : {"sm_90", "sm_80"}) {
     Store store(dir / (arch + ".db"));
     CompileService service(store, arch, 1);
