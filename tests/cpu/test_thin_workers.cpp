@@ -44,6 +44,22 @@ const Candidate* find(const SearchSpace& space, int thin_edge, int thin_workers)
   return nullptr;
 }
 
+// Compiles `candidate` for sm_90 and sm_80 (an exported header may target either) into caches in
+// `dir` and expects both builds to succeed without spills.
+void expect_builds_without_spills(const Candidate& candidate, const std::filesystem::path& dir) {
+  const std::vector<Candidate> one = {candidate};  // the service points into it while compiling
+  for (const std::string arch : {"sm_90", "sm_80"}) {
+    Store store(dir / (arch + ".db"));
+    CompileService service(store, arch, 1);
+    service.start(one);
+    auto c = service.next();
+    ASSERT_TRUE(c.has_value());
+    ASSERT_TRUE(c->binary.ok) << arch << ":\n" << c->binary.log;
+    EXPECT_EQ(c->binary.spill_stores, 0) << arch;
+    EXPECT_EQ(c->binary.spill_loads, 0) << arch;
+  }
+}
+
 TEST(ThinWorkers, NeedThinEdgesAndAsk160KiBOfSharedMemory) {
   test::TempDir dir;
   test::write_file(dir / "tw.toml", k_preset);
@@ -73,17 +89,7 @@ TEST(ThinWorkers, BuildForSm90AndSm80WithoutSpills) {
   const SearchSpace space = enumerate_space(templates, load_preset(dir / "tw.toml"));
   const Candidate* workers = find(space, 4, 4);
   ASSERT_NE(workers, nullptr);
-  const std::vector<Candidate> one = {*workers};  // the service points into it while compiling
-  for (const std::string arch : {"sm_90", "sm_80"}) {
-    Store store(dir / (arch + ".db"));
-    CompileService service(store, arch, 1);
-    service.start(one);
-    auto c = service.next();
-    ASSERT_TRUE(c.has_value());
-    ASSERT_TRUE(c->binary.ok) << arch << ":\n" << c->binary.log;
-    EXPECT_EQ(c->binary.spill_stores, 0) << arch;
-    EXPECT_EQ(c->binary.spill_loads, 0) << arch;
-  }
+  expect_builds_without_spills(*workers, dir.path());
 }
 
 // INLINE_THIN_ROWS = r needs THIN_EDGE >= r and PAD >= r (the thin rows ride in the A padding),
@@ -134,17 +140,7 @@ TEST(InlineThinRows, NeedThinEdgeAndPaddingAndBuildWithoutSpills) {
     if (r == 1 && value_of(c, "THIN_EDGE") == 4) inline_one = &c;
   }
   ASSERT_NE(inline_one, nullptr);
-  const std::vector<Candidate> one = {*inline_one};
-  for (const std::string arch : {"sm_90", "sm_80"}) {
-    Store store(dir / (arch + ".db"));
-    CompileService service(store, arch, 1);
-    service.start(one);
-    auto c = service.next();
-    ASSERT_TRUE(c.has_value());
-    ASSERT_TRUE(c->binary.ok) << arch << ":\n" << c->binary.log;
-    EXPECT_EQ(c->binary.spill_stores, 0) << arch;
-    EXPECT_EQ(c->binary.spill_loads, 0) << arch;
-  }
+  expect_builds_without_spills(*inline_one, dir.path());
 }
 
 }  // namespace
