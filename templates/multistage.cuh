@@ -111,7 +111,7 @@ struct CmtInlineRows {
 // only its k, split evenly over the slices, instead of a whole zero-filled tile (a rolled loop,
 // which costs registers in some builds).
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES, int VEC, int PAD, int SPLITK,
-          bool SHORT_LAST_TILE = false, int INLINE_ROWS = 0>
+          bool SHORT_LAST_TILE = false, int INLINE_ROWS = 0, int A_RUN = 8>
 CMT_DEVICE void cmt_multistage_accumulate(
     CmtWarpTile<BN, WM, WN, WNITER, TM, TN>& tile, int tid, int M, int N, int K, const float* __restrict__ A, int lda,
     const float* __restrict__ B, int ldb, int block_m, int block_n, int kt_begin, int kt_end,
@@ -123,10 +123,11 @@ CMT_DEVICE void cmt_multistage_accumulate(
   constexpr int TILE_THREADS = Shape::TILE_THREADS, THREADS = Shape::THREADS, AS_LD = Shape::AS_LD;
   constexpr int A_STAGE = Shape::A_STAGE, STAGE = Shape::STAGE;
   constexpr int K_PER_SLICE = BK / SPLITK;
-  // A is copied in chunks of 8 consecutive k (one 32-byte sector per row): 8 lanes walk along k,
-  // the next 8 take the next row. Stored transposed with rows padded to BM+PAD (PAD = 4), the 32
-  // lanes of a copy then hit 32 different banks.
-  constexpr int A_CHUNK = BK < 8 ? BK : 8;
+  // A is copied in chunks of A_RUN consecutive k: A_RUN lanes walk along k, the next A_RUN take the
+  // next row. Stored transposed with rows padded to BM+PAD (PAD = 4), the 32 lanes of a copy of 8-k
+  // chunks (one 32-byte sector per row) hit 32 different banks; 16-k chunks read longer runs per row
+  // at the cost of 2-way bank conflicts on the store.
+  constexpr int A_CHUNK = BK < A_RUN ? BK : A_RUN;
   constexpr int A_ROWS_PER_PASS = THREADS / A_CHUNK;
   constexpr int A_LOADS = BM * BK / THREADS;
   constexpr int B_VECS_PER_ROW = BN / VEC;
@@ -277,7 +278,7 @@ CMT_DEVICE void cmt_multistage_accumulate(
 }
 
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES, int VEC, int PAD, int SPLITK,
-          int SWIZZLE, int THIN_EDGE, int THIN_WORKERS, int INLINE_THIN_ROWS>
+          int SWIZZLE, int THIN_EDGE, int THIN_WORKERS, int INLINE_THIN_ROWS, int A_CHUNK>
 __global__ void __launch_bounds__(CmtMultistageShape<BM, BN, BK, WM, WN, STAGES, PAD, SPLITK>::THREADS,
                                   THIN_EDGE > 0 ? 1 : 0)
     cmt_sgemm_multistage(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
@@ -297,7 +298,7 @@ __global__ void __launch_bounds__(CmtMultistageShape<BM, BN, BK, WM, WN, STAGES,
     CmtInlineRows<BN, BK, THREADS, (INLINE > 0 ? INLINE : 1)> rows(
         edges.rows_inline(M) && block_m + BM == row_first ? M - row_first : 0, tid);
     if (rows.rows > 0) rows.read_c(C, ldc, N, row_first, block_n, beta, tid);
-    cmt_multistage_accumulate<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, VEC, PAD, SPLITK, true, INLINE>(
+    cmt_multistage_accumulate<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, VEC, PAD, SPLITK, true, INLINE, A_CHUNK>(
         tile, tid, M, N, K, A, lda, B, ldb, block_m, block_n, 0, (K + BK - 1) / BK, &rows,
         A + cmt_offset(row_first, 0, lda));
     if (tid < TILE_THREADS) {  // slice 0
@@ -312,7 +313,8 @@ __global__ void __launch_bounds__(CmtMultistageShape<BM, BN, BK, WM, WN, STAGES,
     }
   } else if (!thin) {
     CmtWarpTile<BN, WM, WN, WNITER, TM, TN> tile(tid % TILE_THREADS);
-    cmt_multistage_accumulate<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, VEC, PAD, SPLITK, (THIN_EDGE > 0)>(
+    cmt_multistage_accumulate<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, VEC, PAD, SPLITK, (THIN_EDGE > 0), 0,
+                              A_CHUNK>(
         tile, tid, M, N, K, A, lda, B, ldb, block_m, block_n, 0, (K + BK - 1) / BK);
     if (tid < TILE_THREADS) {  // slice 0
       const bool interior = block_m + BM <= M && block_n + BN <= N;

@@ -55,8 +55,8 @@ std::map<std::string, std::string> elf_sections(const std::string& elf, const st
 
 // quick.toml's multistage and clusterk kernels, the 64x128 multistage tiles that win the
 // 1000^3-1025^3 problems on H100 and H200 (the ones that had differed; with and without thin
-// workers), the 1025^3 winner with its thin row inline, and the 64x64 clusterk tiles over 4 blocks
-// that win 256^3.
+// workers), the 1025^3 winner with its thin row inline (also copying A in 16-k runs), and the 64x64
+// clusterk tiles over 4 blocks that win 256^3.
 constexpr const char* k_preset = R"(name = "parity"
 description = "kernels whose NVRTC and nvcc builds must match"
 [[templates.multistage]]
@@ -74,6 +74,7 @@ SPLITK = [2]
 SWIZZLE = [1]
 THIN_EDGE = [0, 4]
 INLINE_THIN_ROWS = [0]
+A_CHUNK = [8]
 
 [[templates.multistage]]
 BM = [64]
@@ -91,6 +92,7 @@ SWIZZLE = [1]
 THIN_EDGE = [4]
 THIN_WORKERS = [4]
 INLINE_THIN_ROWS = [1]
+A_CHUNK = [8, 16]
 
 [[templates.clusterk]]
 BM = [64]

@@ -626,6 +626,27 @@ TEST(SpaceBuiltin, ThinEdgeIsSearchedAndBounded) {
   }
 }
 
+// multistage's A_CHUNK: 8 always fits; 16 needs a k tile of at least 16 and whole passes of A rows.
+TEST(SpaceBuiltin, MultistageCopiesAInRunsOf8Or16) {
+  const std::vector<TemplateDesc> templates = load_templates({default_templates_dir()});
+  const auto it = std::find_if(templates.begin(), templates.end(), [](const TemplateDesc& t) { return t.name == "multistage"; });
+  ASSERT_NE(it, templates.end());
+  const auto valid = [&](const std::string& params) {
+    const ParamValues values = params_from_string(params);
+    for (const auto& c : it->constraints)
+      if (c.check.eval(values) == 0) return false;
+    return true;
+  };
+  const std::string base = "BM=64,BN=128,WM=32,WN=64,WNITER=2,TM=4,TN=4,STAGES=3,VEC=4,PAD=4,SPLITK=2,SWIZZLE=1,"
+                           "THIN_EDGE=0,THIN_WORKERS=0,INLINE_THIN_ROWS=0";
+  EXPECT_TRUE(valid(base + ",BK=32,A_CHUNK=8"));
+  EXPECT_TRUE(valid(base + ",BK=32,A_CHUNK=16"));
+  EXPECT_TRUE(valid(base + ",BK=16,A_CHUNK=16"));
+  EXPECT_TRUE(valid(base + ",BK=8,A_CHUNK=8"));
+  EXPECT_FALSE(valid(base + ",BK=8,A_CHUNK=16"));   // a run longer than the k tile
+  EXPECT_FALSE(valid(base + ",BK=32,A_CHUNK=32"));  // not a searched run length
+}
+
 TEST(SpaceBuiltin, EveryPresetEnumerates) {
   const std::vector<TemplateDesc> templates = load_templates({default_templates_dir()});
   std::vector<fs::path> presets;

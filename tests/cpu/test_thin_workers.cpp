@@ -30,6 +30,7 @@ SWIZZLE = [1]
 THIN_EDGE = [0, 4]
 THIN_WORKERS = [0, 4]
 INLINE_THIN_ROWS = [0]
+A_CHUNK = [8]
 )";
 
 const Candidate* find(const SearchSpace& space, int thin_edge, int thin_workers) {
@@ -113,6 +114,7 @@ SWIZZLE = [1]
 THIN_EDGE = [0, 1, 4]
 THIN_WORKERS = [0]
 INLINE_THIN_ROWS = [0, 1, 4]
+A_CHUNK = [8]
 )";
 
 int value_of(const Candidate& c, const std::string& name) {
