@@ -33,15 +33,14 @@ INLINE_THIN_ROWS = [0]
 A_CHUNK = [8]
 )";
 
+// A parameter's value in a candidate; -1 when absent.
+int value_of(const Candidate& c, const std::string& name) {
+  return static_cast<int>(find_param(c.values, name).value_or(-1));
+}
+
 const Candidate* find(const SearchSpace& space, int thin_edge, int thin_workers) {
-  for (const Candidate& c : space.candidates) {
-    int te = -1, tw = -1;
-    for (const auto& [name, value] : c.values) {
-      if (name == "THIN_EDGE") te = static_cast<int>(value);
-      if (name == "THIN_WORKERS") tw = static_cast<int>(value);
-    }
-    if (te == thin_edge && tw == thin_workers) return &c;
-  }
+  for (const Candidate& c : space.candidates)
+    if (value_of(c, "THIN_EDGE") == thin_edge && value_of(c, "THIN_WORKERS") == thin_workers) return &c;
   return nullptr;
 }
 
@@ -116,12 +115,6 @@ THIN_WORKERS = [0]
 INLINE_THIN_ROWS = [0, 1, 4]
 A_CHUNK = [8]
 )";
-
-int value_of(const Candidate& c, const std::string& name) {
-  for (const auto& [n, v] : c.values)
-    if (n == name) return static_cast<int>(v);
-  return -1;
-}
 
 TEST(InlineThinRows, NeedThinEdgeAndPaddingAndBuildWithoutSpills) {
   test::TempDir dir;
