@@ -22,9 +22,10 @@ struct CmtMultistageShape {
 // multiplied by that tile row's blocks inside their main loop. Each k tile, those blocks also copy
 // the thin rows' k into the padding of the A stage (columns BM.. of the transposed tile) and multiply
 // them by the B stage already there, so the thin row costs no pass of its own over B. Thread t owns
-// the columns 4 * (t % (BN/4)) .. + 3 at the k tile's k = t / (BN/4) + KG * s; it reads its values
-// before the tile's main multiply and multiplies them after it, so the reads' latency is hidden.
-// store() adds the KG partial sums in order (deterministic).
+// the columns 4 * (t % (BN/4)) .. + 3 at the k tile's k = t / (BN/4) + KG * s. It reads its values
+// after the tile's main multiply and multiplies them after the next k tile's barrier, which hides
+// the reads' latency without holding the values across a main multiply (held across it, they made
+// these blocks 9% slower on an H100). store() adds the KG partial sums in order (deterministic).
 template <int BN, int BK, int THREADS, int R>
 struct CmtInlineRows {
   static constexpr int QUADS = BN / 4, KG = THREADS / QUADS, KS = BK / KG > 0 ? BK / KG : 1;  // k per thread
@@ -231,14 +232,14 @@ CMT_DEVICE void cmt_multistage_accumulate(
     cmt_cp_async_commit();
     const unsigned as = smem_base + (kt % STAGES) * STAGE * 4;
     const unsigned bs = as + A_STAGE * 4;
-    if (INLINE_ROWS > 0 && thin_copies > 0) inline_rows->template load<AS_LD>(as + BM * 4, bs);  // zero past K
+    if (INLINE_ROWS > 0 && thin_copies > 0 && kt > 0) inline_rows->multiply();  // the previous tile's values
     const int k_left = K - (kt_begin + kt) * BK;  // k of C's K from this tile on
     if (SHORT_LAST_TILE && 2 * k_left <= BK) {
       const int per_slice = (k_left + SPLITK - 1) / SPLITK;
       const int k_end = (slice + 1) * per_slice < k_left ? (slice + 1) * per_slice : k_left;
 #pragma unroll 1
       for (int k = slice * per_slice; k < k_end; ++k) tile.step_at(as + k * AS_LD * 4, bs + k * BN * 4);
-      if (INLINE_ROWS > 0 && thin_copies > 0) inline_rows->multiply();
+      if (INLINE_ROWS > 0 && thin_copies > 0) inline_rows->template load<AS_LD>(as + BM * 4, bs);  // zero past K
       continue;
     }
 #pragma unroll
@@ -246,8 +247,9 @@ CMT_DEVICE void cmt_multistage_accumulate(
       const int k = slice * K_PER_SLICE + kk;
       tile.step_at(as + k * AS_LD * 4, bs + k * BN * 4);
     }
-    if (INLINE_ROWS > 0 && thin_copies > 0) inline_rows->multiply();
+    if (INLINE_ROWS > 0 && thin_copies > 0) inline_rows->template load<AS_LD>(as + BM * 4, bs);
   }
+  if (INLINE_ROWS > 0 && thin_copies > 0 && k_tiles > 0) inline_rows->multiply();
 
   if (SPLITK > 1) {
     // Slices 1.. park their partial tiles in shared memory; slice 0 adds them in slice order.
@@ -292,7 +294,9 @@ __global__ void __launch_bounds__(CmtMultistageShape<BM, BN, BK, WM, WN, STAGES,
   const CmtThinEdges<BM, BN, THIN_EDGE, INLINE> edges(M, N, gridDim.y, gridDim.x);
   const bool thin = cmt_is_thin_tile<BM, BN, THIN_EDGE>(M, N, block_m, block_n);
   if (INLINE > 0 && !thin) {
-    // As below, plus the thin rows when this block's tile row is the last interior one.
+    // As below, plus the thin rows when this block's tile row is the last interior one. (Sending the
+    // other blocks down the path below instead made these blocks' identical main loop 20% slower on
+    // an H100.)
     CmtWarpTile<BN, WM, WN, WNITER, TM, TN> tile(tid % TILE_THREADS);
     const int row_first = edges.row_first();
     CmtInlineRows<BN, BK, THREADS, (INLINE > 0 ? INLINE : 1)> rows(
