@@ -8,6 +8,30 @@
 
 #include "cmt_warp_tile.cuh"
 
+// Diagnostics only (scripts/block_times.cu): compiled with CMT_BLOCK_TIMES=<max blocks>, each block
+// of the multistage kernel records its SM and its start and end (%globaltimer, ns) in
+// cmt_block_times. Without the macro the kernel is unchanged.
+#ifdef CMT_BLOCK_TIMES
+__device__ unsigned long long cmt_block_times[3 * CMT_BLOCK_TIMES];
+struct CmtBlockTimer {
+  unsigned long long start;
+  CMT_DEVICE CmtBlockTimer() { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start)); }
+  CMT_DEVICE ~CmtBlockTimer() {
+    __syncthreads();  // the kernel's returns are all taken by whole blocks
+    const unsigned block = blockIdx.y * gridDim.x + blockIdx.x;
+    if (threadIdx.x != 0 || block >= CMT_BLOCK_TIMES) return;
+    unsigned long long end;
+    unsigned sm;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(end));
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    cmt_block_times[3 * block] = sm, cmt_block_times[3 * block + 1] = start, cmt_block_times[3 * block + 2] = end;
+  }
+};
+#define CMT_TIME_BLOCK() CmtBlockTimer cmt_block_timer
+#else
+#define CMT_TIME_BLOCK()
+#endif
+
 // Threads and shared-memory ring of the multistage kernels (floats; A transposed, rows padded).
 template <int BM, int BN, int BK, int WM, int WN, int STAGES, int PAD, int SPLITK>
 struct CmtMultistageShape {
@@ -285,6 +309,7 @@ __global__ void __launch_bounds__(CmtMultistageShape<BM, BN, BK, WM, WN, STAGES,
                                   THIN_EDGE > 0 ? 1 : 0)
     cmt_sgemm_multistage(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                          const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc) {
+  CMT_TIME_BLOCK();
   using Shape = CmtMultistageShape<BM, BN, BK, WM, WN, STAGES, PAD, SPLITK>;
   constexpr int TILE_THREADS = Shape::TILE_THREADS, THREADS = Shape::THREADS, RING_FLOATS = Shape::RING_FLOATS;
   const int tid = threadIdx.x;

@@ -1,0 +1,132 @@
+// Per-block timing of one multistage build on the GPU machine (diagnostics, not part of the tool):
+// which blocks finish last, and on which SMs. Built and run by scripts/block_times.sh:
+//   scripts/block_times.sh 64,128,32,32,64,2,4,4,3,1,4,2,1,4,4,1,8 1025x1024x1025 1024x1024x1025
+// BUILD lists the multistage parameters in the kernel's template order (BM, BN, BK, WM, WN, WNITER,
+// TM, TN, STAGES, VEC, PAD, SPLITK, SWIZZLE, THIN_EDGE, THIN_WORKERS, INLINE_THIN_ROWS, A_CHUNK).
+// Row-major A, B, C with lda = K, ldb = ldc = N, alpha = 1, beta from the command line (default 0,
+// as the tuner times). Each round flushes L2 first. Prints the median kernel time (events), each
+// block's mean duration in launch order, and the blocks that end last.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "block_times_build.h"  // written by block_times.sh: #define BUILD BM,BN,...,A_CHUNK
+#include "multistage.cuh"
+
+#define CHECK(call)                                                                    \
+  do {                                                                                 \
+    const cudaError_t status = (call);                                                 \
+    if (status != cudaSuccess) {                                                       \
+      std::fprintf(stderr, "%s failed at %s:%d: %s\n", #call, __FILE__, __LINE__,     \
+                   cudaGetErrorString(status));                                        \
+      std::exit(1);                                                                    \
+    }                                                                                  \
+  } while (0)
+
+using Kernel = void (*)(int, int, int, float, const float*, int, const float*, int, float, float*, int);
+
+struct Build {
+  Kernel kernel;
+  int bm, bn, threads, dynamic_smem;
+};
+
+// Threads and dynamic shared memory as templates/multistage.toml computes them.
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES, int VEC, int PAD,
+          int SPLITK, int SWIZZLE, int THIN_EDGE, int THIN_WORKERS, int INLINE_THIN_ROWS, int A_CHUNK>
+Build make_build() {
+  const int threads = (BM / WM) * (BN / WN) * 32 * SPLITK;
+  const int ring = STAGES * (BK * (BM + PAD) + BK * BN);
+  const int reduce = (SPLITK - 1) * BM * BN + INLINE_THIN_ROWS * 4 * threads;
+  const int workers = THIN_WORKERS > 0 ? CMT_THIN_SMEM_FLOATS : 0;
+  return {cmt_sgemm_multistage<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, VEC, PAD, SPLITK, SWIZZLE, THIN_EDGE,
+                               THIN_WORKERS, INLINE_THIN_ROWS, A_CHUNK>,
+          BM, BN, threads, std::max(std::max(ring, reduce), workers) * 4};
+}
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: %s M N K [beta] [rounds]\n", argv[0]);
+    return 2;
+  }
+  const int m = std::atoi(argv[1]), n = std::atoi(argv[2]), k = std::atoi(argv[3]);
+  const float beta = argc > 4 ? static_cast<float>(std::atof(argv[4])) : 0.0f;
+  const int rounds = argc > 5 ? std::atoi(argv[5]) : 21;
+  if (m <= 0 || n <= 0 || k <= 0 || rounds <= 0) {
+    std::fprintf(stderr, "M, N, K and rounds must be positive\n");
+    return 2;
+  }
+  const Build build = make_build<BUILD>();
+  const dim3 grid((n + build.bn - 1) / build.bn, (m + build.bm - 1) / build.bm);
+  const int blocks = static_cast<int>(grid.x * grid.y);
+  if (blocks > CMT_BLOCK_TIMES) {
+    std::fprintf(stderr, "%d blocks: rebuild with a larger CMT_BLOCK_TIMES\n", blocks);
+    return 2;
+  }
+
+  const size_t a_size = size_t(m) * k, b_size = size_t(k) * n, c_size = size_t(m) * n;
+  std::vector<float> host(std::max(a_size, b_size));
+  for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>((i * 7919) % 2001) / 1000.0f - 1.0f;
+  float *a, *b, *c, *flush;
+  const size_t flush_bytes = size_t(256) << 20;  // larger than the L2 of an H100 or H200
+  CHECK(cudaMalloc(&a, a_size * 4));
+  CHECK(cudaMalloc(&b, b_size * 4));
+  CHECK(cudaMalloc(&c, c_size * 4));
+  CHECK(cudaMalloc(&flush, flush_bytes));
+  CHECK(cudaMemcpy(a, host.data(), a_size * 4, cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(b, host.data(), b_size * 4, cudaMemcpyHostToDevice));
+  CHECK(cudaMemset(c, 0, c_size * 4));
+  CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(build.kernel),
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, build.dynamic_smem));
+  cudaEvent_t start, stop;
+  CHECK(cudaEventCreate(&start));
+  CHECK(cudaEventCreate(&stop));
+
+  std::vector<unsigned long long> times(3 * size_t(blocks));
+  std::vector<double> duration(blocks, 0.0), begin(blocks, 0.0), end_worst(blocks, 0.0);
+  std::vector<int> sm(blocks, -1);
+  std::vector<float> kernel_ms;
+  const int warmup = 3;
+  for (int round = 0; round < warmup + rounds; ++round) {
+    CHECK(cudaMemsetAsync(flush, round, flush_bytes));
+    CHECK(cudaEventRecord(start));
+    build.kernel<<<grid, build.threads, build.dynamic_smem>>>(m, n, k, 1.0f, a, k, b, n, beta, c, n);
+    CHECK(cudaEventRecord(stop));
+    CHECK(cudaEventSynchronize(stop));
+    CHECK(cudaGetLastError());
+    if (round < warmup) continue;
+    float ms = 0;
+    CHECK(cudaEventElapsedTime(&ms, start, stop));
+    kernel_ms.push_back(ms);
+    CHECK(cudaMemcpyFromSymbol(times.data(), cmt_block_times, times.size() * sizeof(times[0])));
+    unsigned long long first = ~0ull;
+    for (int i = 0; i < blocks; ++i) first = std::min(first, times[3 * i + 1]);
+    for (int i = 0; i < blocks; ++i) {
+      const double s = (times[3 * i + 1] - first) / 1e3, d = (times[3 * i + 2] - times[3 * i + 1]) / 1e3;
+      begin[i] += s / rounds, duration[i] += d / rounds, end_worst[i] = std::max(end_worst[i], s + d);
+      sm[i] = static_cast<int>(times[3 * i]);
+    }
+  }
+
+  std::sort(kernel_ms.begin(), kernel_ms.end());
+  std::vector<double> sorted = duration;
+  std::sort(sorted.begin(), sorted.end());
+  std::printf("%dx%dx%d, beta %g, grid %ux%u, %d rounds: kernel median %.2f us (events); block duration median "
+              "%.2f us, max %.2f us\n",
+              m, n, k, beta, grid.x, grid.y, rounds, kernel_ms[kernel_ms.size() / 2] * 1e3, sorted[blocks / 2],
+              sorted.back());
+  std::printf("mean block duration (us) in launch order, %u blocks per line:\n", grid.x);
+  for (int i = 0; i < blocks; ++i) std::printf("%6.1f%s", duration[i], (i + 1) % grid.x == 0 ? "\n" : "");
+  if (blocks % grid.x != 0) std::printf("\n");
+  std::vector<int> order(blocks);
+  for (int i = 0; i < blocks; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](int x, int y) { return begin[x] + duration[x] > begin[y] + duration[y]; });
+  std::printf("last to end (block: SM, mean start, mean duration, worst end, us):\n");
+  for (int i = 0; i < std::min(blocks, 8); ++i) {
+    const int b = order[i];
+    std::printf("  %d: SM %d, %.2f, %.2f, %.2f\n", b, sm[b], begin[b], duration[b], end_worst[b]);
+  }
+  return 0;
+}
