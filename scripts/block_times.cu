@@ -119,7 +119,6 @@ int main(int argc, char** argv) {
               sorted.back());
   std::printf("mean block duration (us) in launch order, %u blocks per line:\n", grid.x);
   for (int i = 0; i < blocks; ++i) std::printf("%6.1f%s", duration[i], (i + 1) % grid.x == 0 ? "\n" : "");
-  if (blocks % grid.x != 0) std::printf("\n");
   std::vector<int> order(blocks);
   for (int i = 0; i < blocks; ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](int x, int y) { return begin[x] + duration[x] > begin[y] + duration[y]; });
