@@ -192,6 +192,7 @@ CMT_DEVICE void cmt_multistage_accumulate(
   const int thin_r = tid / BK, thin_k = tid % BK;
   const float* thin_src = INLINE_ROWS > 0 && tid < thin_copies ? thin_a + cmt_offset(thin_r, thin_k, lda) : A;
   const unsigned thin_dst0 = smem_base + (thin_k * AS_LD + BM + thin_r) * 4;
+  const bool thin_rows = INLINE_ROWS > 0 && thin_copies > 0;  // this block multiplies thin rows
 
   // Fills ring stage `stage` with k tile kt_begin + t.
   auto load_tile = [&](int stage, int t) {
@@ -256,14 +257,14 @@ CMT_DEVICE void cmt_multistage_accumulate(
     cmt_cp_async_commit();
     const unsigned as = smem_base + (kt % STAGES) * STAGE * 4;
     const unsigned bs = as + A_STAGE * 4;
-    if (INLINE_ROWS > 0 && thin_copies > 0 && kt > 0) inline_rows->multiply();  // the previous tile's values
+    if (thin_rows && kt > 0) inline_rows->multiply();  // the previous tile's values
     const int k_left = K - (kt_begin + kt) * BK;  // k of C's K from this tile on
     if (SHORT_LAST_TILE && 2 * k_left <= BK) {
       const int per_slice = (k_left + SPLITK - 1) / SPLITK;
       const int k_end = (slice + 1) * per_slice < k_left ? (slice + 1) * per_slice : k_left;
 #pragma unroll 1
       for (int k = slice * per_slice; k < k_end; ++k) tile.step_at(as + k * AS_LD * 4, bs + k * BN * 4);
-      if (INLINE_ROWS > 0 && thin_copies > 0) inline_rows->template load<AS_LD>(as + BM * 4, bs);  // zero past K
+      if (thin_rows) inline_rows->template load<AS_LD>(as + BM * 4, bs);  // zero past K
       continue;
     }
 #pragma unroll
@@ -271,9 +272,9 @@ CMT_DEVICE void cmt_multistage_accumulate(
       const int k = slice * K_PER_SLICE + kk;
       tile.step_at(as + k * AS_LD * 4, bs + k * BN * 4);
     }
-    if (INLINE_ROWS > 0 && thin_copies > 0) inline_rows->template load<AS_LD>(as + BM * 4, bs);
+    if (thin_rows) inline_rows->template load<AS_LD>(as + BM * 4, bs);
   }
-  if (INLINE_ROWS > 0 && thin_copies > 0 && k_tiles > 0) inline_rows->multiply();
+  if (thin_rows && k_tiles > 0) inline_rows->multiply();
 
   if (SPLITK > 1) {
     // Slices 1.. park their partial tiles in shared memory; slice 0 adds them in slice order.
