@@ -6,8 +6,6 @@
 // Row-major A, B, C with lda = K, ldb = ldc = N, alpha = 1, beta from the command line (default 0,
 // as the tuner times). Each round flushes L2 first. Prints the median kernel time (events), each
 // block's mean duration in launch order, and the blocks that end last.
-#include <cuda_runtime.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -15,36 +13,7 @@
 
 #include "block_times_build.h"  // written by block_times.sh: #define BUILD BM,BN,...,A_CHUNK
 #include "multistage.cuh"
-
-#define CHECK(call)                                                                    \
-  do {                                                                                 \
-    const cudaError_t status = (call);                                                 \
-    if (status != cudaSuccess) {                                                       \
-      std::fprintf(stderr, "%s failed at %s:%d: %s\n", #call, __FILE__, __LINE__,     \
-                   cudaGetErrorString(status));                                        \
-      std::exit(1);                                                                    \
-    }                                                                                  \
-  } while (0)
-
-using Kernel = void (*)(int, int, int, float, const float*, int, const float*, int, float, float*, int);
-
-struct Build {
-  Kernel kernel;
-  int bm, bn, threads, dynamic_smem;
-};
-
-// Threads and dynamic shared memory as templates/multistage.toml computes them.
-template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES, int VEC, int PAD,
-          int SPLITK, int SWIZZLE, int THIN_EDGE, int THIN_WORKERS, int INLINE_THIN_ROWS, int A_CHUNK>
-Build make_build() {
-  const int threads = (BM / WM) * (BN / WN) * 32 * SPLITK;
-  const int ring = STAGES * (BK * (BM + PAD) + BK * BN);
-  const int reduce = (SPLITK - 1) * BM * BN + INLINE_THIN_ROWS * 4 * threads;
-  const int workers = THIN_WORKERS > 0 ? CMT_THIN_SMEM_FLOATS : 0;
-  return {cmt_sgemm_multistage<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, VEC, PAD, SPLITK, SWIZZLE, THIN_EDGE,
-                               THIN_WORKERS, INLINE_THIN_ROWS, A_CHUNK>,
-          BM, BN, threads, std::max(std::max(ring, reduce), workers) * 4};
-}
+#include "multistage_build.h"
 
 int main(int argc, char** argv) {
   if (argc < 4) {
@@ -58,8 +27,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "M, N, K and rounds must be positive\n");
     return 2;
   }
-  const Build build = make_build<BUILD>();
-  const dim3 grid((n + build.bn - 1) / build.bn, (m + build.bm - 1) / build.bm);
+  const MultistageBuild build = make_multistage_build<BUILD>();
+  const dim3 grid = build.grid(m, n);
   const int blocks = static_cast<int>(grid.x * grid.y);
   if (blocks > CMT_BLOCK_TIMES) {
     std::fprintf(stderr, "%d blocks: rebuild with a larger CMT_BLOCK_TIMES\n", blocks);
@@ -78,8 +47,6 @@ int main(int argc, char** argv) {
   CHECK(cudaMemcpy(a, host.data(), a_size * 4, cudaMemcpyHostToDevice));
   CHECK(cudaMemcpy(b, host.data(), b_size * 4, cudaMemcpyHostToDevice));
   CHECK(cudaMemset(c, 0, c_size * 4));
-  CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(build.kernel),
-                             cudaFuncAttributeMaxDynamicSharedMemorySize, build.dynamic_smem));
   cudaEvent_t start, stop;
   CHECK(cudaEventCreate(&start));
   CHECK(cudaEventCreate(&stop));
@@ -92,7 +59,7 @@ int main(int argc, char** argv) {
   for (int round = 0; round < warmup + rounds; ++round) {
     CHECK(cudaMemsetAsync(flush, round, flush_bytes));
     CHECK(cudaEventRecord(start));
-    build.kernel<<<grid, build.threads, build.dynamic_smem>>>(m, n, k, 1.0f, a, k, b, n, beta, c, n);
+    build.launch(m, n, k, a, k, b, n, beta, c, n);
     CHECK(cudaEventRecord(stop));
     CHECK(cudaEventSynchronize(stop));
     CHECK(cudaGetLastError());

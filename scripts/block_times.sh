@@ -18,7 +18,7 @@ nvcc="${CUDA_HOME:-/usr/local/cuda}/bin/nvcc"
 work="$(mktemp -d)"
 bin="$work/block_times"
 echo "#define BUILD $build" > "$work/block_times_build.h"  # nvcc would split a -D value at its commas
-"$nvcc" -O3 -std=c++17 -arch="${ARCH:-sm_90}" -I "$work" -I "$root/templates" -DCMT_BLOCK_TIMES=16384 \
+"$nvcc" -O3 -std=c++17 -arch="${ARCH:-sm_90}" -I "$work" -I "$root/templates" -I "$root/scripts" -DCMT_BLOCK_TIMES=16384 \
   -o "$bin" "$root/scripts/block_times.cu"
 for size in "$@"; do
   if ! [[ "$size" =~ ^([0-9]+)x([0-9]+)x([0-9]+)$ ]]; then
