@@ -570,6 +570,33 @@ TEST(SpaceList, JsonCarriesTheSameContent) {
   EXPECT_EQ(j["not_in_preset"], nlohmann::json::array({"other"}));
 }
 
+TEST(SpaceList, CandidatesShowInstantiationLaunchShapeAndRequirements) {
+  const std::vector<TemplateDesc> templates = load_templates({k_fixture_templates});
+  const Preset preset = load_preset(k_fixtures / "presets" / "toy_only.toml");
+  const SearchSpace space = enumerate_space(templates, preset);
+  ASSERT_EQ(space.candidates.size(), 2u);
+  // A=2, B=2, C=8 (the grid's first valid point): 32 threads, 16 x 16 tiles, 16 bytes of shared memory.
+  const std::string text = render_candidates_text(space);
+  EXPECT_NE(text.find("toy[A=2,B=2,C=8]  cmt_toy<2, 2, 8>  threads=32 tile=16x16 dynamic_smem=16 grid_z=1  "
+                      "requires: 8-byte aligned A/B/C, lda/ldb/ldc % 2 == 0\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2);
+  const nlohmann::json j = render_candidates_json(space);
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0]["id"], "toy[A=2,B=2,C=8]");
+  EXPECT_EQ(j[0]["template"], "toy");
+  EXPECT_EQ(j[0]["params"], "A=2,B=2,C=8");
+  EXPECT_EQ(j[0]["name_expression"], "cmt_toy<2, 2, 8>");
+  EXPECT_EQ(j[0]["launch"]["threads"], 32);
+  EXPECT_EQ(j[0]["launch"]["tile_m"], 16);
+  EXPECT_EQ(j[0]["launch"]["tile_n"], 16);
+  EXPECT_EQ(j[0]["launch"]["dynamic_smem"], 16);
+  EXPECT_EQ(j[0]["launch"]["grid_z"], 1);
+  EXPECT_EQ(j[0]["requires"]["align_bytes"], 8);
+  EXPECT_EQ(j[0]["requires"]["ld_multiple"], 2);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The built-in templates and presets of the source tree
 

@@ -13,10 +13,13 @@ void add_list_command(CLI::App& app, GlobalOptions& global, Action& action) {
     std::string config = "default";
     std::string only_template;
     bool json = false;
+    bool candidates = false;
   };
   auto opts = std::make_shared<Options>();
   sub->add_option("--config", opts->config, "Preset name (quick, default, full) or TOML file")->capture_default_str();
   sub->add_option("--template", opts->only_template, "Only this template");
+  sub->add_flag("--candidates", opts->candidates,
+                "List every candidate instead: kernel instantiation, launch shape and requirements");
   sub->add_flag("--json", opts->json, "Machine-readable output");
   sub->callback([&action, &global, opts] {
     action = [&global, opts] {
@@ -25,7 +28,11 @@ void add_list_command(CLI::App& app, GlobalOptions& global, Action& action) {
       const std::optional<std::string> only =
           opts->only_template.empty() ? std::nullopt : std::optional<std::string>(opts->only_template);
       const SearchSpace space = enumerate_space(templates, preset, only);
-      if (opts->json)
+      if (opts->candidates && opts->json)
+        print_json(render_candidates_json(space));
+      else if (opts->candidates)
+        fmt::print("{}", render_candidates_text(space));
+      else if (opts->json)
         print_json(render_space_json(templates, preset, space));
       else
         fmt::print("{}", render_space_text(templates, preset, space));

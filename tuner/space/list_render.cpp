@@ -226,4 +226,34 @@ nlohmann::json render_space_json(const std::vector<TemplateDesc>& templates, con
   return out;
 }
 
+std::string render_candidates_text(const SearchSpace& space) {
+  std::string out;
+  for (const Candidate& c : space.candidates) {
+    const LaunchShape& s = c.shape;
+    out += fmt::format("{}  {}  threads={} tile={}x{} dynamic_smem={} grid_z={}  requires: {}\n", c.id(),
+                       c.tmpl->name_expression(c.values), s.threads, s.tile_m, s.tile_n, s.dynamic_smem, s.grid_z,
+                       c.requirements.to_string());
+  }
+  return out;
+}
+
+nlohmann::json render_candidates_json(const SearchSpace& space) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Candidate& c : space.candidates) {
+    const LaunchShape& s = c.shape;
+    out.push_back({{"id", c.id()},
+                   {"template", c.tmpl->name},
+                   {"params", params_to_string(c.values)},
+                   {"name_expression", c.tmpl->name_expression(c.values)},
+                   {"launch",
+                    {{"threads", s.threads},
+                     {"tile_m", s.tile_m},
+                     {"tile_n", s.tile_n},
+                     {"dynamic_smem", s.dynamic_smem},
+                     {"grid_z", s.grid_z}}},
+                   {"requires", {{"align_bytes", c.requirements.align_bytes}, {"ld_multiple", c.requirements.ld_multiple}}}});
+  }
+  return out;
+}
+
 }  // namespace cmt

@@ -17,4 +17,9 @@ std::string render_space_text(const std::vector<TemplateDesc>& templates, const 
 /// The same content as JSON: {"preset": {...}, "templates": [...], "totals": {...}}.
 nlohmann::json render_space_json(const std::vector<TemplateDesc>& templates, const Preset& preset, const SearchSpace& space);
 
+/// Every candidate of the space, one line each: id, kernel instantiation, launch shape, requirements.
+std::string render_candidates_text(const SearchSpace& space);
+/// The same as a JSON array of {"id", "template", "params", "name_expression", "launch", "requires"}.
+nlohmann::json render_candidates_json(const SearchSpace& space);
+
 }  // namespace cmt
