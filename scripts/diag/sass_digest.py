@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Digest of the machine code of every kernel a preset holds, as the tuner compiles it.
+
+Compiles the presets with `cm-tune compile` (NVRTC, the tuner's own options) into a scratch
+database, then prints one line per candidate: template[params], the SHA-256 of the kernel's .text
+section (its machine code, without line tables or other metadata) and its size in bytes. Two runs
+that print the same lines compiled the same machine code, which is how a refactoring of the
+templates shows that it changed nothing.
+
+Usage: scripts/diag/sass_digest.py [--cm-tune BIN] [--arch sm_90] [--templates DIR] PRESET...
+"""
+import argparse
+import hashlib
+import os
+import sqlite3
+import struct
+import subprocess
+import sys
+import tempfile
+
+
+def text_section(elf, name):
+    """The bytes of section `name` of a 64-bit little-endian ELF image, or None."""
+    if elf[:4] != b"\x7fELF" or elf[4] != 2:
+        raise ValueError("not an ELF64 image")
+    shoff, = struct.unpack_from("<Q", elf, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", elf, 0x3A)
+    def header(i):
+        return struct.unpack_from("<IIQQQQ", elf, shoff + i * shentsize)  # name, type, flags, addr, offset, size
+    names_at = header(shstrndx)[4]
+    for i in range(shnum):
+        name_at, kind, _, _, offset, size = header(i)
+        end = elf.index(b"\0", names_at + name_at)
+        if elf[names_at + name_at:end].decode() == name and kind != 8:  # 8: SHT_NOBITS
+            return elf[offset:offset + size]
+    return None
+
+
+def main():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cm-tune", default=os.path.join(root, "build", "cm-tune"))
+    parser.add_argument("--arch", default="sm_90")
+    parser.add_argument("--templates", help="templates folder (default: the built-in one)")
+    parser.add_argument("presets", nargs="+", help="preset names or TOML files")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as scratch:
+        db = os.path.join(scratch, "digest.db")
+        for preset in args.presets:
+            command = [args.cm_tune, "--quiet", "--db", db]
+            if args.templates:
+                command += ["--templates", args.templates]
+            command += ["compile", "--config", preset, "--arch", args.arch, "--json"]
+            done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            if done.returncode != 0:
+                sys.exit(f"sass_digest: {' '.join(command)} failed:\n{done.stdout}")
+        rows = sqlite3.connect(db).execute(
+            "SELECT template_name, params, ok, lowered_name, cubin FROM binaries WHERE arch = ?", (args.arch,))
+        lines = []
+        for template, params, ok, lowered, cubin in rows:
+            if not ok:
+                lines.append(f"{template}[{params}] compile_error")
+                continue
+            code = text_section(bytes(cubin), ".text." + lowered)
+            if code is None:
+                sys.exit(f"sass_digest: {template}[{params}]: no .text section for {lowered}")
+            lines.append(f"{template}[{params}] {hashlib.sha256(code).hexdigest()[:16]} {len(code)}")
+    print("\n".join(sorted(lines)))
+
+
+if __name__ == "__main__":
+    main()
