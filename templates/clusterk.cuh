@@ -8,6 +8,11 @@
 // all of K and the others exit, which is correct but slower.
 #pragma once
 
+#include "cmt_cluster.cuh"
+#include "cmt_ptx.cuh"
+#include "cmt_raster.cuh"
+#include "cmt_thin_edges.cuh"
+#include "cmt_warp_tile.cuh"
 #include "multistage.cuh"
 
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES, int VEC, int PAD, int SPLITK,

@@ -6,30 +6,17 @@
 // order, so results are deterministic.
 #pragma once
 
+#include "cmt_common.cuh"
+#include "cmt_ptx.cuh"
+#include "cmt_raster.cuh"
+#include "cmt_thin_edges.cuh"
 #include "cmt_warp_tile.cuh"
 
-// Diagnostics only (scripts/block_times.cu): compiled with CMT_BLOCK_TIMES=<max blocks>, each block
-// of the multistage kernel records its SM and its start and end (%globaltimer, ns) in
-// cmt_block_times. Without the macro the kernel is unchanged.
-#ifdef CMT_BLOCK_TIMES
-__device__ unsigned long long cmt_block_times[3 * CMT_BLOCK_TIMES];
-struct CmtBlockTimer {
-  unsigned long long start;
-  CMT_DEVICE CmtBlockTimer() { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start)); }
-  CMT_DEVICE ~CmtBlockTimer() {
-    __syncthreads();  // the kernel's returns are all taken by whole blocks
-    const unsigned block = blockIdx.y * gridDim.x + blockIdx.x;
-    if (threadIdx.x != 0 || block >= CMT_BLOCK_TIMES) return;
-    unsigned long long end;
-    unsigned sm;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(end));
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-    cmt_block_times[3 * block] = sm, cmt_block_times[3 * block + 1] = start, cmt_block_times[3 * block + 2] = end;
-  }
-};
-#define CMT_TIME_BLOCK() CmtBlockTimer cmt_block_timer
-#else
-#define CMT_TIME_BLOCK()
+// The kernel's per-block timing hook: empty unless a diagnostic program included
+// cmt_diag_block_times.cuh first (scripts/diag/block_times.cu), so the kernel compiles as if it
+// were not there.
+#ifndef CMT_DIAG_BLOCK_TIMES
+#define CMT_DIAG_BLOCK_TIMES
 #endif
 
 // Threads and shared-memory ring of the multistage kernels (floats; A transposed, rows padded).
@@ -50,6 +37,7 @@ struct CmtMultistageShape {
 // after the tile's main multiply and multiplies them after the next k tile's barrier, which hides
 // the reads' latency without holding the values across a main multiply (held across it, they made
 // these blocks 9% slower on an H100). store() adds the KG partial sums in order (deterministic).
+// Builds with INLINE_THIN_ROWS = 0 name it with R = 1 (its arrays need R >= 1) and never use it.
 template <int BN, int BK, int THREADS, int R>
 struct CmtInlineRows {
   static constexpr int QUADS = BN / 4, KG = THREADS / QUADS, KS = BK / KG > 0 ? BK / KG : 1;  // k per thread
@@ -136,23 +124,24 @@ struct CmtInlineRows {
 // only its k, split evenly over the slices, instead of a whole zero-filled tile (a rolled loop,
 // which costs registers in some builds).
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES, int VEC, int PAD, int SPLITK,
-          bool SHORT_LAST_TILE = false, int INLINE_ROWS = 0, int A_RUN = 8>
+          bool SHORT_LAST_TILE = false, int INLINE_THIN_ROWS = 0, int A_CHUNK = 8>
 CMT_DEVICE void cmt_multistage_accumulate(
     CmtWarpTile<BN, WM, WN, WNITER, TM, TN>& tile, int tid, int M, int N, int K, const float* __restrict__ A, int lda,
     const float* __restrict__ B, int ldb, int block_m, int block_n, int kt_begin, int kt_end,
     CmtInlineRows<BN, BK, CmtMultistageShape<BM, BN, BK, WM, WN, STAGES, PAD, SPLITK>::THREADS,
-                  (INLINE_ROWS > 0 ? INLINE_ROWS : 1)>* inline_rows = nullptr,
+                  (INLINE_THIN_ROWS > 0 ? INLINE_THIN_ROWS : 1)>* inline_rows = nullptr,
     const float* __restrict__ thin_a = nullptr) {
   using Tile = CmtWarpTile<BN, WM, WN, WNITER, TM, TN>;
   using Shape = CmtMultistageShape<BM, BN, BK, WM, WN, STAGES, PAD, SPLITK>;
   constexpr int TILE_THREADS = Shape::TILE_THREADS, THREADS = Shape::THREADS, AS_LD = Shape::AS_LD;
   constexpr int A_STAGE = Shape::A_STAGE, STAGE = Shape::STAGE;
   constexpr int K_PER_SLICE = BK / SPLITK;
-  // A is copied in chunks of A_RUN consecutive k: A_RUN lanes walk along k, the next A_RUN take the
-  // next row. Stored transposed with rows padded to BM+PAD (PAD = 4), the 32 lanes of a copy of 8-k
-  // chunks (one 32-byte sector per row) hit 32 different banks; 16-k chunks read longer runs per row
-  // at the cost of 2-way bank conflicts on the store.
-  constexpr int A_CHUNK = BK < A_RUN ? BK : A_RUN;
+  // A is copied in chunks of A_CHUNK consecutive k: A_CHUNK lanes walk along k, the next A_CHUNK take
+  // the next row. Stored transposed with rows padded to BM+PAD (PAD = 4), the 32 lanes of a copy of
+  // 8-k chunks (one 32-byte sector per row) hit 32 different banks; 16-k chunks read longer runs per
+  // row at the cost of 2-way bank conflicts on the store. The descriptors keep k tiles whole chunks (BK
+  // is a multiple of 8; multistage's A_CHUNK = 16 needs BK a multiple of 16; clusterk always takes 8).
+  static_assert(BK % A_CHUNK == 0, "a k tile must be a whole number of A_CHUNK-k chunks of A");
   constexpr int A_ROWS_PER_PASS = THREADS / A_CHUNK;
   constexpr int A_LOADS = BM * BK / THREADS;
   constexpr int B_VECS_PER_ROW = BN / VEC;
@@ -187,12 +176,13 @@ CMT_DEVICE void cmt_multistage_accumulate(
   const unsigned smem_base = cmt_dynamic_smem_address();
   const unsigned a_dst0 = smem_base + (a_kk * AS_LD + a_row) * 4;
   const unsigned b_dst0 = smem_base + (A_STAGE + b_k * BN + b_n) * 4;
-  // INLINE_ROWS: thread t < rows * BK copies A[thin row t / BK][k0 + t % BK] into the A padding.
-  const int thin_copies = INLINE_ROWS > 0 ? inline_rows->rows * BK : 0;
+  // INLINE_THIN_ROWS: thread t < rows * BK copies A[thin row t / BK][k0 + t % BK] into the A
+  // padding.
+  const int thin_copies = INLINE_THIN_ROWS > 0 ? inline_rows->rows * BK : 0;
   const int thin_r = tid / BK, thin_k = tid % BK;
-  const float* thin_src = INLINE_ROWS > 0 && tid < thin_copies ? thin_a + cmt_offset(thin_r, thin_k, lda) : A;
+  const float* thin_src = INLINE_THIN_ROWS > 0 && tid < thin_copies ? thin_a + cmt_offset(thin_r, thin_k, lda) : A;
   const unsigned thin_dst0 = smem_base + (thin_k * AS_LD + BM + thin_r) * 4;
-  const bool thin_rows = INLINE_ROWS > 0 && thin_copies > 0;  // this block multiplies thin rows
+  const bool thin_rows = INLINE_THIN_ROWS > 0 && thin_copies > 0;  // this block multiplies thin rows
 
   // Fills ring stage `stage` with k tile kt_begin + t.
   auto load_tile = [&](int stage, int t) {
@@ -208,7 +198,8 @@ CMT_DEVICE void cmt_multistage_accumulate(
         for (int c = 0; c < BK / A_CHUNK; ++c)
           cmt_cp_async_4_to(a_dst + (c * A_CHUNK * AS_LD + g * A_ROWS_PER_PASS) * 4, row + c * A_CHUNK, inside);
       }
-      if (INLINE_ROWS > 0 && tid < thin_copies) cmt_cp_async_4_to(thin_dst0 + stage * STAGE * 4, thin_src + k0, true);
+      if (INLINE_THIN_ROWS > 0 && tid < thin_copies)
+        cmt_cp_async_4_to(thin_dst0 + stage * STAGE * 4, thin_src + k0, true);
       const float* b_kt = b_src + (cmt_index)k0 * ldb;
 #pragma unroll
       for (int i = 0; i < B_LOADS; ++i) {
@@ -228,7 +219,7 @@ CMT_DEVICE void cmt_multistage_accumulate(
       const float* src = inside ? A + cmt_offset(block_m + m, k0 + k, lda) : A;
       cmt_cp_async_4_to(as + (k * AS_LD + m) * 4, src, inside);
     }
-    if (INLINE_ROWS > 0 && tid < thin_copies) {
+    if (INLINE_THIN_ROWS > 0 && tid < thin_copies) {
       const bool inside = k0 + thin_k < K;
       cmt_cp_async_4_to(thin_dst0 + stage * STAGE * 4, inside ? thin_src + k0 : A, inside);
     }
@@ -310,25 +301,27 @@ __global__ void __launch_bounds__(CmtMultistageShape<BM, BN, BK, WM, WN, STAGES,
                                   THIN_EDGE > 0 ? 1 : 0)
     cmt_sgemm_multistage(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                          const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc) {
-  CMT_TIME_BLOCK();
+  CMT_DIAG_BLOCK_TIMES;  // diagnostics only; empty in the tuner's and exported builds
   using Shape = CmtMultistageShape<BM, BN, BK, WM, WN, STAGES, PAD, SPLITK>;
   constexpr int TILE_THREADS = Shape::TILE_THREADS, THREADS = Shape::THREADS, RING_FLOATS = Shape::RING_FLOATS;
   const int tid = threadIdx.x;
   int block_m, block_n;
   cmt_block_origin<BM, BN, SWIZZLE, THIN_EDGE>(M, N, block_m, block_n);
-  constexpr int INLINE = THIN_EDGE > 0 ? INLINE_THIN_ROWS : 0;
-  const CmtThinEdges<BM, BN, THIN_EDGE, INLINE> edges(M, N, gridDim.y, gridDim.x);
+  // The descriptor keeps INLINE_THIN_ROWS <= THIN_EDGE, so builds without thin edges have no inline rows.
+  static_assert(INLINE_THIN_ROWS >= 0 && INLINE_THIN_ROWS <= THIN_EDGE, "INLINE_THIN_ROWS must be 0 to THIN_EDGE");
+  const CmtThinEdges<BM, BN, THIN_EDGE, INLINE_THIN_ROWS> edges(M, N, gridDim.y, gridDim.x);
   const bool thin = cmt_is_thin_tile<BM, BN, THIN_EDGE>(M, N, block_m, block_n);
-  if (INLINE > 0 && !thin) {
+  if (INLINE_THIN_ROWS > 0 && !thin) {
     // As below, plus the thin rows when this block's tile row is the last interior one. (Sending the
     // other blocks down the path below instead made these blocks' identical main loop 20% slower on
     // an H100.)
     CmtWarpTile<BN, WM, WN, WNITER, TM, TN> tile(tid % TILE_THREADS);
     const int row_first = edges.row_first();
-    CmtInlineRows<BN, BK, THREADS, (INLINE > 0 ? INLINE : 1)> rows(
+    CmtInlineRows<BN, BK, THREADS, (INLINE_THIN_ROWS > 0 ? INLINE_THIN_ROWS : 1)> rows(
         edges.rows_inline(M) && block_m + BM == row_first ? M - row_first : 0, tid);
     if (rows.rows > 0) rows.read_c(C, ldc, N, row_first, block_n, beta, tid);
-    cmt_multistage_accumulate<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, VEC, PAD, SPLITK, true, INLINE, A_CHUNK>(
+    cmt_multistage_accumulate<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, VEC, PAD, SPLITK, true, INLINE_THIN_ROWS,
+                              A_CHUNK>(
         tile, tid, M, N, K, A, lda, B, ldb, block_m, block_n, 0, (K + BK - 1) / BK, &rows,
         A + cmt_offset(row_first, 0, lda));
     if (tid < TILE_THREADS) {  // slice 0
@@ -352,7 +345,7 @@ __global__ void __launch_bounds__(CmtMultistageShape<BM, BN, BK, WM, WN, STAGES,
     }
   }
   if (THIN_EDGE <= 0) return;
-  if (INLINE > 0 && edges.lines(M, N) == 0) return;  // no strips left
+  if (INLINE_THIN_ROWS > 0 && edges.lines(M, N) == 0) return;  // no strips left
   // Thin workers get at least CMT_THIN_SMEM_FLOATS of shared memory (the launch's dynamic_smem).
   constexpr int THIN_FLOATS =
       THIN_WORKERS > 0 && RING_FLOATS < CMT_THIN_SMEM_FLOATS ? CMT_THIN_SMEM_FLOATS : RING_FLOATS;

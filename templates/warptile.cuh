@@ -5,6 +5,10 @@
 // lies wholly inside A, B and C load without bounds checks; edge blocks predicate every element.
 #pragma once
 
+#include "cmt_common.cuh"
+#include "cmt_ptx.cuh"
+#include "cmt_raster.cuh"
+#include "cmt_thin_edges.cuh"
 #include "cmt_warp_tile.cuh"
 
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int PAD, int VEC, int SWIZZLE, int THIN_EDGE>
