@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 #include <stdexcept>
 
+#include "core/embedded.hpp"
 #include "core/error.hpp"
 #include "core/hash.hpp"
 
@@ -343,6 +344,21 @@ void hash_real(Hasher& h, double value) { h.field(fmt::format("{}", value)); }
 // ---------------------------------------------------------------------------------------------
 // Migrations
 
+const std::vector<Migration>& builtin_migrations() {
+  // db/migrations/NNNN_name.sql, checked for that form when the build embeds them.
+  static const std::vector<Migration> k_migrations = [] {
+    std::vector<Migration> out;
+    for (const EmbeddedFile& f : embedded_migrations()) {
+      const std::string_view stem = f.name.substr(0, f.name.rfind(".sql"));
+      const size_t underscore = stem.find('_');
+      out.push_back({std::stoi(std::string(stem.substr(0, underscore))), std::string(stem.substr(underscore + 1)),
+                     std::string(f.text)});
+    }
+    return out;
+  }();
+  return k_migrations;
+}
+
 int latest_schema_version() {
   const auto& migrations = builtin_migrations();
   return migrations.empty() ? 0 : migrations.back().version;
@@ -548,6 +564,13 @@ std::optional<TrialRecord> Store::find_trial(const std::string& trial_key) {
   return read_trial(s);
 }
 
+std::optional<TrialRecord> Store::find_trial(int64_t id) {
+  Statement s = m_db.prepare(fmt::format("SELECT id, {} FROM trials WHERE id = ?", k_trial_columns));
+  s.bind(1, id);
+  if (!s.step()) return std::nullopt;
+  return read_trial(s);
+}
+
 int64_t Store::insert_trial(const TrialRecord& trial) {
   // Delete-then-insert rather than INSERT OR REPLACE: an explicit DELETE reliably fires the
   // ON DELETE CASCADE that removes winners derived from the old measurement.
@@ -629,6 +652,13 @@ void Store::clear_winners(int64_t device_id, const Problem& problem) {
   Statement s = m_db.prepare("DELETE FROM winners WHERE device_id = ? AND m = ? AND n = ? AND k = ?");
   Binder{s}(device_id)(problem.m)(problem.n)(problem.k);
   s.run();
+}
+
+void Store::replace_winners(int64_t device_id, const Problem& problem, const std::vector<WinnerRecord>& winners) {
+  WriteScope scope(m_db);
+  clear_winners(device_id, problem);
+  for (const auto& w : winners) put_winner(w);
+  scope.commit();
 }
 
 std::vector<WinnerRecord> Store::winners(const std::optional<int64_t>& device_id,

@@ -38,7 +38,9 @@ class Store {
   /// Opens or creates the file, enables WAL and foreign keys, and migrates to the latest schema.
   explicit Store(const std::filesystem::path& file);
 
+  /// The SQLite layer underneath, for tests and migrations; the tool's code uses the typed calls.
   Database& db() { return m_db; }
+  const std::filesystem::path& file() const { return m_db.file(); }
   int schema_version();
 
   // Compile cache.
@@ -61,6 +63,7 @@ class Store {
 
   // Trials. insert_trial replaces an existing row with the same trial_key.
   std::optional<TrialRecord> find_trial(const std::string& trial_key);
+  std::optional<TrialRecord> find_trial(int64_t id);
   int64_t insert_trial(const TrialRecord& trial);
   void set_retime(int64_t trial_id, double retime_median_ms, double ratio_to_cublas);
   /// Trials of a device, optionally of one problem, ordered by id.
@@ -74,6 +77,8 @@ class Store {
   // Winners (one per device x problem x scope; replaced).
   void put_winner(const WinnerRecord& winner);
   void clear_winners(int64_t device_id, const Problem& problem);
+  /// clear_winners, then put_winner for each, in one transaction.
+  void replace_winners(int64_t device_id, const Problem& problem, const std::vector<WinnerRecord>& winners);
   std::vector<WinnerRecord> winners(const std::optional<int64_t>& device_id = std::nullopt,
                                     const std::optional<Problem>& problem = std::nullopt);
 

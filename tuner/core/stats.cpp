@@ -1,4 +1,4 @@
-#include "tune/stats.hpp"
+#include "core/stats.hpp"
 
 #include <algorithm>
 #include <cmath>

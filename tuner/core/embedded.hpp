@@ -1,0 +1,20 @@
+// Files compiled into the binary at build time (tuner/embed_files.cmake): the database migrations
+// and the exported header's run-time code.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+namespace cmt {
+
+struct EmbeddedFile {
+  std::string_view name;  // relative to the folder it was embedded from, e.g. "0001_initial.sql"
+  std::string_view text;
+};
+
+/// db/migrations/*.sql, sorted by name.
+const std::vector<EmbeddedFile>& embedded_migrations();
+/// tuner/export/runtime/*, sorted by name.
+const std::vector<EmbeddedFile>& embedded_header_runtime();
+
+}  // namespace cmt
