@@ -1,39 +1,33 @@
 #include "tune/compile_service.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/hash.hpp"
-#include "cuda/nvrtc_compiler.hpp"
 
 namespace cmt {
 
-std::string source_bundle_hash(const SourceBundle& bundle) {
-  Hasher h;
-  h.field("cm-tune-source-v1").field(bundle.main_name).field(bundle.main_text);
-  h.field(static_cast<int64_t>(bundle.headers.size()));
-  for (const auto& [name, text] : bundle.headers) h.field(name).field(text);
-  return h.hex();
-}
-
 std::string compile_cache_key(const Candidate& candidate, const std::string& source_hash, const std::string& arch,
-                              const std::string& nvrtc_version, const std::vector<std::string>& options) {
+                              const std::string& compiler_version, const std::vector<std::string>& options) {
   Hasher h;
   h.field("cm-tune-compile-v1").field(source_hash).field(candidate.tmpl->name);
   h.field(candidate.tmpl->name_expression(candidate.values)).field(params_to_string(candidate.values));
-  h.field(arch).field(nvrtc_version).field(static_cast<int64_t>(options.size()));
+  h.field(arch).field(compiler_version).field(static_cast<int64_t>(options.size()));
   for (const auto& o : options) h.field(o);
   return h.hex();
 }
 
-CompileService::CompileService(Store& store, std::string arch, int jobs)
+CompileService::CompileService(Store& store, const Compiler& compiler, std::string arch, int jobs)
     : m_store(store),
+      m_compiler(compiler),
       m_arch(std::move(arch)),
-      m_nvrtc_version(nvrtc_version_string()),
-      m_options(compile_options(m_arch)),
+      m_version(compiler.version()),
+      m_options(compiler.options(m_arch)),
       m_jobs(jobs < 1 ? hardware_threads() : jobs) {}
 
 CompileService::~CompileService() {
-  m_pool.reset();  // finish and join workers before the queue goes away
+  m_cancelled = true;  // queued compiles come back at once
+  m_pool.reset();      // finish and join the workers before the queue goes away
 }
 
 const SourceBundle& CompileService::source(const TemplateDesc& tmpl) {
@@ -52,58 +46,63 @@ const std::string& CompileService::source_hash(const TemplateDesc& tmpl) {
   return m_sources.at(tmpl.name).second;
 }
 
-void CompileService::start(const std::vector<Candidate>& candidates) {
-  m_pool = std::make_unique<ThreadPool>(m_jobs);
-  m_stats.total = static_cast<int64_t>(candidates.size());
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    const Candidate& cand = candidates[i];
-    const SourceBundle& bundle = source(*cand.tmpl);
-    const std::string& hash = source_hash(*cand.tmpl);
-    BinaryRecord rec;
-    rec.key = compile_cache_key(cand, hash, m_arch, m_nvrtc_version, m_options);
-    if (auto cached = m_store.find_binary(rec.key)) {
-      ++m_stats.cache_hits;
-      if (!cached->ok) ++m_stats.failed;
-      m_hits.push_back(CompiledCandidate{i, &cand, std::move(*cached), true});
-      continue;
-    }
-    rec.template_name = cand.tmpl->name;
-    rec.params = params_to_string(cand.values);
-    rec.arch = m_arch;
-    rec.nvrtc_version = m_nvrtc_version;
-    rec.options = fmt::format("{}", fmt::join(m_options, " "));
-    rec.source_hash = hash;
-    ++m_pending;
-    m_pool->submit([this, i, &cand, &bundle, rec = std::move(rec)]() mutable {
-      CompileRequest req{cand.tmpl->name_expression(cand.values), &bundle, m_arch, m_options};
-      CompileOutput out;
-      bool cacheable = true;
-      if (m_cancelled) {
-        out.log = "not compiled: the run stopped first";
-        cacheable = false;
-      } else {
-        try {
-          out = nvrtc_compile(req);
-        } catch (const std::exception& e) {
-          out.log = e.what();
-          cacheable = false;
-        }
-      }
-      rec.ok = out.ok;
-      rec.log = std::move(out.log);
-      rec.cubin = std::move(out.cubin);
-      rec.lowered_name = std::move(out.lowered_name);
-      rec.registers = out.registers;
-      rec.spill_stores = out.spill_stores;
-      rec.spill_loads = out.spill_loads;
-      rec.compile_seconds = out.seconds;
-      m_done.push(CompiledCandidate{i, &cand, std::move(rec), false, cacheable});
-    });
+void CompileService::submit_all(const std::vector<Candidate>& candidates) {
+  for (size_t i = 0; i < candidates.size(); ++i) submit(candidates[i], i);
+}
+
+void CompileService::submit(const Candidate& cand, size_t index) {
+  ++m_stats.total;
+  const SourceBundle& bundle = source(*cand.tmpl);
+  const std::string& hash = source_hash(*cand.tmpl);
+  BinaryRecord rec;
+  rec.key = compile_cache_key(cand, hash, m_arch, m_version, m_options);
+  if (auto cached = m_store.find_binary(rec.key)) {
+    ++m_stats.cache_hits;
+    if (!cached->ok) ++m_stats.failed;
+    m_hits.push_back(CompiledCandidate{index, &cand, std::move(*cached), true});
+    return;
   }
+  rec.template_name = cand.tmpl->name;
+  rec.params = params_to_string(cand.values);
+  rec.arch = m_arch;
+  rec.nvrtc_version = m_version;
+  rec.options = fmt::format("{}", fmt::join(m_options, " "));
+  rec.source_hash = hash;
+  if (!m_pool) m_pool = std::make_unique<ThreadPool>(m_jobs);
+  ++m_pending;
+  m_pool->submit([this, index, &cand, &bundle, rec = std::move(rec)]() mutable {
+    const CompileRequest req{cand.tmpl->name_expression(cand.values), &bundle, m_arch, m_options};
+    CompileOutput out;
+    bool cacheable = true;
+    if (m_cancelled) {
+      out.log = "not compiled: the run stopped first";
+      cacheable = false;
+    } else {
+      try {
+        out = m_compiler.compile(req);
+      } catch (const std::exception& e) {
+        out.log = e.what();
+        cacheable = false;
+      }
+    }
+    rec.ok = out.ok;
+    rec.log = std::move(out.log);
+    rec.cubin = std::move(out.cubin);
+    rec.lowered_name = std::move(out.lowered_name);
+    rec.registers = out.registers;
+    rec.spill_stores = out.spill_stores;
+    rec.spill_loads = out.spill_loads;
+    rec.compile_seconds = out.seconds;
+    m_done.push(CompiledCandidate{index, &cand, std::move(rec), false, cacheable});
+  });
 }
 
 std::optional<CompiledCandidate> CompileService::next() {
-  if (m_next_hit < m_hits.size()) return std::move(m_hits[m_next_hit++]);
+  if (!m_hits.empty()) {
+    CompiledCandidate hit = std::move(m_hits.front());
+    m_hits.pop_front();
+    return hit;
+  }
   if (m_pending == 0) return std::nullopt;
   auto done = m_done.pop();
   --m_pending;

@@ -1,7 +1,9 @@
-// Compiles a list of candidates on a thread pool, through the compile cache in the database.
+// The compile stage: candidates go through the compile cache in the database, and the misses to a
+// Compiler on a thread pool; results come back in completion order, cache hits first.
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -11,11 +13,12 @@
 #include "core/thread_pool.hpp"
 #include "space/space.hpp"
 #include "store/store.hpp"
+#include "tune/compiler.hpp"
 
 namespace cmt {
 
 struct CompiledCandidate {
-  size_t index = 0;                  // position in the candidate list
+  size_t index = 0;                  // what the caller submitted it with (its position in the space)
   const Candidate* candidate = nullptr;
   BinaryRecord binary;               // ok, log, cubin, lowered name, resources
   bool cache_hit = false;
@@ -23,48 +26,54 @@ struct CompiledCandidate {
 };
 
 struct CompileStats {
-  int64_t total = 0;
+  int64_t total = 0;                 // candidates submitted
   int64_t cache_hits = 0;
-  int64_t compiled = 0;              // fresh NVRTC compiles that succeeded
+  int64_t compiled = 0;              // fresh compiles that succeeded
   int64_t failed = 0;                // compile errors, cached or fresh
-  double cpu_seconds = 0.0;          // summed NVRTC time of fresh compiles
+  double cpu_seconds = 0.0;          // summed compile time of fresh compiles
 };
 
-/// Hash of a source bundle: main file and every include, each name and text delimited.
-std::string source_bundle_hash(const SourceBundle& bundle);
-/// The compile cache key of one candidate.
+/// The compile cache key of one candidate: the source bundle's hash, the template and its
+/// instantiation, the arch, the compiler version and every option, each field delimited.
 std::string compile_cache_key(const Candidate& candidate, const std::string& source_hash, const std::string& arch,
-                              const std::string& nvrtc_version, const std::vector<std::string>& options);
+                              const std::string& compiler_version, const std::vector<std::string>& options);
 
-/// Feeds candidates to NVRTC workers and hands results back in completion order. Cache hits come
-/// first. Database access happens only on the thread that calls start() and next().
+/// Database access happens only on the thread that calls submit() and next().
 class CompileService {
  public:
-  CompileService(Store& store, std::string arch, int jobs);
+  /// jobs < 1: one compiler thread per hardware thread.
+  CompileService(Store& store, const Compiler& compiler, std::string arch, int jobs);
   ~CompileService();
+  CompileService(const CompileService&) = delete;
+  CompileService& operator=(const CompileService&) = delete;
 
-  /// Looks every candidate up in the cache and queues the misses for compilation.
-  void start(const std::vector<Candidate>& candidates);
-  /// The next finished candidate (stored in the cache if fresh), or nullopt when all are done.
+  /// Looks the candidate up in the cache, or queues it for compilation. The candidate must outlive
+  /// the service; `index` comes back with its result.
+  void submit(const Candidate& candidate, size_t index);
+  /// Submits every candidate, each with its position as index.
+  void submit_all(const std::vector<Candidate>& candidates);
+  /// The next finished candidate (stored in the cache if fresh), or nullopt when none is in flight.
   std::optional<CompiledCandidate> next();
+  /// Candidates submitted and not yet returned by next().
+  size_t in_flight() const { return m_hits.size() + static_cast<size_t>(m_pending); }
 
   /// Stops starting new compiles; those not started come back as not cacheable failures.
   void cancel() { m_cancelled = true; }
   const CompileStats& stats() const { return m_stats; }
   const std::string& arch() const { return m_arch; }
-  /// The source bundle of a template (loaded once).
+  /// The source bundle of a template (loaded once, stored in the database's sources table).
   const SourceBundle& source(const TemplateDesc& tmpl);
   const std::string& source_hash(const TemplateDesc& tmpl);
 
  private:
   Store& m_store;
+  const Compiler& m_compiler;
   std::string m_arch;
-  std::string m_nvrtc_version;
+  std::string m_version;
   std::vector<std::string> m_options;
   int m_jobs;
   std::map<std::string, std::pair<SourceBundle, std::string>> m_sources;  // template -> (bundle, hash)
-  std::vector<CompiledCandidate> m_hits;
-  size_t m_next_hit = 0;
+  std::deque<CompiledCandidate> m_hits;
   int64_t m_pending = 0;
   BlockingQueue<CompiledCandidate> m_done;
   std::unique_ptr<ThreadPool> m_pool;

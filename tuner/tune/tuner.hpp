@@ -1,5 +1,6 @@
-// The tuning loop: compile on a thread pool while the GPU validates and times what is compiled,
-// record every trial, re-time the leaders interleaved with cuBLAS, and store the winners.
+// The tuning pipeline: search -> compile -> measure -> record, then re-time the leaders and choose
+// the winners. Each stage is its own seam or module (tune/searcher.hpp, compile_service.hpp,
+// measurer.hpp, trial.hpp, problem_state.hpp, ranking.hpp); this file only runs them in order.
 #pragma once
 
 #include <cstdint>
@@ -8,10 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "cuda/device.hpp"
+#include "core/device_info.hpp"
+#include "space/preset.hpp"
 #include "space/space.hpp"
 #include "store/store.hpp"
+#include "tune/compiler.hpp"
 #include "tune/measurer.hpp"
+#include "tune/problem_state.hpp"
 
 namespace cmt {
 
@@ -24,22 +28,13 @@ struct TuneRequest {
   bool retune = false;                     // measure again what is already stored
   std::optional<int64_t> budget;           // sample this many candidates at random
   std::optional<double> time_limit_s;      // stop starting new candidates after this long
-  uint64_t seed = 0;                       // sampling order and input data
+  uint64_t seed = 0;                       // sampling order
   std::string command_line;
-};
-
-struct ProblemSummary {
-  Problem problem;
-  std::optional<WinnerRecord> winner;      // best overall
-  std::optional<WinnerRecord> portable;    // best with no input requirements
-  std::optional<BaselineRecord> baseline;
-  int64_t ok = 0, wrong = 0, failed = 0, abandoned = 0, skipped = 0;  // all stored trials
-  int64_t measured_now = 0;                // trials measured by this run
 };
 
 struct TuneSummary {
   std::vector<ProblemSummary> problems;
-  int64_t candidates = 0;                  // candidates considered (after --budget)
+  int64_t candidates = 0;                  // candidates the search planned (after --budget)
   int64_t trials_measured = 0;
   int64_t trials_reused = 0;
   int64_t compile_cache_hits = 0;
@@ -53,19 +48,13 @@ struct TuneSummary {
 /// Called after every trial: done, total, and a status line (current best).
 using TuneProgress = std::function<void(int64_t done, int64_t total, const std::string& status)>;
 
-/// The content key of a trial: device, compiled binary, problem and measurement protocol.
-std::string trial_key(const std::string& device_uuid, const std::string& binary_key, const Problem& problem);
+/// Runs the whole pipeline; every trial is committed as it is recorded.
+TuneSummary run_tune(Store& store, const Compiler& compiler, Measurer& measurer, const TuneRequest& request,
+                     const TuneProgress& progress);
 
-/// Device memory the workspaces of these problems need together, in bytes.
-size_t workspace_bytes(const std::vector<Problem>& problems);
-
-/// Runs the whole tuning loop; trials are committed as they complete.
-TuneSummary run_tune(Store& store, Measurer& measurer, const TuneRequest& request, const TuneProgress& progress);
-
-/// Recomputes and stores the winners of one problem from its stored trials (no GPU needed).
-void store_winners(Store& store, int64_t device_id, const Problem& problem);
-
-/// Summary of a problem from what is stored.
-ProblemSummary summarize_problem(Store& store, int64_t device_id, const Problem& problem);
+/// The re-timing stage for one problem: its leaders (the preset's retime_top best medians, and the
+/// best one without input requirements) timed interleaved with cuBLAS; records their medians and
+/// the cuBLAS baseline of the same rounds.
+void retime_leaders(Store& store, Measurer& measurer, ProblemState& state, int64_t run_id, int retime_top);
 
 }  // namespace cmt

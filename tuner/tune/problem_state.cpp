@@ -1,0 +1,89 @@
+#include "tune/problem_state.hpp"
+
+#include <algorithm>
+
+#include "tune/protocol.hpp"
+#include "tune/ranking.hpp"
+
+namespace cmt {
+
+ProblemState::ProblemState(Store& store, int64_t device_id, const Problem& problem)
+    : m_device_id(device_id),
+      m_problem(problem),
+      m_trials(store.trials(device_id, problem)),
+      m_winners(store.winners(device_id, problem)),
+      m_baseline(store.find_baseline(device_id, problem)) {
+  for (const auto& t : m_trials) m_keys.insert(t.trial_key);
+}
+
+void ProblemState::record_baseline(Store& store, int64_t run_id, const SampleStats& s) {
+  BaselineRecord b;
+  b.device_id = m_device_id;
+  b.problem = m_problem;
+  const Layout t = timing_layout(m_problem);
+  b.lda = t.lda, b.ldb = t.ldb, b.ldc = t.ldc;
+  b.median_ms = s.median, b.min_ms = s.min, b.cv = s.cv, b.samples = s.count;
+  b.gflops = gflops(m_problem.flops(), s.median);
+  b.run_id = run_id;
+  store.put_baseline(b);
+  m_baseline = b;
+  if (!m_cublas_ms) {
+    m_cublas_ms = s.median;
+    m_best_ms = s.median;
+    for (const auto& trial : m_trials)
+      if (trial.outcome == Outcome::ok && trial.median_ms) m_best_ms = std::min(m_best_ms, *trial.median_ms);
+  }
+}
+
+void ProblemState::record(Store& store, TrialRecord trial) {
+  trial.id = store.insert_trial(trial);
+  if (!m_keys.insert(trial.trial_key).second) {
+    // Replaced: the store dropped the old row and, with it, the winners chosen from it.
+    const auto old = std::find_if(m_trials.begin(), m_trials.end(),
+                                  [&](const TrialRecord& t) { return t.trial_key == trial.trial_key; });
+    const int64_t old_id = old->id;
+    m_winners.erase(std::remove_if(m_winners.begin(), m_winners.end(),
+                                   [&](const WinnerRecord& w) { return w.trial_id == old_id; }),
+                    m_winners.end());
+    m_trials.erase(old);
+  }
+  if (trial.outcome == Outcome::ok && trial.median_ms) m_best_ms = std::min(m_best_ms, *trial.median_ms);
+  m_trials.push_back(std::move(trial));
+  m_changed = true;
+}
+
+void ProblemState::record_retime(Store& store, int64_t trial_id, double median_ms, double ratio_to_cublas) {
+  store.set_retime(trial_id, median_ms, ratio_to_cublas);
+  for (auto& t : m_trials)
+    if (t.id == trial_id) {
+      t.retime_median_ms = median_ms;
+      t.ratio_to_cublas = ratio_to_cublas;
+    }
+}
+
+void ProblemState::store_winners(Store& store) {
+  m_winners = choose_winners(m_trials, m_baseline);
+  store.replace_winners(m_device_id, m_problem, m_winners);
+}
+
+ProblemSummary ProblemState::summary() const {
+  ProblemSummary s;
+  s.problem = m_problem;
+  for (const auto& t : m_trials) {
+    switch (t.outcome) {
+      case Outcome::ok: ++s.ok; break;
+      case Outcome::wrong: ++s.wrong; break;
+      case Outcome::abandoned: ++s.abandoned; break;
+      case Outcome::skipped: ++s.skipped; break;
+      default: ++s.failed; break;
+    }
+  }
+  for (const auto& w : m_winners) {
+    if (w.scope == "overall") s.winner = w;
+    if (w.scope == "portable") s.portable = w;
+  }
+  s.baseline = m_baseline;
+  return s;
+}
+
+}  // namespace cmt

@@ -1,0 +1,66 @@
+// What the pipeline knows of one problem during a run: read from the store once when the run
+// starts, then kept in step with every trial, baseline and re-timing it records.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/stats.hpp"
+#include "store/store.hpp"
+
+namespace cmt {
+
+struct ProblemSummary {
+  Problem problem;
+  std::optional<WinnerRecord> winner;      // best overall
+  std::optional<WinnerRecord> portable;    // best with no input requirements
+  std::optional<BaselineRecord> baseline;
+  int64_t ok = 0, wrong = 0, failed = 0, abandoned = 0, skipped = 0;  // all stored trials
+};
+
+class ProblemState {
+ public:
+  /// Reads the problem's trials, winners and baseline on the device.
+  ProblemState(Store& store, int64_t device_id, const Problem& problem);
+
+  const Problem& problem() const { return m_problem; }
+  /// Trials in the order they were stored (a re-measured trial moves to the end, as in the store).
+  const std::vector<TrialRecord>& trials() const { return m_trials; }
+  bool has_trial(const std::string& trial_key) const { return m_keys.count(trial_key) > 0; }
+  /// Whether a trial was recorded in this run (the leaders must then be re-timed).
+  bool changed() const { return m_changed; }
+  bool has_winners() const { return !m_winners.empty(); }
+
+  /// cuBLAS's median in this run, once measured.
+  std::optional<double> cublas_ms() const { return m_cublas_ms; }
+  /// The best passing median known for the problem, cuBLAS included (the abandon bar's base).
+  double best_ms() const { return m_best_ms; }
+
+  /// Stores cuBLAS's timing as the problem's baseline; the first one of a run also sets cublas_ms()
+  /// and the best time.
+  void record_baseline(Store& store, int64_t run_id, const SampleStats& stats);
+  /// Stores a trial, replacing a stored one with the same key.
+  void record(Store& store, TrialRecord trial);
+  /// Stores a re-timing of the trial with this id.
+  void record_retime(Store& store, int64_t trial_id, double median_ms, double ratio_to_cublas);
+  /// Chooses the winners from the trials (tune/ranking.hpp) and stores them in place of the old ones.
+  void store_winners(Store& store);
+
+  ProblemSummary summary() const;
+
+ private:
+  int64_t m_device_id;
+  Problem m_problem;
+  std::vector<TrialRecord> m_trials;
+  std::set<std::string> m_keys;
+  std::vector<WinnerRecord> m_winners;
+  std::optional<BaselineRecord> m_baseline;
+  std::optional<double> m_cublas_ms;
+  double m_best_ms = 0;
+  bool m_changed = false;
+};
+
+}  // namespace cmt
