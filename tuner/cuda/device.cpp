@@ -25,48 +25,6 @@ int attribute(cudaDeviceAttr attr, int index) {
 
 }  // namespace
 
-std::string DeviceInfo::arch() const { return fmt::format("sm_{}{}", cc_major, cc_minor); }
-
-int DeviceInfo::fp32_lanes_per_sm() const {
-  // FP32 lanes per SM by architecture, from NVIDIA's compute capability tables.
-  switch (cc_major) {
-    case 6: return cc_minor == 0 ? 64 : 128;
-    case 7: return 64;
-    case 8: return cc_minor == 0 ? 64 : 128;
-    case 9: return 128;
-    case 10:
-    case 11:
-    case 12: return 128;
-    default: return 128;
-  }
-}
-
-double DeviceInfo::fp32_peak_tflops() const {
-  return static_cast<double>(fp32_lanes_per_sm()) * sm_count * 2.0 * clock_khz * 1e3 / 1e12;
-}
-
-double DeviceInfo::memory_bandwidth_gbs() const {
-  return 2.0 * memory_clock_khz * 1e3 * (memory_bus_bits / 8.0) / 1e9;
-}
-
-DeviceRecord DeviceInfo::to_record(const std::string& nvrtc_version) const {
-  DeviceRecord r;
-  r.uuid = uuid;
-  r.name = name;
-  r.cc_major = cc_major;
-  r.cc_minor = cc_minor;
-  r.sm_count = sm_count;
-  r.clock_khz = clock_khz;
-  r.memory_clock_khz = memory_clock_khz;
-  r.memory_bus_bits = memory_bus_bits;
-  r.memory_bytes = static_cast<int64_t>(memory_bytes);
-  r.l2_bytes = l2_bytes;
-  r.driver_version = driver_version;
-  r.runtime_version = runtime_version;
-  r.nvrtc_version = nvrtc_version;
-  return r;
-}
-
 int device_count() {
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);

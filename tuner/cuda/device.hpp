@@ -2,47 +2,11 @@
 // only when present, so cm-tune starts on machines without a driver).
 #pragma once
 
-#include <string>
 #include <vector>
 
-#include "store/records.hpp"
+#include "core/device_info.hpp"
 
 namespace cmt {
-
-struct DeviceInfo {
-  int index = 0;
-  std::string name;
-  std::string uuid;              // "GPU-xxxxxxxx-..."
-  int cc_major = 0, cc_minor = 0;
-  int sm_count = 0;
-  int clock_khz = 0;             // boost clock
-  int memory_clock_khz = 0;
-  int memory_bus_bits = 0;
-  size_t memory_bytes = 0;
-  size_t free_memory_bytes = 0;
-  int l2_bytes = 0;
-  int smem_per_block = 0;        // default limit
-  int smem_per_block_optin = 0;  // after cudaFuncSetAttribute
-  int smem_per_sm = 0;
-  int regs_per_sm = 0;
-  int regs_per_block = 0;
-  int max_threads_per_block = 0;
-  int max_threads_per_sm = 0;
-  int max_blocks_per_sm = 0;
-  int warp_size = 0;
-  int driver_version = 0;
-  int runtime_version = 0;
-
-  /// "sm_90"
-  std::string arch() const;
-  /// FP32 lanes per SM for this architecture (128 on Hopper and Ampere GA10x, 64 on GA100...).
-  int fp32_lanes_per_sm() const;
-  /// lanes x SMs x 2 (FMA) x clock, in TFLOP/s.
-  double fp32_peak_tflops() const;
-  /// Theoretical DRAM bandwidth: 2 (DDR) x memory clock x bus width, in GB/s.
-  double memory_bandwidth_gbs() const;
-  DeviceRecord to_record(const std::string& nvrtc_version) const;
-};
 
 /// Number of CUDA devices. Throws NoDeviceError("no CUDA driver found ...") when the driver is
 /// missing or too old.

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cuda_runtime_api.h>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,10 @@ struct GemmArgs {
   float* c;
   int ldc;
 };
+
+/// Enqueues one GEMM implementation (a kernel, cuBLAS, an exported header) on the given arguments;
+/// returns the launch status.
+using GemmLauncher = std::function<cudaError_t(const GemmArgs&)>;
 
 class LoadedKernel {
  public:

@@ -37,7 +37,9 @@ void check_arch(const std::string& arch) {
                                  fmt::join(supported, ", ")));
 }
 
-std::vector<std::string> compile_options(const std::string& arch) {
+std::string NvrtcCompiler::version() const { return nvrtc_version_string(); }
+
+std::vector<std::string> NvrtcCompiler::options(const std::string& arch) const {
   return {"--gpu-architecture=" + arch, "--std=c++17", "--generate-line-info", "--ptxas-options=-v"};
 }
 
@@ -72,7 +74,7 @@ std::string program_log(nvrtcProgram prog) {
 
 }  // namespace
 
-CompileOutput nvrtc_compile(const CompileRequest& request) {
+CompileOutput NvrtcCompiler::compile(const CompileRequest& request) const {
   const auto start = std::chrono::steady_clock::now();
   CompileOutput out;
   const SourceBundle& src = *request.source;

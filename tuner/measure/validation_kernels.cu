@@ -1,5 +1,5 @@
 #include "cuda/check.hpp"
-#include "cuda/helpers.hpp"
+#include "measure/validation_kernels.hpp"
 #include "tune/tolerance.hpp"
 
 namespace cmt {

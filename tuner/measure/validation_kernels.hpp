@@ -1,4 +1,6 @@
-// Small utility kernels used by validation and timing (compiled by nvcc into the library).
+// The kernels validation runs around a candidate (compiled by nvcc into the library): random inputs,
+// NaN poison and guards, |x| copies, and the elementwise comparison with the tolerance of
+// tune/tolerance.hpp.
 #pragma once
 
 #include <cstdint>
