@@ -1,34 +1,26 @@
 #include "export/dispatch.hpp"
 
-#include <cmath>
 #include <fmt/format.h>
 #include <map>
+#include <math.h>  // ::log and ::fabs, as the rules want them
 
 namespace cmt {
 
+namespace rules {
+#include "export/runtime/dispatch_rules.h"
+}  // namespace rules
+
 CallShape tight_call(const Problem& problem) { return {problem, problem.k, problem.n, problem.n, 256}; }
 
-double log_distance(const Problem& a, const Problem& b) {
-  const auto term = [](int64_t x, int64_t y) { return std::fabs(std::log(static_cast<double>(x) / static_cast<double>(y))); };
-  return term(a.m, b.m) + term(a.n, b.n) + term(a.k, b.k);
-}
+double log_distance(const Problem& a, const Problem& b) { return rules::log_distance(a.m, a.n, a.k, b.m, b.n, b.k); }
 
 const DispatchEntry* nearest_entry(const std::vector<DispatchEntry>& entries, const Problem& problem) {
-  const DispatchEntry* best = nullptr;
-  double best_distance = 0;
-  for (const auto& e : entries) {
-    const double d = log_distance(problem, e.problem);
-    if (!best || d < best_distance || (d == best_distance && e.problem < best->problem)) {
-      best = &e;
-      best_distance = d;
-    }
-  }
-  return best;
+  const int i = rules::nearest_entry(entries.data(), static_cast<int>(entries.size()), problem.m, problem.n, problem.k);
+  return i < 0 ? nullptr : &entries[static_cast<size_t>(i)];
 }
 
 bool requirements_met(const Requirements& r, const CallShape& call) {
-  const int64_t mult = r.ld_multiple > 1 ? r.ld_multiple : 1;
-  return call.alignment >= r.align_bytes && call.lda % mult == 0 && call.ldb % mult == 0 && call.ldc % mult == 0;
+  return rules::requirements_met(r.align_bytes, r.ld_multiple, call.lda, call.ldb, call.ldc, call.alignment);
 }
 
 DispatchChoice choose_kernel(const std::vector<DispatchEntry>& entries, const CallShape& call) {
@@ -43,12 +35,14 @@ DispatchChoice choose_kernel(const std::vector<DispatchEntry>& entries, const Ca
   const std::string where = c.exact ? "tuned for this problem"
                                     : fmt::format("nearest tuned problem {} (log-distance {:.3f})",
                                                   c.entry->problem.to_string(), c.distance);
-  if (requirements_met(c.entry->primary.requirements, call)) {
-    c.kernel = &c.entry->primary;
+  // Kernel indices for the rule: 0 the primary, 1 the portable one, -1 the generic default.
+  const bool met = requirements_met(c.entry->primary.requirements, call);
+  const int kernel = rules::entry_kernel(0, met, c.entry->portable ? 1 : -1, -1);
+  c.kernel = kernel == 0 ? &c.entry->primary : kernel == 1 ? &*c.entry->portable : nullptr;
+  c.portable_fallback = !met;
+  if (met) {
     c.why = where;
   } else {
-    c.kernel = c.entry->portable ? &*c.entry->portable : nullptr;
-    c.portable_fallback = true;
     c.why = fmt::format("{}; the call misses the winner's requirements ({}), so its best kernel without "
                         "requirements runs",
                         where, c.entry->primary.requirements.to_string());

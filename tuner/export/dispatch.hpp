@@ -1,5 +1,6 @@
-// Dispatch decisions shared by `cm-tune query` and the generated header: which tuned entry and
-// which kernel serve a call. The header's C++ mirrors this logic; tests check both agree.
+// Dispatch decisions for `cm-tune query` and `export`: which tuned entry and which kernel serve a
+// call. The rules themselves are export/runtime/dispatch_rules.h, which every generated header
+// carries too, so the tool and the header decide alike; tests check that they do.
 #pragma once
 
 #include <cstdint>
@@ -7,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "store/records.hpp"
 #include "store/store.hpp"
 
 namespace cmt {

@@ -9,7 +9,6 @@
 
 #include "core/types.hpp"
 #include "space/template_desc.hpp"
-#include "store/records.hpp"
 #include "store/store.hpp"
 
 namespace cmt {
@@ -71,11 +70,6 @@ struct ExportOptions {
 
 /// Whether text is a C++ namespace name: identifiers joined by "::".
 bool valid_namespace_name(const std::string& text);
-
-/// A bundle as one text: each `#include "x"` replaced by x's text (first occurrence only, recursively,
-/// in include order) and `#pragma once` dropped. UsageError for an angle include or a missing header.
-std::string flatten_source(const std::string& main_name, const std::string& main_text,
-                           const std::vector<std::pair<std::string, std::string>>& headers);
 
 /// Parameters of the generic default kernel: a fixed blocktile2d config valid on any arch, or the
 /// first valid point of the descriptor's grid if an edited descriptor rejects it.

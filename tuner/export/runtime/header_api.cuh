@@ -1,0 +1,200 @@
+// The run-time half of an exported header: device identification, kernel selection, launching,
+// and the public API (sgemm and its helpers). Pasted by `cm-tune export` inside the header's
+// namespace NS, after the generated tables (k_kernels, k_device_tables, kernel_function) and the
+// dispatch rules it calls; tests/cuda/test_header_runtime.cu compiles it as code.
+
+namespace detail {
+
+/// Same characters.
+inline bool same_name(const char* a, const char* b) {
+  while (*a != '\0' && *a == *b) ++a, ++b;
+  return *a == *b;
+}
+
+/// The table serving a device: the exact device (name, compute capability, SM count), else the
+/// first table of the same compute capability, else -1 (the generic default kernel). Host only.
+inline int match_device_table(const char* name, int cc_major, int cc_minor, int sm_count) {
+  for (int t = 0; t < k_device_table_count; ++t) {
+    const DeviceTable& d = k_device_tables[t];
+    if (d.cc_major == cc_major && d.cc_minor == cc_minor && d.sm_count == sm_count && same_name(d.name, name)) return t;
+  }
+  for (int t = 0; t < k_device_table_count; ++t)
+    if (k_device_tables[t].cc_major == cc_major && k_device_tables[t].cc_minor == cc_minor) return t;
+  return -1;
+}
+
+/// Largest power of two dividing every address, capped at 256.
+inline int alignment_of(const void* a, const void* b, const void* c) {
+  return alignment_of_bits(static_cast<unsigned long long>(reinterpret_cast<size_t>(a) | reinterpret_cast<size_t>(b) |
+                                                           reinterpret_cast<size_t>(c)));
+}
+
+/// The kernel (index into k_kernels) sgemm launches on a device served by `table` (-1: none) for
+/// this call, by the dispatch rules: the nearest entry's primary kernel when the call meets its
+/// requirements, else the entry's portable kernel, else the generic default. `alignment` as
+/// alignment_of(A, B, C). Host only, no GPU: tests compare it with cm-tune's choose_kernel.
+inline int select(int table, int M, int N, int K, int lda, int ldb, int ldc, int alignment) {
+  if (table < 0 || table >= k_device_table_count) return k_generic_kernel;
+  const DeviceTable& t = k_device_tables[table];
+  const int e = nearest_entry(t.entries, t.entry_count, M, N, K);
+  if (e < 0) return k_generic_kernel;
+  const Entry& entry = t.entries[e];
+  const KernelInfo& p = k_kernels[entry.primary];
+  return entry_kernel(entry.primary, requirements_met(p.align_bytes, p.ld_multiple, lda, ldb, ldc, alignment),
+                      entry.portable, k_generic_kernel);
+}
+
+// Per-device state, computed once: which table serves the device, and per kernel whether its
+// dynamic shared memory limit was raised. Writes are idempotent, so a race between threads costs
+// at most a repeated query; the flags use atomic loads and stores where the compiler has them.
+constexpr int k_max_cached_devices = 64;   // higher ordinals are identified on every call
+
+struct DeviceState {
+  int table_plus_2;                 // 0: not identified yet; else table + 2
+  int smem_raised[k_kernel_count];  // 1: cudaFuncSetAttribute done on this device
+};
+
+inline DeviceState* device_state(int device) {
+  static DeviceState states[k_max_cached_devices];  // zero-initialized
+  return device >= 0 && device < k_max_cached_devices ? &states[device] : nullptr;
+}
+
+inline int load_flag(const int* p) {
+#if defined(__GNUC__) || defined(__clang__)
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#else
+  return *static_cast<const volatile int*>(p);
+#endif
+}
+
+inline void store_flag(int* p, int value) {
+#if defined(__GNUC__) || defined(__clang__)
+  __atomic_store_n(p, value, __ATOMIC_RELEASE);
+#else
+  *static_cast<volatile int*>(p) = value;
+#endif
+}
+
+/// The table serving a device (-1: none), identified by name, compute capability and SM count.
+inline cudaError_t table_of_device(int device, int* table) {
+  DeviceState* state = device_state(device);
+  if (state != nullptr) {
+    const int cached = load_flag(&state->table_plus_2);
+    if (cached != 0) {
+      *table = cached - 2;
+      return cudaSuccess;
+    }
+  }
+  cudaDeviceProp prop;
+  const cudaError_t err = cudaGetDeviceProperties(&prop, device);
+  if (err != cudaSuccess) return err;
+  *table = match_device_table(prop.name, prop.major, prop.minor, prop.multiProcessorCount);
+  if (state != nullptr) store_flag(&state->table_plus_2, *table + 2);
+  return cudaSuccess;
+}
+
+/// The current device and its table.
+inline cudaError_t current_table(int* device, int* table) {
+  const cudaError_t err = cudaGetDevice(device);
+  if (err != cudaSuccess) return err;
+  return table_of_device(*device, table);
+}
+
+/// Raises a kernel's dynamic shared memory limit on a device, once, when it needs more than 48 KiB.
+inline cudaError_t prepare_kernel(int device, int kernel) {
+  const KernelInfo& info = k_kernels[kernel];
+  if (info.dynamic_smem <= 48 * 1024) return cudaSuccess;
+  DeviceState* state = device_state(device);
+  if (state != nullptr && load_flag(&state->smem_raised[kernel]) != 0) return cudaSuccess;
+  const cudaError_t err =
+      cudaFuncSetAttribute(kernel_function(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize, info.dynamic_smem);
+  if (err == cudaSuccess && state != nullptr) store_flag(&state->smem_raised[kernel], 1);
+  return err;
+}
+
+/// C = beta*C on an M x N block without reading A or B; C is not read when beta == 0, so NaN in C
+/// does not survive (BLAS semantics). A template so that several -rdc translation units may include it.
+template <int Unused = 0>
+__global__ void __launch_bounds__(256) scale_kernel(int M, int N, float beta, float* __restrict__ C, int ldc) {
+  const long long col = static_cast<long long>(blockIdx.x) * 256 + threadIdx.x;
+  if (col >= N) return;
+  for (int row = blockIdx.y; row < M; row += gridDim.y) {
+    float* p = C + static_cast<long long>(row) * ldc + col;
+    *p = beta == 0.0f ? 0.0f : beta * *p;
+  }
+}
+
+inline cudaError_t launch_scale(int M, int N, float beta, float* C, int ldc, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((N - 1) / 256 + 1), static_cast<unsigned>(M < 65535 ? M : 65535));
+  void* args[] = {&M, &N, &beta, &C, &ldc};
+  return cudaLaunchKernel(&scale_kernel<>, grid, dim3(256), args, 0, stream);
+}
+
+}  // namespace detail
+
+/// Row-major SGEMM, C = alpha * A * B + beta * C with A M x K (lda), B K x N (ldb), C M x N (ldc),
+/// on `stream`, using the kernel tuned for the nearest problem on this device. Returns
+/// cudaErrorInvalidValue for bad arguments (negative sizes, lda < max(1,K), ldb or ldc < max(1,N),
+/// a null pointer that would be used), cudaSuccess without launching anything when M or N is 0,
+/// else the status of the launch. alpha == 0 or K == 0 only scales C (A and B are not read);
+/// beta == 0 writes C without reading it.
+inline cudaError_t sgemm(int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb, float beta,
+                         float* C, int ldc, cudaStream_t stream = 0) {
+  if (M < 0 || N < 0 || K < 0) return cudaErrorInvalidValue;
+  if (lda < (K > 1 ? K : 1) || ldb < (N > 1 ? N : 1) || ldc < (N > 1 ? N : 1)) return cudaErrorInvalidValue;
+  if (M == 0 || N == 0) return cudaSuccess;
+  if (C == nullptr) return cudaErrorInvalidValue;
+  if (alpha == 0.0f || K == 0) {
+    if (beta == 1.0f) return cudaSuccess;  // C = C
+    return detail::launch_scale(M, N, beta, C, ldc, stream);
+  }
+  if (A == nullptr || B == nullptr) return cudaErrorInvalidValue;
+  int device = 0, table = -1;
+  cudaError_t err = detail::current_table(&device, &table);
+  if (err != cudaSuccess) return err;
+  const int kernel = detail::select(table, M, N, K, lda, ldb, ldc, detail::alignment_of(A, B, C));
+  err = detail::prepare_kernel(device, kernel);
+  if (err != cudaSuccess) return err;
+  const detail::KernelInfo& info = detail::k_kernels[kernel];
+  const dim3 grid(static_cast<unsigned>((N - 1) / info.tile_n + 1), static_cast<unsigned>((M - 1) / info.tile_m + 1),
+                  static_cast<unsigned>(info.grid_z));
+  void* args[] = {&M, &N, &K, &alpha, &A, &lda, &B, &ldb, &beta, &C, &ldc};
+  return cudaLaunchKernel(detail::kernel_function(kernel), grid, dim3(static_cast<unsigned>(info.threads)), args,
+                          static_cast<size_t>(info.dynamic_smem), stream);
+}
+
+/// The name of the dispatch table serving the current device (*name = nullptr: none, the generic
+/// default kernel runs there).
+inline cudaError_t device_table_name(const char** name) {
+  int device = 0, table = -1;
+  const cudaError_t err = detail::current_table(&device, &table);
+  *name = (err == cudaSuccess && table >= 0) ? detail::k_device_tables[table].name : nullptr;
+  return err;
+}
+
+/// The problems tuned for the current device: up to `capacity` of them into `problems` (may be
+/// null when capacity is 0), and how many there are into *count (0 when no table serves it).
+inline cudaError_t tuned_problems(TunedProblem* problems, int capacity, int* count) {
+  int device = 0, table = -1;
+  *count = 0;
+  const cudaError_t err = detail::current_table(&device, &table);
+  if (err != cudaSuccess || table < 0) return err;
+  const detail::DeviceTable& t = detail::k_device_tables[table];
+  for (int i = 0; i < t.entry_count && i < capacity; ++i) problems[i] = t.entries[i].problem;
+  *count = t.entry_count;
+  return cudaSuccess;
+}
+
+/// The kernel sgemm would launch on the current device for a product (alpha != 0, K >= 1) with
+/// these arguments; *name is its instantiation, e.g. "cmt_sgemm_multistage<...>".
+inline cudaError_t kernel_name(int M, int N, int K, const float* A, int lda, const float* B, int ldb, const float* C,
+                               int ldc, const char** name) {
+  int device = 0, table = -1;
+  *name = nullptr;
+  const cudaError_t err = detail::current_table(&device, &table);
+  if (err != cudaSuccess) return err;
+  if (M < 1 || N < 1 || K < 1) return cudaErrorInvalidValue;
+  *name = detail::k_kernels[detail::select(table, M, N, K, lda, ldb, ldc, detail::alignment_of(A, B, C))].name;
+  return cudaSuccess;
+}
+

@@ -1,0 +1,43 @@
+// The types of an exported header's dispatch tables. Pasted by `cm-tune export` inside the header's
+// namespace NS, before the rules and the generated tables; tests/cuda/test_header_runtime.cu
+// compiles it as code.
+
+/// A tuned problem: C is M x N, the product's depth is K.
+struct TunedProblem {
+  int m, n, k;
+};
+
+namespace detail {
+
+/// One kernel: its instantiation, launch shape and what it requires of a call.
+struct KernelInfo {
+  const char* name;     // the instantiation, as tuned
+  const char* source;   // namespace of its source bundle, under detail
+  int threads;          // 1-D blocks
+  int tile_m;           // rows of C per block
+  int tile_n;           // columns of C per block
+  int dynamic_smem;     // bytes
+  int grid_z;           // blocks per tile along z (K split across a cluster)
+  int align_bytes;      // A, B and C base addresses must be aligned to this
+  int ld_multiple;      // lda, ldb and ldc must be multiples of this
+};
+
+/// A tuned problem and its kernels, as indices into k_kernels.
+struct Entry {
+  TunedProblem problem;
+  int primary;          // the fastest kernel
+  int portable;         // the fastest without requirements; -1: none (the generic default runs)
+};
+
+/// The dispatch table of one device, keyed by what cudaGetDeviceProperties reports.
+struct DeviceTable {
+  const char* name;
+  int cc_major, cc_minor, sm_count;
+  const Entry* entries;
+  int entry_count;
+};
+
+/// Every kernel has the SGEMM contract signature (templates/README.md).
+typedef void (*KernelFn)(int, int, int, float, const float*, int, const float*, int, float, float*, int);
+
+}  // namespace detail
