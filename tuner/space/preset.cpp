@@ -7,6 +7,7 @@
 #include <toml++/toml.h>
 
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "space/toml_reader.hpp"
 #include "core/hash.hpp"
 
@@ -16,30 +17,11 @@ namespace cmt {
 
 namespace {
 
+using detail::in_file_order;
+using detail::join_keys;
 using detail::line_of;
 
 constexpr std::string_view k_top_keys[] = {"name", "description", "tune", "templates"};
-
-template <size_t N>
-std::string join_keys(const std::string_view (&keys)[N]) {
-  std::string out;
-  for (const auto& k : keys) out += (out.empty() ? "" : ", ") + std::string(k);
-  return out;
-}
-
-
-/// Entries of a table in the order they appear in the file (toml++ keeps tables sorted by key), so
-/// the first error reported is the first one in the file.
-std::vector<std::pair<const toml::key*, const toml::node*>> in_file_order(const toml::table& table) {
-  std::vector<std::pair<const toml::key*, const toml::node*>> out;
-  for (auto&& [key, node] : table) out.emplace_back(&key, &node);
-  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
-    const auto& pa = a.first->source().begin;
-    const auto& pb = b.first->source().begin;
-    return pa.line != pb.line ? pa.line < pb.line : pa.column < pb.column;
-  });
-  return out;
-}
 
 /// Reads one preset file; every error is "FILE:LINE: KEY: message".
 class PresetReader : public detail::TomlFileReader {
@@ -47,7 +29,7 @@ class PresetReader : public detail::TomlFileReader {
   explicit PresetReader(const fs::path& file) : TomlFileReader(file.string()), m_file(file) {}
 
   Preset read() {
-    const std::string text = detail::read_text(m_file, "preset");
+    const std::string text = read_text_file(m_file, "preset");
     const toml::table root = parse(text);
 
     Preset preset;

@@ -53,7 +53,7 @@ void check_shape(const TemplateDesc& desc, const ParamValues& values, const Laun
 
 /// Walks one template's grid (last parameter fastest), appending valid candidates.
 TemplateSpaceStats enumerate_template(const TemplateDesc& desc, const PresetTemplate& entry, const Preset& preset,
-                                      std::vector<Candidate>& out) {
+                                      const Target& target, std::vector<Candidate>& out) {
   TemplateSpaceStats stats;
   stats.template_name = desc.name;
   for (const Constraint& c : desc.constraints) stats.pruned.push_back({c.reason, 0});
@@ -68,49 +68,43 @@ TemplateSpaceStats enumerate_template(const TemplateDesc& desc, const PresetTemp
   }
   stats.raw = raw;
 
+  walk_grid(desc, lists, [&](const ParamValues& values) {
+    if (const auto failed = desc.failed_constraint(values, target)) {
+      ++stats.pruned[*failed].count;
+      return true;
+    }
+    Candidate cand;
+    cand.tmpl = &desc;
+    cand.values = values;
+    cand.shape = desc.launch_shape(values, target);
+    cand.requirements = desc.requirements(values, target);
+    check_shape(desc, values, cand.shape, cand.requirements);
+    out.push_back(std::move(cand));
+    ++stats.valid;
+    return true;
+  });
+  return stats;
+}
+
+}  // namespace
+
+void walk_grid(const TemplateDesc& desc, const std::vector<std::vector<int64_t>>& lists,
+               const std::function<bool(const ParamValues&)>& visit) {
+  int64_t points = 1;
+  for (const auto& list : lists) points *= static_cast<int64_t>(list.size());
   std::vector<size_t> index(lists.size(), 0);
   ParamValues values;
-  for (size_t p = 0; p < lists.size(); ++p) values.emplace_back(desc.params[p].name, lists[p][0]);
-
-  for (int64_t point = 0; point < raw; ++point) {
+  for (size_t p = 0; p < lists.size(); ++p) values.emplace_back(desc.params[p].name, 0);
+  for (int64_t point = 0; point < points; ++point) {
     for (size_t p = 0; p < lists.size(); ++p) values[p].second = lists[p][index[p]];
-
-    bool valid = true;
-    for (size_t c = 0; c < desc.constraints.size() && valid; ++c) {
-      int64_t ok = 0;
-      try {
-        ok = desc.constraints[c].check.eval(values);
-      } catch (const UsageError& e) {
-        throw UsageError(fmt::format("template '{}' ({}): constraint '{}' at {}: {}", desc.name,
-                                     desc.descriptor_path.string(), desc.constraints[c].check.text(),
-                                     params_to_string(values), e.what()));
-      }
-      if (ok == 0) {
-        ++stats.pruned[c].count;
-        valid = false;
-      }
-    }
-    if (valid) {
-      Candidate cand;
-      cand.tmpl = &desc;
-      cand.values = values;
-      cand.shape = desc.launch_shape(values);
-      cand.requirements = desc.requirements(values);
-      check_shape(desc, values, cand.shape, cand.requirements);
-      out.push_back(std::move(cand));
-      ++stats.valid;
-    }
-
+    if (!visit(values)) return;
     // Odometer step: the last parameter varies fastest.
     for (size_t p = lists.size(); p-- > 0;) {
       if (++index[p] < lists[p].size()) break;
       index[p] = 0;
     }
   }
-  return stats;
 }
-
-}  // namespace
 
 std::string Candidate::id() const {
   return fmt::format("{}[{}]", tmpl ? tmpl->name : std::string("?"), params_to_string(values));
@@ -149,18 +143,22 @@ void validate_preset(const Preset& preset, const std::vector<TemplateDesc>& temp
   }
 }
 
-SearchSpace enumerate_space(const std::vector<TemplateDesc>& templates, const Preset& preset,
+void validate_template_choice(const std::vector<TemplateDesc>& templates, const Preset& preset,
+                              const std::optional<std::string>& only_template) {
+  if (!only_template) return;
+  if (!find_template(templates, *only_template))
+    throw UsageError(fmt::format("--template: unknown template '{}' (known: {})", *only_template, template_names(templates)));
+  const bool in_preset = std::any_of(preset.templates.begin(), preset.templates.end(),
+                                     [&](const PresetTemplate& t) { return t.name == *only_template; });
+  if (!in_preset)
+    throw UsageError(fmt::format("--template: template '{}' is not in preset '{}' ({}; its templates: {})", *only_template,
+                                 preset.name, preset.file.string(), preset_template_names(preset)));
+}
+
+SearchSpace enumerate_space(const std::vector<TemplateDesc>& templates, const Preset& preset, const Target& target,
                             const std::optional<std::string>& only_template) {
   validate_preset(preset, templates);
-  if (only_template) {
-    if (!find_template(templates, *only_template))
-      throw UsageError(fmt::format("--template: unknown template '{}' (known: {})", *only_template, template_names(templates)));
-    const bool in_preset = std::any_of(preset.templates.begin(), preset.templates.end(),
-                                       [&](const PresetTemplate& t) { return t.name == *only_template; });
-    if (!in_preset)
-      throw UsageError(fmt::format("--template: template '{}' is not in preset '{}' ({}; its templates: {})", *only_template,
-                                   preset.name, preset.file.string(), preset_template_names(preset)));
-  }
+  validate_template_choice(templates, preset, only_template);
 
   // Preset.templates is sorted by name already; sort a copy of the order anyway, since a caller may
   // have built the preset by hand, and candidate order must not depend on that.
@@ -183,7 +181,7 @@ SearchSpace enumerate_space(const std::vector<TemplateDesc>& templates, const Pr
     int64_t duplicates = 0;
     for (; i < end; ++i) {
       std::vector<Candidate> grid;
-      const TemplateSpaceStats stats = enumerate_template(desc, *order[i], preset, grid);
+      const TemplateSpaceStats stats = enumerate_template(desc, *order[i], preset, target, grid);
       if (total.template_name.empty()) {
         total = stats;
       } else {

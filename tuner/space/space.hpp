@@ -1,11 +1,13 @@
 // Enumeration of a preset's search space: the cartesian grid of each template, pruned by constraints.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "space/preset.hpp"
+#include "space/target.hpp"
 #include "space/template_desc.hpp"
 
 namespace cmt {
@@ -39,6 +41,12 @@ struct SearchSpace {
   std::vector<TemplateSpaceStats> stats;
 };
 
+/// Visits every point of the grid spanned by one value list per parameter, in odometer order (the
+/// last parameter fastest), as (name, value) pairs in the template's order; stops early when visit
+/// returns false. Parameters without values span nothing.
+void walk_grid(const TemplateDesc& desc, const std::vector<std::vector<int64_t>>& value_lists,
+               const std::function<bool(const ParamValues&)>& visit);
+
 /// Finds a template by name; nullptr when absent.
 const TemplateDesc* find_template(const std::vector<TemplateDesc>& templates, const std::string& name);
 
@@ -46,12 +54,18 @@ const TemplateDesc* find_template(const std::vector<TemplateDesc>& templates, co
 /// names a parameter of that template. Errors are UsageError "PRESET:LINE: KEY: message".
 void validate_preset(const Preset& preset, const std::vector<TemplateDesc>& templates);
 
-/// Enumerates. only_template restricts to one template (UsageError if unknown or not in the preset).
-/// A template named by the preset but not loaded is a UsageError naming the preset file.
-SearchSpace enumerate_space(const std::vector<TemplateDesc>& templates, const Preset& preset,
+/// Checks --template against the loaded templates and the preset: UsageError if it names an unknown
+/// template or one the preset does not search.
+void validate_template_choice(const std::vector<TemplateDesc>& templates, const Preset& preset,
+                              const std::optional<std::string>& only_template);
+
+/// Enumerates for a target (whose DEVICE_* limits descriptors may use). only_template restricts to
+/// one template (UsageError if unknown or not in the preset). A template named by the preset but not
+/// loaded is a UsageError naming the preset file.
+SearchSpace enumerate_space(const std::vector<TemplateDesc>& templates, const Preset& preset, const Target& target,
                             const std::optional<std::string>& only_template = std::nullopt);
 /// Candidates point into templates, so a temporary vector would leave them dangling.
-SearchSpace enumerate_space(std::vector<TemplateDesc>&& templates, const Preset& preset,
+SearchSpace enumerate_space(std::vector<TemplateDesc>&& templates, const Preset& preset, const Target& target,
                             const std::optional<std::string>& only_template = std::nullopt) = delete;
 
 }  // namespace cmt

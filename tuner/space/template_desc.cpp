@@ -4,14 +4,10 @@
 #include <cctype>
 #include <cstdlib>
 #include <fmt/format.h>
-#include <functional>
-#include <limits>
-#include <map>
-#include <set>
-#include <sstream>
 #include <toml++/toml.h>
 
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "space/toml_reader.hpp"
 
 namespace fs = std::filesystem;
@@ -20,10 +16,13 @@ namespace cmt {
 
 namespace {
 
+using detail::in_file_order;
+using detail::join_keys;
 using detail::line_of;
-using detail::read_text;
 
-constexpr std::string_view k_top_keys[] = {"name", "kernel", "summary", "param", "launch", "requires", "constraint"};
+constexpr std::string_view k_top_keys[] = {"name",    "kernel", "summary",  "param",     "derived",
+                                           "include", "launch", "requires", "constraint"};
+constexpr std::string_view k_fragment_keys[] = {"constraint"};
 constexpr std::string_view k_param_keys[] = {"name", "values", "help"};
 constexpr std::string_view k_launch_keys[] = {"threads", "tile_m", "tile_n", "dynamic_smem", "grid_z"};
 constexpr std::string_view k_requires_keys[] = {"align_bytes", "ld_multiple"};
@@ -34,50 +33,48 @@ bool is_identifier(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
-template <size_t N>
-std::string join_keys(const std::string_view (&keys)[N]) {
-  std::string out;
-  for (const auto& k : keys) out += (out.empty() ? "" : ", ") + std::string(k);
-  return out;
-}
-
 std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
   return out;
 }
 
+std::string path_of(std::string_view table_key, std::string_view key) {
+  return table_key.empty() ? std::string(key) : fmt::format("{}.{}", table_key, key);
+}
 
-/// Reads one descriptor; every error is "FILE:LINE: KEY: message".
-class DescriptorReader : public detail::TomlFileReader {
+/// Reads one TOML file of a descriptor (the descriptor itself or a fragment it includes) into the
+/// descriptor being built; every error is "FILE:LINE: KEY: message" for this file.
+class DescriptorFileReader : public detail::TomlFileReader {
  public:
-  explicit DescriptorReader(const fs::path& file) : TomlFileReader(file.string()), m_file(file) {}
+  DescriptorFileReader(const fs::path& file, TemplateDesc& desc) : TomlFileReader(file.string()), m_file(file), m_desc(desc) {}
 
-  TemplateDesc read() {
-    const toml::table root = parse(read_text(m_file, "template descriptor"));
+  /// The descriptor proper: everything but the fragments' constraints, which read_includes adds.
+  void read_descriptor() {
+    const toml::table root = parse(read_text_file(m_file, "template descriptor"));
     check_keys(root, "", k_top_keys);
-
-    TemplateDesc desc;
-    desc.descriptor_path = m_file;
-    desc.name = required_string(root, "name", "");
-    desc.kernel = required_string(root, "kernel", "");
-    desc.summary = required_string(root, "summary", "");
+    m_desc.descriptor_path = m_file;
+    m_desc.name = required_string(root, "name", "");
+    m_desc.kernel = required_string(root, "kernel", "");
+    m_desc.summary = required_string(root, "summary", "");
     const std::string stem = m_file.stem().string();
-    if (desc.name != stem)
-      fail(line_of(*root.get("name")), "name", fmt::format("'{}' must equal the file's stem '{}'", desc.name, stem));
-    if (!is_identifier(desc.kernel))
-      fail(line_of(*root.get("kernel")), "kernel", fmt::format("'{}' is not a C++ identifier", desc.kernel));
+    if (m_desc.name != stem)
+      fail(line_of(*root.get("name")), "name", fmt::format("'{}' must equal the file's stem '{}'", m_desc.name, stem));
+    if (!is_identifier(m_desc.kernel))
+      fail(line_of(*root.get("kernel")), "kernel", fmt::format("'{}' is not a C++ identifier", m_desc.kernel));
 
-    read_params(root, desc);
-    read_constraints(root, desc);
+    read_params(root);
+    read_derived(root);
+    read_includes(root);
+    read_constraints(root);
 
     const toml::table* launch = required_table(root, "launch");
     check_keys(*launch, "launch", k_launch_keys);
-    desc.threads = expression(*launch, "launch", "threads", std::nullopt, desc);
-    desc.tile_m = expression(*launch, "launch", "tile_m", std::nullopt, desc);
-    desc.tile_n = expression(*launch, "launch", "tile_n", std::nullopt, desc);
-    desc.dynamic_smem = expression(*launch, "launch", "dynamic_smem", "0", desc);
-    desc.grid_z = expression(*launch, "launch", "grid_z", "1", desc);
+    m_desc.threads = expression(*launch, "launch", "threads", std::nullopt);
+    m_desc.tile_m = expression(*launch, "launch", "tile_m", std::nullopt);
+    m_desc.tile_n = expression(*launch, "launch", "tile_n", std::nullopt);
+    m_desc.dynamic_smem = expression(*launch, "launch", "dynamic_smem", "0");
+    m_desc.grid_z = expression(*launch, "launch", "grid_z", "1");
 
     // [requires] is optional: its absence means plain 4-byte alignment and any leading dimension.
     static const toml::table k_empty;
@@ -87,22 +84,23 @@ class DescriptorReader : public detail::TomlFileReader {
       if (!req) fail(line_of(*node), "requires", "must be a table");
       check_keys(*req, "requires", k_requires_keys);
     }
-    desc.align_bytes = expression(*req, "requires", "align_bytes", "4", desc);
-    desc.ld_multiple = expression(*req, "requires", "ld_multiple", "1", desc);
+    m_desc.align_bytes = expression(*req, "requires", "align_bytes", "4");
+    m_desc.ld_multiple = expression(*req, "requires", "ld_multiple", "1");
 
-    desc.source_path = m_file.parent_path() / (stem + ".cuh");
-    if (!fs::is_regular_file(desc.source_path))
+    m_desc.source_path = m_file.parent_path() / (stem + ".cuh");
+    if (!fs::is_regular_file(m_desc.source_path))
       throw UsageError(fmt::format("{}: the kernel source '{}' is missing (it must sit beside the descriptor)", m_display,
-                                   desc.source_path.string()));
-    return desc;
+                                   m_desc.source_path.string()));
+  }
+
+  /// A fragment: [[constraint]] tables only, over the names of the including descriptor.
+  void read_fragment() {
+    const toml::table root = parse(read_text_file(m_file, "constraint fragment"));
+    check_keys(root, "", k_fragment_keys);
+    read_constraints(root);
   }
 
  private:
-
-  static std::string path_of(std::string_view table_key, std::string_view key) {
-    return table_key.empty() ? std::string(key) : fmt::format("{}.{}", table_key, key);
-  }
-
   template <size_t N>
   void check_keys(const toml::table& table, std::string_view table_key, const std::string_view (&known)[N]) const {
     for (auto&& [key, node] : table) {
@@ -126,41 +124,62 @@ class DescriptorReader : public detail::TomlFileReader {
     return node->as_table();
   }
 
-  /// Parses an expression key, checking that it names only parameters of desc.
-  Expr expression(const toml::table& table, std::string_view table_key, std::string_view key,
-                  std::optional<std::string_view> fallback, const TemplateDesc& desc) const {
-    const std::string key_path = path_of(table_key, key);
-    const toml::node* node = table.get(key);
-    if (!node && !fallback) fail(line_of(table), key_path, "required key is missing");
-    int line = node ? line_of(*node) : line_of(table);
+  /// Whether an expression may use a name: a parameter, a derived value declared so far, or a
+  /// DEVICE_* name of the target.
+  bool known_name(const std::string& name) const {
+    const auto is = [&](const auto& item) { return item.name == name; };
+    return std::any_of(m_desc.params.begin(), m_desc.params.end(), is) ||
+           std::any_of(m_desc.derived.begin(), m_desc.derived.end(), is) ||
+           std::any_of(target_names().begin(), target_names().end(), [&](const auto& t) { return t.first == name; });
+  }
+
+  /// What an expression may name, for the message about a name it may not.
+  std::string names_in_scope() const {
+    std::vector<std::string> params, derived, device;
+    for (const auto& p : m_desc.params) params.push_back(p.name);
+    for (const auto& d : m_desc.derived) derived.push_back(d.name);
+    for (const auto& t : target_names()) device.push_back(t.first);
+    std::string out = fmt::format("parameters: {}", join(params));
+    if (!derived.empty()) out += fmt::format("; derived: {}", join(derived));
+    return out + fmt::format("; device: {}", join(device));
+  }
+
+  /// Parses an expression from a node (a string, or a bare integer) and checks every name in it.
+  Expr parse_expression(const toml::node& node, const std::string& key_path) const {
+    const int line = line_of(node);
     std::string text;
-    if (!node) {
-      text = std::string(*fallback);
-    } else if (node->is_string()) {
-      text = node->as_string()->get();
-    } else if (node->is_integer()) {
+    if (node.is_string()) {
+      text = node.as_string()->get();
+    } else if (node.is_integer()) {
       // A bare integer is a constant expression; accepting it saves quoting "0".
-      text = std::to_string(node->as_integer()->get());
+      text = std::to_string(node.as_integer()->get());
     } else {
       fail(line, key_path, "must be a string holding an expression");
     }
+    return checked(text, line, key_path);
+  }
+
+  Expr checked(const std::string& text, int line, const std::string& key_path) const {
     Expr expr;
     try {
       expr = Expr::parse(text);
     } catch (const UsageError& e) {
       fail(line, key_path, e.what());
     }
-    for (const std::string& ident : expr.identifiers()) {
-      const bool known = std::any_of(desc.params.begin(), desc.params.end(), [&](const ParamDesc& p) { return p.name == ident; });
-      if (!known) {
-        std::vector<std::string> names;
-        for (const auto& p : desc.params) names.push_back(p.name);
-        fail(line, key_path, fmt::format("'{}' names unknown parameter '{}' (parameters: {})", text, ident, join(names)));
-      }
-    }
+    for (const std::string& ident : expr.identifiers())
+      if (!known_name(ident))
+        fail(line, key_path, fmt::format("'{}' names unknown parameter '{}' ({})", text, ident, names_in_scope()));
     return expr;
   }
 
+  /// An expression key of a table, or the fallback text when the key is absent and has one.
+  Expr expression(const toml::table& table, std::string_view table_key, std::string_view key,
+                  std::optional<std::string_view> fallback) const {
+    const std::string key_path = path_of(table_key, key);
+    if (const toml::node* node = table.get(key)) return parse_expression(*node, key_path);
+    if (!fallback) fail(line_of(table), key_path, "required key is missing");
+    return checked(std::string(*fallback), line_of(table), key_path);
+  }
 
   /// Each element of an array of tables, with its index, as "KEY[i]".
   std::vector<std::pair<std::string, const toml::table*>> table_array(const toml::table& root, std::string_view key) const {
@@ -178,82 +197,125 @@ class DescriptorReader : public detail::TomlFileReader {
     return out;
   }
 
-  void read_params(const toml::table& root, TemplateDesc& desc) const {
+  void read_params(const toml::table& root) {
     const auto tables = table_array(root, "param");
     if (tables.empty()) fail(1, "param", "a template needs at least one [[param]]");
     for (const auto& [key, table] : tables) {
       check_keys(*table, key, k_param_keys);
       ParamDesc param;
       param.name = required_string(*table, "name", key);
-      if (!is_identifier(param.name))
-        fail(line_of(*table->get("name")), key + ".name", fmt::format("'{}' is not a C++ identifier", param.name));
-      for (const auto& other : desc.params)
-        if (other.name == param.name) fail(line_of(*table->get("name")), key + ".name", fmt::format("parameter '{}' is declared twice", param.name));
+      const int line = line_of(*table->get("name"));
+      if (!is_identifier(param.name)) fail(line, key + ".name", fmt::format("'{}' is not a C++ identifier", param.name));
+      if (is_target_name(param.name))
+        fail(line, key + ".name", fmt::format("'{}': names starting with DEVICE_ are the target's", param.name));
+      for (const auto& other : m_desc.params)
+        if (other.name == param.name) fail(line, key + ".name", fmt::format("parameter '{}' is declared twice", param.name));
       const toml::node* values = table->get("values");
       if (!values) fail(line_of(*table), key + ".values", "required key is missing");
       param.values = value_list(*values, key + ".values");
       if (table->get("help")) param.help = required_string(*table, "help", key);
-      desc.params.push_back(std::move(param));
+      m_desc.params.push_back(std::move(param));
     }
   }
 
-  void read_constraints(const toml::table& root, TemplateDesc& desc) const {
+  /// [derived]: NAME = "expression", in file order; each may use the parameters and those above it.
+  void read_derived(const toml::table& root) {
+    const toml::node* node = root.get("derived");
+    if (!node) return;
+    const toml::table* table = node->as_table();
+    if (!table) fail(line_of(*node), "derived", "must be a table of NAME = \"expression\"");
+    for (const auto& [key, value] : in_file_order(*table)) {
+      const std::string name(key->str());
+      const std::string key_path = "derived." + name;
+      const int line = static_cast<int>(key->source().begin.line);
+      if (!is_identifier(name)) fail(line, key_path, fmt::format("'{}' is not an identifier", name));
+      if (is_target_name(name)) fail(line, key_path, fmt::format("'{}': names starting with DEVICE_ are the target's", name));
+      if (known_name(name)) fail(line, key_path, fmt::format("'{}' is already a parameter or derived value", name));
+      m_desc.derived.push_back({name, parse_expression(*value, key_path)});
+    }
+  }
+
+  /// include = ["common/x.toml", ...]: constraint fragments, relative to the descriptor's folder.
+  void read_includes(const toml::table& root) {
+    const toml::node* node = root.get("include");
+    if (!node) return;
+    const toml::array* array = node->as_array();
+    if (!array) fail(line_of(*node), "include", "must be an array of file names");
+    for (size_t i = 0; i < array->size(); ++i) {
+      const toml::node& item = *array->get(i);
+      const std::string key = fmt::format("include[{}]", i);
+      if (!item.is_string()) fail(line_of(item), key, "must be a string");
+      const fs::path relative(item.as_string()->get());
+      if (relative.empty() || relative.is_absolute() ||
+          std::any_of(relative.begin(), relative.end(), [](const fs::path& part) { return part == ".."; }))
+        fail(line_of(item), key, fmt::format("'{}' must be a path inside the templates folder", relative.string()));
+      const fs::path fragment = m_file.parent_path() / relative;
+      if (!fs::is_regular_file(fragment))
+        fail(line_of(item), key, fmt::format("no such file '{}'", fragment.string()));
+      if (std::find(m_desc.includes.begin(), m_desc.includes.end(), fragment) != m_desc.includes.end())
+        fail(line_of(item), key, fmt::format("'{}' is included twice", relative.string()));
+      m_desc.includes.push_back(fragment);
+      DescriptorFileReader(fragment, m_desc).read_fragment();
+    }
+  }
+
+  void read_constraints(const toml::table& root) {
     for (const auto& [key, table] : table_array(root, "constraint")) {
       check_keys(*table, key, k_constraint_keys);
       Constraint constraint;
-      constraint.check = expression(*table, key, "check", std::nullopt, desc);
+      constraint.check = expression(*table, key, "check", std::nullopt);
       constraint.reason = required_string(*table, "reason", key);
-      desc.constraints.push_back(std::move(constraint));
+      constraint.file = m_file;
+      m_desc.constraints.push_back(std::move(constraint));
     }
   }
 
   fs::path m_file;
+  TemplateDesc& m_desc;
 };
-
-/// Parses `#include "name"` from one line; nullopt when the line is not a quoted include.
-std::optional<std::string> quoted_include(std::string_view line) {
-  size_t i = 0;
-  auto skip = [&] {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
-  };
-  skip();
-  if (i >= line.size() || line[i] != '#') return std::nullopt;
-  ++i;
-  skip();
-  if (line.substr(i, 7) != "include") return std::nullopt;
-  i += 7;
-  skip();
-  if (i >= line.size() || line[i] != '"') return std::nullopt;
-  const size_t close = line.find('"', i + 1);
-  if (close == std::string_view::npos) return std::nullopt;
-  return std::string(line.substr(i + 1, close - i - 1));
-}
-
-int64_t eval_field(const TemplateDesc& desc, const Expr& expr, std::string_view key, const ParamValues& values) {
-  try {
-    return expr.eval(values);
-  } catch (const UsageError& e) {
-    throw UsageError(fmt::format("template '{}' ({}): {} at {}: {}", desc.name, desc.descriptor_path.string(), key,
-                                 params_to_string(values), e.what()));
-  }
-}
 
 }  // namespace
 
-LaunchShape TemplateDesc::launch_shape(const ParamValues& values) const {
+int64_t TemplateDesc::eval(const Expr& expr, const ParamValues& values, const Target& target, std::string_view key) const {
+  // Derived values are computed when first named, at most once per evaluation.
+  std::vector<std::optional<int64_t>> derived_values(derived.size());
+  ExprLookup lookup = [&](std::string_view ident) -> std::optional<int64_t> {
+    if (auto v = find_param(values, ident)) return v;
+    for (size_t i = 0; i < derived.size(); ++i) {
+      if (derived[i].name != ident) continue;
+      if (!derived_values[i]) derived_values[i] = derived[i].expr.eval(lookup);
+      return derived_values[i];
+    }
+    return target.lookup(ident);
+  };
+  try {
+    return expr.eval(lookup);
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("template '{}' ({}): {} '{}' at {}: {}", name, descriptor_path.string(), key,
+                                 expr.text(), params_to_string(values), e.what()));
+  }
+}
+
+std::optional<size_t> TemplateDesc::failed_constraint(const ParamValues& values, const Target& target) const {
+  for (size_t c = 0; c < constraints.size(); ++c)
+    if (eval(constraints[c].check, values, target, "constraint") == 0) return c;
+  return std::nullopt;
+}
+
+LaunchShape TemplateDesc::launch_shape(const ParamValues& values, const Target& target) const {
   LaunchShape shape;
-  shape.threads = eval_field(*this, threads, "launch.threads", values);
-  shape.tile_m = eval_field(*this, tile_m, "launch.tile_m", values);
-  shape.tile_n = eval_field(*this, tile_n, "launch.tile_n", values);
-  shape.dynamic_smem = eval_field(*this, dynamic_smem, "launch.dynamic_smem", values);
-  shape.grid_z = eval_field(*this, grid_z, "launch.grid_z", values);
+  shape.threads = eval(threads, values, target, "launch.threads");
+  shape.tile_m = eval(tile_m, values, target, "launch.tile_m");
+  shape.tile_n = eval(tile_n, values, target, "launch.tile_n");
+  shape.dynamic_smem = eval(dynamic_smem, values, target, "launch.dynamic_smem");
+  shape.grid_z = eval(grid_z, values, target, "launch.grid_z");
   return shape;
 }
 
-Requirements TemplateDesc::requirements(const ParamValues& values) const {
+Requirements TemplateDesc::requirements(const ParamValues& values, const Target& target) const {
   Requirements req;
-  req.align_bytes = eval_field(*this, align_bytes, "requires.align_bytes", values);
-  req.ld_multiple = eval_field(*this, ld_multiple, "requires.ld_multiple", values);
+  req.align_bytes = eval(align_bytes, values, target, "requires.align_bytes");
+  req.ld_multiple = eval(ld_multiple, values, target, "requires.ld_multiple");
   return req;
 }
 
@@ -264,37 +326,14 @@ std::string TemplateDesc::name_expression(const ParamValues& values) const {
 }
 
 SourceBundle TemplateDesc::load_source() const {
-  SourceBundle bundle;
-  bundle.main_name = source_path.filename().string();
-  bundle.main_text = read_text(source_path, fmt::format("source of template '{}'", name));
-  const fs::path folder = source_path.parent_path();
-  std::map<std::string, std::string> headers;   // sorted by name, each once
-
-  // Depth-first over quoted includes; a header is recorded before its own includes are read, so
-  // include cycles (guarded by #pragma once in the sources) terminate.
-  std::function<void(const std::string&, const std::string&)> scan = [&](const std::string& file, const std::string& text) {
-    std::istringstream lines(text);
-    std::string line;
-    for (int number = 1; std::getline(lines, line); ++number) {
-      const std::optional<std::string> include = quoted_include(line);
-      if (!include || *include == bundle.main_name || headers.count(*include)) continue;
-      if (include->find('/') != std::string::npos || include->find('\\') != std::string::npos)
-        throw UsageError(fmt::format("{}:{}: #include \"{}\": only files in the template folder may be included", file,
-                                     number, *include));
-      const fs::path path = folder / *include;
-      if (!fs::is_regular_file(path))
-        throw UsageError(fmt::format("{}:{}: #include \"{}\": no such file in {}", file, number, *include, folder.string()));
-      const std::string header_text = read_text(path, "included file");
-      headers.emplace(*include, header_text);
-      scan(path.string(), header_text);
-    }
-  };
-  scan(source_path.string(), bundle.main_text);
-  bundle.headers.assign(headers.begin(), headers.end());
-  return bundle;
+  return load_source_bundle(source_path, fmt::format("source of template '{}'", name));
 }
 
-TemplateDesc load_template(const fs::path& descriptor) { return DescriptorReader(descriptor).read(); }
+TemplateDesc load_template(const fs::path& descriptor) {
+  TemplateDesc desc;
+  DescriptorFileReader(descriptor, desc).read_descriptor();
+  return desc;
+}
 
 std::vector<TemplateDesc> load_templates(const std::vector<fs::path>& folders) {
   std::vector<TemplateDesc> out;

@@ -2,11 +2,14 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/source_bundle.hpp"
 #include "core/types.hpp"
 #include "space/expr.hpp"
+#include "space/target.hpp"
 
 namespace cmt {
 
@@ -16,16 +19,16 @@ struct ParamDesc {
   std::string help;              // one line
 };
 
+/// A value computed from the parameters ([derived]), usable by every expression after it.
+struct DerivedValue {
+  std::string name;              // e.g. "THREADS"
+  Expr expr;
+};
+
 struct Constraint {
   Expr check;                    // must evaluate non-zero for a valid candidate
   std::string reason;            // readable, e.g. "threads (BM/TM)*(BN/TN) must be <= 1024"
-};
-
-/// The source of a template with everything it includes (quoted includes, resolved in its folder).
-struct SourceBundle {
-  std::string main_name;                                  // e.g. "blocktile2d.cuh"
-  std::string main_text;
-  std::vector<std::pair<std::string, std::string>> headers;  // (include name, text), sorted by name
+  std::filesystem::path file;    // where it is written: the descriptor or a fragment it includes
 };
 
 struct TemplateDesc {
@@ -35,21 +38,31 @@ struct TemplateDesc {
   std::filesystem::path descriptor_path;
   std::filesystem::path source_path;
   std::vector<ParamDesc> params; // in template-argument order
-  std::vector<Constraint> constraints;
+  std::vector<DerivedValue> derived;               // in the order declared
+  std::vector<std::filesystem::path> includes;     // constraint fragments, as included
+  std::vector<Constraint> constraints;             // the fragments' first, in include order
   Expr threads, tile_m, tile_n, dynamic_smem, grid_z;  // [launch]
   Expr align_bytes, ld_multiple;               // [requires]
 
-  LaunchShape launch_shape(const ParamValues& values) const;
-  Requirements requirements(const ParamValues& values) const;
+  /// Evaluates one of this descriptor's expressions at a point: names resolve to the parameters,
+  /// then the derived values, then the target's DEVICE_* names. `key` names it in errors.
+  int64_t eval(const Expr& expr, const ParamValues& values, const Target& target, std::string_view key) const;
+  /// The position of the first constraint the point fails, or nullopt when it meets them all.
+  /// UsageError, naming the constraint and the point, when one cannot be evaluated.
+  std::optional<size_t> failed_constraint(const ParamValues& values, const Target& target) const;
+  LaunchShape launch_shape(const ParamValues& values, const Target& target) const;
+  Requirements requirements(const ParamValues& values, const Target& target) const;
   /// The NVRTC name expression, e.g. "cmt_sgemm_blocktile2d<128, 64, 8, 8, 8>".
   std::string name_expression(const ParamValues& values) const;
   /// Reads source_path and its quoted includes (recursively, from the same folder).
   SourceBundle load_source() const;
 };
 
-/// Loads one descriptor. Errors are UsageError "FILE:LINE: KEY: message".
+/// Loads one descriptor and the constraint fragments it includes. Errors are UsageError
+/// "FILE:LINE: KEY: message", FILE being the fragment for an error in one.
 TemplateDesc load_template(const std::filesystem::path& descriptor);
-/// Loads every *.toml descriptor in each folder; sorted by name; duplicate names are an error.
+/// Loads every *.toml descriptor in each folder (not its subfolders, where fragments live); sorted by
+/// name; duplicate names are an error.
 std::vector<TemplateDesc> load_templates(const std::vector<std::filesystem::path>& folders);
 /// The folder of the built-in templates: $CMTUNE_TEMPLATES, else the source tree's templates/.
 std::filesystem::path default_templates_dir();

@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include "core/error.hpp"
 
@@ -12,12 +10,15 @@ namespace cmt::detail {
 
 int line_of(const toml::node& node) { return static_cast<int>(node.source().begin.line); }
 
-std::string read_text(const std::filesystem::path& file, const std::string& what) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw UsageError(fmt::format("cannot read {} '{}'", what, file.string()));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+std::vector<std::pair<const toml::key*, const toml::node*>> in_file_order(const toml::table& table) {
+  std::vector<std::pair<const toml::key*, const toml::node*>> out;
+  for (auto&& [key, node] : table) out.emplace_back(&key, &node);
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    const auto& pa = a.first->source().begin;
+    const auto& pb = b.first->source().begin;
+    return pa.line != pb.line ? pa.line < pb.line : pa.column < pb.column;
+  });
+  return out;
 }
 
 toml::table TomlFileReader::parse(const std::string& text) const {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <toml++/toml.h>
 #include <vector>
 
@@ -14,8 +15,17 @@ namespace cmt::detail {
 /// The line a TOML node starts on.
 int line_of(const toml::node& node);
 
-/// The whole file; UsageError "cannot read WHAT 'FILE'" when it cannot be read.
-std::string read_text(const std::filesystem::path& file, const std::string& what);
+/// Entries of a table in the order they appear in the file (toml++ keeps tables sorted by key), so
+/// that the first error reported is the first one in the file and declared order is kept.
+std::vector<std::pair<const toml::key*, const toml::node*>> in_file_order(const toml::table& table);
+
+/// "a, b, c".
+template <size_t N>
+std::string join_keys(const std::string_view (&keys)[N]) {
+  std::string out;
+  for (const auto& k : keys) out += (out.empty() ? "" : ", ") + std::string(k);
+  return out;
+}
 
 class TomlFileReader {
  public:
