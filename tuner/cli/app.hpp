@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "space/preset.hpp"
+#include "space/target.hpp"
 #include "space/template_desc.hpp"
 #include "store/store.hpp"
 
@@ -44,6 +45,11 @@ std::filesystem::path database_path(const GlobalOptions& global);
 std::vector<TemplateDesc> load_all_templates(const GlobalOptions& global);
 /// --arch if given (checked against NVRTC), else the arch of the device; NoDeviceError when neither.
 std::string resolve_arch(const std::string& requested, int device);
+/// What `list` enumerates for: --arch if given, else GPU 0 when there is one, else k_default_arch.
+/// *note says which, for the listing's first line.
+Target resolve_target(const std::string& requested_arch, std::string* note);
+/// The architecture `list` assumes without --arch and without a GPU: the one the presets are tuned on.
+constexpr const char* k_default_arch = "sm_90";
 /// The database's device for --device SPEC: a CUDA index (matched by UUID when a GPU is present),
 /// else a position in the database's device list, a UUID, or a unique part of a name. A device never
 /// tuned is a UsageError listing the tuned devices.

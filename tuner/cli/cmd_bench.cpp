@@ -8,17 +8,12 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/app.hpp"
+#include "cli/sizes.hpp"
 #include "core/error.hpp"
-#include "cuda/check.hpp"
-#include "cuda/cublas_ref.hpp"
+#include "core/stats.hpp"
 #include "cuda/device.hpp"
-#include "cuda/kernel_module.hpp"
 #include "export/dispatch.hpp"
-#include "tune/sizes.hpp"
-#include "tune/stats.hpp"
-#include "tune/timer.hpp"
-#include "tune/validator.hpp"
-#include "tune/workspace.hpp"
+#include "measure/gpu_measurer.hpp"
 
 namespace cmt::cli {
 
@@ -105,48 +100,42 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
   std::unique_ptr<HeaderLibrary> header;
   if (!o.header.empty()) header = std::make_unique<HeaderLibrary>(o.header, o.name_space, device.arch());
 
-  Stream stream;
-  CublasHandle cublas(stream.get());
-  Validator validator(stream.get());
-  Timer timer(stream.get(), std::max<size_t>(2 * static_cast<size_t>(device.l2_bytes), 64u << 20));
+  // The tuner's own measuring code: the same workspaces, validation and interleaved timing.
   TuneSettings settings;
+  settings.allow_spills = true;  // time whatever the database holds
+  GpuMeasurer measurer(device, settings, std::random_device{}());
+  const GemmLauncher cublas = measurer.cublas_launcher();
+  GemmLauncher header_launch;
+  if (header) {
+    const HeaderSgemm fn = header->sgemm();
+    const cudaStream_t stream = measurer.stream();
+    header_launch = [fn, stream](const GemmArgs& a) {
+      return fn(a.m, a.n, a.k, a.alpha, a.a, a.lda, a.b, a.ldb, a.beta, a.c, a.ldc, stream);
+    };
+  }
   std::vector<BenchRow> rows;
+  std::vector<BinaryRecord> binaries;  // the kernels stay loaded while the measurer lives
+  binaries.reserve(problems.size());
   for (const Problem& p : problems) {
     BenchRow row;
     row.problem = p;
-    ProblemWorkspace ws(p, std::random_device{}(), stream.get(), cublas);
     const DispatchChoice choice = choose_kernel(entries, tight_call(p));
     row.dispatch_note = choice.why;
     if (!choice.kernel) throw UsageError(fmt::format("{}: {}", p.to_string(), choice.why));
     const WinnerRecord& w = *choice.kernel;
     row.winner = fmt::format("{}[{}]", w.template_name, w.params);
-    const auto binary = store.find_binary(w.binary_key);
+    auto binary = store.find_binary(w.binary_key);
     if (!binary || !binary->ok) throw UsageError(fmt::format("the binary of {} is missing from the database", row.winner));
-    LoadedKernel kernel(binary->cubin, binary->lowered_name);
-    if (w.shape.dynamic_smem > 48 * 1024) CMT_CUDA_CHECK(kernel.set_dynamic_smem(int(w.shape.dynamic_smem)));
-    const LaunchShape shape = w.shape;
-    const GemmLauncher winner = [&](const GemmArgs& a) { return kernel.launch(shape, a, stream.get()); };
-    const GemmLauncher cublas_launch = [&](const GemmArgs& a) {
-      return cublas.sgemm_status(a.m, a.n, a.k, a.alpha, a.a, a.lda, a.b, a.ldb, a.beta, a.c, a.ldc) == CUBLAS_STATUS_SUCCESS
-                 ? cudaSuccess
-                 : cudaErrorUnknown;
-    };
-    GemmLauncher header_launch;
-    if (header) {
-      const HeaderSgemm fn = header->sgemm();
-      header_launch = [fn, &stream](const GemmArgs& a) {
-        return fn(a.m, a.n, a.k, a.alpha, a.a, a.lda, a.b, a.ldb, a.beta, a.c, a.ldc, stream.get());
-      };
-    }
-    row.winner_valid = validator.validate(winner, ws).passed;
-    if (header) row.header_valid = validator.validate(header_launch, ws).passed;
+    binaries.push_back(std::move(*binary));
+    std::string why_not;
+    const auto winner = measurer.kernel_launcher({&binaries.back(), w.shape, w.requirements, row.winner}, &why_not);
+    if (!winner) throw UsageError(fmt::format("{}: {} cannot run here: {}", p.to_string(), row.winner, why_not));
 
-    const Layout& t = ws.timing();
-    const GemmArgs args{int(p.m), int(p.n), int(p.k), k_timing_alpha, ws.a_time(), int(t.lda), ws.b_time(), int(t.ldb),
-                        k_timing_beta, ws.c_time(), int(t.ldc)};
-    std::vector<Launcher> launches{[&] { return winner(args); }, [&] { return cublas_launch(args); }};
-    if (header) launches.push_back([&] { return header_launch(args); });
-    const auto results = timer.time_interleaved(launches, o.rounds, settings.warmup);
+    row.winner_valid = measurer.validate(*winner, p).passed;
+    if (header) row.header_valid = measurer.validate(header_launch, p).passed;
+    std::vector<GemmLauncher> launches{*winner, cublas};
+    if (header) launches.push_back(header_launch);
+    const auto results = measurer.time_interleaved(launches, p, o.rounds);
     for (const auto& r : results)
       if (r.status != cudaSuccess) throw InfraError("CUDA", "bench launch", cudaGetErrorString(r.status), __FILE__, __LINE__);
     row.winner_tflops = gflops(p.flops(), results[0].stats.median) / 1e3;

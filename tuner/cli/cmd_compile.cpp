@@ -38,31 +38,21 @@ std::string first_lines(const std::string& text, int lines) {
 
 }  // namespace
 
-std::string resolve_arch(const std::string& requested, int device) {
-  if (!requested.empty()) {
-    check_arch(requested);
-    return requested;
-  }
-  try {
-    return query_device(device).arch();
-  } catch (const NoDeviceError& e) {
-    throw NoDeviceError(fmt::format("cannot find the target arch: {}; pass --arch (e.g. --arch sm_90)", e.what()));
-  }
-}
-
 int run_compile(const GlobalOptions& global, const CompileOptions& opts) {
   const auto templates = load_all_templates(global);
   const Preset preset = load_preset(resolve_preset(opts.config));
-  const SearchSpace space = enumerate_space(
-      templates, preset, opts.only_template.empty() ? std::nullopt : std::optional<std::string>(opts.only_template));
   const std::string arch = resolve_arch(opts.arch, opts.device);
+  const SearchSpace space = enumerate_space(
+      templates, preset, target_for_arch(arch),
+      opts.only_template.empty() ? std::nullopt : std::optional<std::string>(opts.only_template));
   Store store(database_path(global));
 
   const auto start = std::chrono::steady_clock::now();
-  CompileService service(store, arch, opts.jobs);
+  const NvrtcCompiler compiler;
+  CompileService service(store, compiler, arch, opts.jobs);
   spdlog::info("compiling {} candidates of '{}' for {} with NVRTC {} on {} threads", space.candidates.size(),
                preset.name, arch, nvrtc_version_string(), opts.jobs > 0 ? opts.jobs : hardware_threads());
-  service.start(space.candidates);
+  service.submit_all(space.candidates);
   Progress progress("compile", static_cast<int64_t>(space.candidates.size()));
   int64_t done = 0;
   std::vector<CompiledCandidate> failures;

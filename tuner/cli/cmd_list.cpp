@@ -2,7 +2,7 @@
 #include <fmt/format.h>
 
 #include "cli/app.hpp"
-#include "space/list_render.hpp"
+#include "cli/list_render.hpp"
 #include "space/space.hpp"
 
 namespace cmt::cli {
@@ -12,12 +12,16 @@ void add_list_command(CLI::App& app, GlobalOptions& global, Action& action) {
   struct Options {
     std::string config = "default";
     std::string only_template;
+    std::string arch;
     bool json = false;
     bool candidates = false;
   };
   auto opts = std::make_shared<Options>();
   sub->add_option("--config", opts->config, "Preset name (quick, default, full) or TOML file")->capture_default_str();
   sub->add_option("--template", opts->only_template, "Only this template");
+  sub->add_option("--arch", opts->arch,
+                  fmt::format("Enumerate for this architecture's limits, e.g. sm_80 (default: GPU 0's, else {})",
+                              k_default_arch));
   sub->add_flag("--candidates", opts->candidates,
                 "List every candidate instead: kernel instantiation, launch shape and requirements");
   sub->add_flag("--json", opts->json, "Machine-readable output");
@@ -27,15 +31,17 @@ void add_list_command(CLI::App& app, GlobalOptions& global, Action& action) {
       const Preset preset = load_preset(resolve_preset(opts->config));
       const std::optional<std::string> only =
           opts->only_template.empty() ? std::nullopt : std::optional<std::string>(opts->only_template);
-      const SearchSpace space = enumerate_space(templates, preset, only);
+      std::string note;
+      const Target target = resolve_target(opts->arch, &note);
+      const SearchSpace space = enumerate_space(templates, preset, target, only);
       if (opts->candidates && opts->json)
         print_json(render_candidates_json(space));
       else if (opts->candidates)
         fmt::print("{}", render_candidates_text(space));
       else if (opts->json)
-        print_json(render_space_json(templates, preset, space));
+        print_json(render_space_json(templates, preset, target, space));
       else
-        fmt::print("{}", render_space_text(templates, preset, space));
+        fmt::print("{}", render_space_text(templates, preset, target, note, space));
       return 0;
     };
   });

@@ -5,7 +5,7 @@
 #include "cli/app.hpp"
 #include "core/error.hpp"
 #include "export/dispatch.hpp"
-#include "tune/tuner.hpp"
+#include "tune/ranking.hpp"
 
 namespace cmt::cli {
 
@@ -34,12 +34,8 @@ int run_query(const GlobalOptions& global, const QueryOptions& o) {
   const auto entries = dispatch_entries(store, device.id);
   const DispatchChoice choice = choose_kernel(entries, tight_call(p));
 
-  // The top trials of this exact problem, by their best-known time.
-  std::vector<TrialRecord> top;
-  for (auto& t : store.trials(device.id, p))
-    if (t.outcome == Outcome::ok && t.median_ms) top.push_back(std::move(t));
-  const auto time_of = [](const TrialRecord& t) { return t.retime_median_ms.value_or(*t.median_ms); };
-  std::sort(top.begin(), top.end(), [&](const auto& a, const auto& b) { return time_of(a) < time_of(b); });
+  // The top trials of this exact problem, in the order tune chooses winners by.
+  std::vector<TrialRecord> top = ranked_passing(store.trials(device.id, p));
   if (static_cast<int>(top.size()) > o.top) top.resize(static_cast<size_t>(std::max(0, o.top)));
   const auto baseline = store.find_baseline(device.id, p);
 
@@ -48,8 +44,8 @@ int run_query(const GlobalOptions& global, const QueryOptions& o) {
     for (const auto& t : top)
       rows.push_back({{"template", t.template_name},
                       {"params", t.params},
-                      {"median_ms", time_of(t)},
-                      {"tflops", p.flops() / time_of(t) / 1e9},
+                      {"median_ms", rank_time(t)},
+                      {"tflops", p.flops() / rank_time(t) / 1e9},
                       {"ratio_to_cublas", t.ratio_to_cublas ? nlohmann::json(*t.ratio_to_cublas) : nlohmann::json()},
                       {"requirements", t.requirements.to_string()}});
     print_json({{"device", {{"name", device.name}, {"uuid", device.uuid}}},
@@ -77,7 +73,7 @@ int run_query(const GlobalOptions& global, const QueryOptions& o) {
                baseline ? fmt::format(" (cuBLAS {:.2f} TF/s)", baseline->gflops / 1e3) : "");
     fmt::print("  {:<18} {:<52} {:>8} {:>8}  {}\n", "template", "parameters", "TF/s", "ratio", "requirements");
     for (const auto& t : top)
-      fmt::print("  {:<18} {:<52} {:>8.2f} {:>7.3f}x  {}\n", t.template_name, t.params, p.flops() / time_of(t) / 1e9,
+      fmt::print("  {:<18} {:<52} {:>8.2f} {:>7.3f}x  {}\n", t.template_name, t.params, p.flops() / rank_time(t) / 1e9,
                  t.ratio_to_cublas.value_or(0.0), t.requirements.to_string());
   }
   return 0;

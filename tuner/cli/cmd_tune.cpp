@@ -6,9 +6,11 @@
 #include "cli/app.hpp"
 #include "cli/progress.hpp"
 #include "core/error.hpp"
+#include "cli/sizes.hpp"
 #include "cuda/device.hpp"
+#include "cuda/nvrtc_compiler.hpp"
+#include "measure/gpu_measurer.hpp"
 #include "space/space.hpp"
-#include "tune/sizes.hpp"
 #include "tune/tuner.hpp"
 
 namespace cmt::cli {
@@ -49,12 +51,16 @@ int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const
   const std::vector<Problem> problems = parse_sizes(opts.sizes);
   const auto templates = load_all_templates(global);
   const Preset preset = load_preset(resolve_preset(opts.config));
-  const SearchSpace space = enumerate_space(
-      templates, preset, opts.only_template.empty() ? std::nullopt : std::optional<std::string>(opts.only_template));
   if (opts.budget < 0) throw UsageError("--budget must be positive");
   if (opts.time_limit < 0) throw UsageError("--time-limit must be positive");
 
+  const std::optional<std::string> only =
+      opts.only_template.empty() ? std::nullopt : std::optional<std::string>(opts.only_template);
+  validate_preset(preset, templates);  // a bad preset is reported with or without a GPU
+  validate_template_choice(templates, preset, only);
+
   const DeviceInfo device = select_device(opts.device);
+  const SearchSpace space = enumerate_space(templates, preset, target_of(device), only);
   // Every problem's buffers stay resident for the whole run: check they fit before allocating.
   const size_t flush = std::max<size_t>(2 * static_cast<size_t>(device.l2_bytes), 64u << 20);
   const size_t needed = workspace_bytes(problems) + flush + (256u << 20);
@@ -83,9 +89,10 @@ int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const
 
   spdlog::info("tuning {} candidates of '{}' x {} problems on device {} ({}, {}), database {}", space.candidates.size(),
                preset.name, problems.size(), device.index, device.name, device.arch(), database_path(global).string());
-  InProcessMeasurer measurer(device, preset.tune, req.seed);
+  const NvrtcCompiler compiler;
+  GpuMeasurer measurer(device, preset.tune, req.seed);
   Progress progress("tune", 0);
-  const TuneSummary summary = run_tune(store, measurer, req, [&](int64_t done, int64_t total, const std::string& st) {
+  const TuneSummary summary = run_tune(store, compiler, measurer, req, [&](int64_t done, int64_t total, const std::string& st) {
     progress.set_total(total);
     progress.update(done, st);
   });

@@ -6,6 +6,7 @@
 #include "cli/app.hpp"
 #include "core/error.hpp"
 #include "cuda/device.hpp"
+#include "cuda/nvrtc_compiler.hpp"
 
 namespace cmt::cli {
 
@@ -21,6 +22,35 @@ std::string describe(const DeviceRecord& d, size_t position) {
 
 }  // namespace
 
+std::string resolve_arch(const std::string& requested, int device) {
+  if (!requested.empty()) {
+    check_arch(requested);
+    return requested;
+  }
+  try {
+    return query_device(device).arch();
+  } catch (const NoDeviceError& e) {
+    throw NoDeviceError(fmt::format("cannot find the target arch: {}; pass --arch (e.g. --arch sm_90)", e.what()));
+  }
+}
+
+Target resolve_target(const std::string& requested_arch, std::string* note) {
+  if (!requested_arch.empty()) {
+    check_arch(requested_arch);
+    return target_for_arch(requested_arch);
+  }
+  try {
+    if (device_count() > 0) {
+      const DeviceInfo gpu = query_device(0);
+      if (note) *note = fmt::format("device 0, {}", gpu.name);
+      return target_of(gpu);
+    }
+  } catch (const NoDeviceError&) {
+  }
+  if (note) *note = "no GPU here; --arch chooses another";
+  return target_for_arch(k_default_arch);
+}
+
 std::string describe_db_devices(Store& store) {
   const auto devices = store.devices();
   if (devices.empty()) return "none";
@@ -32,7 +62,7 @@ std::string describe_db_devices(Store& store) {
 DeviceRecord resolve_db_device(Store& store, const std::string& spec) {
   const auto devices = store.devices();
   const auto not_tuned = [&](const std::string& what) {
-    return UsageError(fmt::format("{} has not been tuned in {}; tuned devices: {}", what, store.db().file().string(),
+    return UsageError(fmt::format("{} has not been tuned in {}; tuned devices: {}", what, store.file().string(),
                                   describe_db_devices(store)));
   };
   if (is_index(spec)) {

@@ -1,0 +1,86 @@
+#include "cli/sizes.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace cmt {
+
+namespace {
+
+constexpr int64_t k_max_dimension = 1 << 20;  // also keeps M*ld within int64 and grid limits sane
+
+[[noreturn]] void bad(std::string_view token, std::string_view why) {
+  throw UsageError(fmt::format("bad size '{}' in --sizes: {}", token, why));
+}
+
+int64_t parse_dim(std::string_view text, std::string_view token) {
+  int64_t value = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc{} || ptr != text.data() + text.size()) bad(token, fmt::format("'{}' is not a whole number", text));
+  if (value < 1) bad(token, "sizes must be at least 1");
+  if (value > k_max_dimension) bad(token, fmt::format("{} exceeds the largest supported dimension {}", value, k_max_dimension));
+  return value;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+std::vector<Problem> parse_sizes(std::string_view text) {
+  std::vector<Problem> out;
+  const auto add = [&](Problem p) {
+    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+  };
+  if (trim(text).empty()) throw UsageError("--sizes is empty");
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t comma = text.find(',', pos);
+    const std::string_view token = trim(text.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos));
+    pos = comma == std::string_view::npos ? text.size() + 1 : comma + 1;
+    if (token.empty()) bad(token, "empty item (two commas in a row?)");
+
+    if (const size_t dots = token.find(".."); dots != std::string_view::npos) {
+      const std::string_view lo_text = token.substr(0, dots);
+      std::string_view hi_text = token.substr(dots + 2);
+      std::string_view step_text;
+      if (const size_t colon = hi_text.find(':'); colon != std::string_view::npos) {
+        step_text = hi_text.substr(colon + 1);
+        hi_text = hi_text.substr(0, colon);
+      }
+      const int64_t lo = parse_dim(lo_text, token), hi = parse_dim(hi_text, token);
+      if (lo > hi) bad(token, "the range runs backwards");
+      if (step_text.empty()) {
+        for (int64_t s = lo; s <= hi; s *= 2) add({s, s, s});
+      } else {
+        const int64_t step = parse_dim(step_text, token);
+        if ((hi - lo) / step > 10000) bad(token, "more than 10000 sizes");
+        for (int64_t s = lo; s <= hi; s += step) add({s, s, s});
+      }
+      continue;
+    }
+    if (token.find_first_of("xX") != std::string_view::npos) {
+      std::vector<int64_t> dims;
+      size_t p = 0;
+      while (p <= token.size()) {
+        const size_t x = token.find_first_of("xX", p);
+        dims.push_back(parse_dim(token.substr(p, x == std::string_view::npos ? std::string_view::npos : x - p), token));
+        p = x == std::string_view::npos ? token.size() + 1 : x + 1;
+      }
+      if (dims.size() != 3) bad(token, "a rectangular size is MxNxK");
+      add({dims[0], dims[1], dims[2]});
+      continue;
+    }
+    const int64_t n = parse_dim(token, token);
+    add({n, n, n});
+  }
+  return out;
+}
+
+}  // namespace cmt
