@@ -9,7 +9,6 @@
 #include <stdexcept>
 #include <sys/wait.h>
 
-#include "cuda/device.hpp"
 #include "space/template_desc.hpp"
 
 namespace fs = std::filesystem;
@@ -67,22 +66,13 @@ void copy_builtin_templates(const fs::path& dest) {
   fs::copy(default_templates_dir(), dest, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
 }
 
+Target sm90() { return target_for_arch("sm_90"); }
+
 std::string nvcc_path() {
   for (const char* var : {"CMTUNE_NVCC", "CUDACXX"})
     if (const char* v = std::getenv(var); v && *v) return v;
   if (std::filesystem::exists("/usr/local/cuda/bin/nvcc")) return "/usr/local/cuda/bin/nvcc";
   return "nvcc";
-}
-
-std::string gpu_unavailable_reason() {
-  static const std::string reason = [] {
-    try {
-      return device_count() > 0 ? std::string{} : std::string("no CUDA device present");
-    } catch (const std::exception& e) {
-      return std::string(e.what());
-    }
-  }();
-  return reason;
 }
 
 }  // namespace cmt::test

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "space/target.hpp"
 
 namespace cmt::test {
 
@@ -48,10 +49,13 @@ void write_file(const std::filesystem::path& file, const std::string& text);
 std::string read_file(const std::filesystem::path& file);
 /// Copies the built-in templates folder into dest (for tests that edit a template).
 void copy_builtin_templates(const std::filesystem::path& dest);
+/// The Hopper target (sm_90, 227 KiB of shared memory per block) the presets are tuned for.
+Target sm90();
 /// nvcc: $CMTUNE_NVCC, else $CUDACXX, else /usr/local/cuda/bin/nvcc if present, else from PATH.
 std::string nvcc_path();
 
-/// Empty when a CUDA device is usable; otherwise why not (driver missing, no device).
+/// Empty when a CUDA device is usable; otherwise why not (driver missing, no device). Defined in
+/// gpu_support.cpp, which only the test binaries that link the CUDA library carry.
 std::string gpu_unavailable_reason();
 
 }  // namespace cmt::test

@@ -7,8 +7,9 @@
 #include "cuda/device.hpp"
 #include "space/space.hpp"
 #include "test_support.hpp"
+#include "cuda/nvrtc_compiler.hpp"
+#include "measure/gpu_measurer.hpp"
 #include "tune/compile_service.hpp"
-#include "tune/measurer.hpp"
 
 namespace cmt {
 namespace {
@@ -17,12 +18,13 @@ TEST(MeasurerRetime, TimesMoreKernelsThanItsLoadedCacheHolds) {
   CMT_REQUIRE_GPU();
   const auto templates = load_templates({default_templates_dir()});
   const Preset preset = load_preset(resolve_preset("quick"));
-  const SearchSpace space = enumerate_space(templates, preset);
   const DeviceInfo device = select_device(0);
+  const SearchSpace space = enumerate_space(templates, preset, target_of(device));
   test::TempDir dir;
   Store store(dir / "cache.db");
-  CompileService compiler(store, device.arch(), 0);
-  compiler.start(space.candidates);
+  const NvrtcCompiler nvrtc;
+  CompileService compiler(store, nvrtc, device.arch(), 0);
+  compiler.submit_all(space.candidates);
   std::vector<BinaryRecord> binaries;
   std::vector<const Candidate*> candidates;
   binaries.reserve(space.candidates.size());
@@ -39,13 +41,13 @@ TEST(MeasurerRetime, TimesMoreKernelsThanItsLoadedCacheHolds) {
   TuneSettings settings = preset.tune;
   settings.retime_rounds = 3;
   settings.allow_spills = true;  // quick.toml holds a build that spills; the tuner would skip it
-  InProcessMeasurer measurer(device, settings, 1);
+  GpuMeasurer measurer(device, settings, 1);
   const Problem problem{256, 256, 256};  // every quick kernel's requirements hold
-  const std::vector<TimingResult> results = measurer.retime(kernels, problem);
+  const std::vector<RetimeResult> results = measurer.retime(kernels, problem);
   ASSERT_EQ(results.size(), kernels.size() + 1);  // cuBLAS last
   for (size_t i = 0; i < results.size(); ++i) {
     const std::string label = i < kernels.size() ? kernels[i].label : "cuBLAS";
-    EXPECT_EQ(results[i].status, cudaSuccess) << label << ": " << cudaGetErrorString(results[i].status);
+    EXPECT_TRUE(results[i].ok) << label << ": " << results[i].error;
     EXPECT_EQ(results[i].stats.count, settings.retime_rounds) << label;
   }
   // A new problem's workspace checks cudaGetLastError after each fill: nothing stale may be left.

@@ -11,10 +11,11 @@
 #include "cuda/kernel_module.hpp"
 #include "space/space.hpp"
 #include "test_support.hpp"
+#include "cuda/nvrtc_compiler.hpp"
+#include "measure/validator.hpp"
+#include "measure/workspace.hpp"
 #include "tune/compile_service.hpp"
-#include "tune/measurer.hpp"
-#include "tune/validator.hpp"
-#include "tune/workspace.hpp"
+#include "tune/protocol.hpp"
 
 namespace cmt {
 namespace {
@@ -46,14 +47,14 @@ TEST_P(RaggedCorrectness, EveryQuickCandidateMatchesCublas) {
   CMT_REQUIRE_GPU();
   const auto templates = load_templates({default_templates_dir()});
   const Preset preset = load_preset(resolve_preset("quick"));
-  const SearchSpace space = enumerate_space(templates, preset, GetParam());
-  ASSERT_FALSE(space.candidates.empty());
-
   const DeviceInfo device = select_device(0);
+  const SearchSpace space = enumerate_space(templates, preset, target_of(device), GetParam());
+  ASSERT_FALSE(space.candidates.empty());
   test::TempDir dir;
   Store store(dir / "cache.db");
-  CompileService compiler(store, device.arch(), 0);
-  compiler.start(space.candidates);
+  const NvrtcCompiler nvrtc;
+  CompileService compiler(store, nvrtc, device.arch(), 0);
+  compiler.submit_all(space.candidates);
 
   Stream stream;
   CublasHandle cublas(stream.get());

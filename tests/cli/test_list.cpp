@@ -1,0 +1,112 @@
+// `cm-tune list`: the space of a preset as text and JSON, and every candidate with its launch.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli/list_render.hpp"
+#include "space/preset.hpp"
+#include "space/space.hpp"
+#include "test_support.hpp"
+
+namespace fs = std::filesystem;
+
+namespace cmt {
+namespace {
+
+const fs::path k_fixtures = fs::path(CMTUNE_TEST_FIXTURES) / "space";
+const fs::path k_fixture_templates = k_fixtures / "templates";
+
+TEST(SpaceList, TextShowsTemplatesConstraintsAndCounts) {
+  const std::vector<TemplateDesc> templates = load_templates({k_fixture_templates});
+  const Preset preset = load_preset(k_fixtures / "presets" / "full.toml");
+  const SearchSpace space = enumerate_space(templates, preset, test::sm90());
+  const std::string text = render_space_text(templates, preset, test::sm90(), "", space);
+
+  for (const std::string& needle : {
+           std::string("preset full ("),
+           std::string("Every fixture template"),
+           std::string("template toy: Fixture: three parameters, three constraints"),
+           std::string("template other: Fixture: two parameters and nothing else"),
+           (k_fixture_templates / "toy.cuh").string(),
+           std::string("cmt_toy"),
+           std::string("    X  3, 1"),
+           std::string("(descriptor: 1, 2, 3)  rows per block"),   // overridden: both shown
+           std::string("A*B*C <= 64  at most 64 threads"),
+           std::string("threads       A*B*C"),
+           std::string("align_bytes   min(16, A*4)"),
+           std::string("space: 24 raw, 11 valid, 13 pruned"),
+           std::string("8 pruned: A must not exceed B"),
+           std::string("space: 4 raw, 4 valid, 0 pruned"),
+           std::string("total: 2 templates, 28 raw, 15 valid, 13 pruned"),
+       }) {
+    EXPECT_NE(text.find(needle), std::string::npos) << "missing: " << needle << "\n" << text;
+  }
+  // A parameter the preset does not override shows no descriptor column.
+  EXPECT_EQ(text.find("(descriptor: 1, 2, 4)"), std::string::npos) << text;
+  // toy comes after other.
+  EXPECT_LT(text.find("template other:"), text.find("template toy:"));
+}
+
+TEST(SpaceList, JsonCarriesTheSameContent) {
+  const std::vector<TemplateDesc> templates = load_templates({k_fixture_templates});
+  const Preset preset = load_preset(k_fixtures / "presets" / "toy_only.toml");
+  const SearchSpace space = enumerate_space(templates, preset, test::sm90());
+  const nlohmann::json j = render_space_json(templates, preset, test::sm90(), space);
+
+  EXPECT_EQ(j["preset"]["name"], "toy_only");
+  EXPECT_EQ(j["preset"]["content_hash"], preset.content_hash);
+  ASSERT_EQ(j["templates"].size(), 1u);
+  const nlohmann::json& toy = j["templates"][0];
+  EXPECT_EQ(toy["name"], "toy");
+  EXPECT_EQ(toy["source"], (k_fixture_templates / "toy.cuh").string());
+  ASSERT_EQ(toy["params"].size(), 3u);
+  EXPECT_EQ(toy["params"][0]["values"], nlohmann::json::array({2}));
+  EXPECT_EQ(toy["params"][0]["default_values"], nlohmann::json::array({1, 2, 4}));
+  EXPECT_EQ(toy["params"][0]["overridden"], true);
+  EXPECT_EQ(toy["params"][1]["overridden"], false);
+  EXPECT_EQ(toy["constraints"][2]["check"], "A*B*C <= 64");
+  EXPECT_EQ(toy["constraints"][2]["reason"], "at most 64 threads");
+  EXPECT_EQ(toy["launch"]["dynamic_smem"], "A*B*4");
+  EXPECT_EQ(toy["requires"]["ld_multiple"], "A");
+  EXPECT_EQ(toy["counts"]["raw"], 4);
+  EXPECT_EQ(toy["counts"]["valid"], 2);
+  EXPECT_EQ(toy["counts"]["pruned"][1]["reason"], "B must be a multiple of A");
+  EXPECT_EQ(toy["counts"]["pruned"][1]["count"], 1);
+  EXPECT_EQ(toy["counts"]["pruned"][2]["count"], 0);
+  EXPECT_EQ(j["totals"]["raw"], 4);
+  EXPECT_EQ(j["totals"]["valid"], 2);
+  EXPECT_EQ(j["totals"]["pruned"], 2);
+  EXPECT_EQ(j["not_in_preset"], nlohmann::json::array({"other"}));
+}
+
+TEST(SpaceList, CandidatesShowInstantiationLaunchShapeAndRequirements) {
+  const std::vector<TemplateDesc> templates = load_templates({k_fixture_templates});
+  const Preset preset = load_preset(k_fixtures / "presets" / "toy_only.toml");
+  const SearchSpace space = enumerate_space(templates, preset, test::sm90());
+  ASSERT_EQ(space.candidates.size(), 2u);
+  // A=2, B=2, C=8 (the grid's first valid point): 32 threads, 16 x 16 tiles, 16 bytes of shared memory.
+  const std::string text = render_candidates_text(space);
+  EXPECT_NE(text.find("toy[A=2,B=2,C=8]  cmt_toy<2, 2, 8>  threads=32 tile=16x16 dynamic_smem=16 grid_z=1  "
+                      "requires: 8-byte aligned A/B/C, lda/ldb/ldc % 2 == 0\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2);
+  const nlohmann::json j = render_candidates_json(space);
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0]["id"], "toy[A=2,B=2,C=8]");
+  EXPECT_EQ(j[0]["template"], "toy");
+  EXPECT_EQ(j[0]["params"], "A=2,B=2,C=8");
+  EXPECT_EQ(j[0]["name_expression"], "cmt_toy<2, 2, 8>");
+  EXPECT_EQ(j[0]["launch"]["threads"], 32);
+  EXPECT_EQ(j[0]["launch"]["tile_m"], 16);
+  EXPECT_EQ(j[0]["launch"]["tile_n"], 16);
+  EXPECT_EQ(j[0]["launch"]["dynamic_smem"], 16);
+  EXPECT_EQ(j[0]["launch"]["grid_z"], 1);
+  EXPECT_EQ(j[0]["requires"]["align_bytes"], 8);
+  EXPECT_EQ(j[0]["requires"]["ld_multiple"], 2);
+}
+
+}  // namespace
+}  // namespace cmt

@@ -1,0 +1,93 @@
+// The exported header's run-time code (tuner/export/runtime/), compiled here as code by nvcc with a
+// hand-written table, the way `cm-tune export` pastes it into every header: device matching, kernel
+// selection and argument checks, none of which needs a GPU.
+#include <gtest/gtest.h>
+
+#include <cuda_runtime.h>
+
+namespace rt {
+
+#include "export/runtime/header_types.cuh"
+
+namespace detail {
+
+#include "export/runtime/dispatch_rules.h"
+
+template <int Id>
+__global__ void kernel(int, int, int, float, const float*, int, const float*, int, float, float*, int) {}
+
+// A table like the ones export writes: 0 the generic default, 1 a kernel needing 16-byte aligned
+// inputs and leading dimensions % 4, 2 one needing nothing.
+constexpr int k_generic_kernel = 0;
+constexpr int k_kernel_count = 3;
+constexpr KernelInfo k_kernels[k_kernel_count] = {
+    {"generic", "src_a", 128, 64, 64, 0, 1, 4, 1},
+    {"vec4", "src_a", 256, 128, 128, 100000, 1, 16, 4},
+    {"portable", "src_a", 128, 64, 128, 0, 1, 4, 1},
+};
+constexpr Entry k_entries_0[] = {{{256, 256, 256}, 1, 2}, {{1024, 1024, 1024}, 1, -1}, {{4096, 4096, 4096}, 2, 2}};
+constexpr Entry k_entries_1[] = {{{512, 512, 512}, 2, 2}};
+constexpr int k_device_table_count = 2;
+constexpr DeviceTable k_device_tables[k_device_table_count] = {
+    {"NVIDIA H100 80GB HBM3", 9, 0, 132, k_entries_0, 3},
+    {"NVIDIA A100-SXM4-80GB", 8, 0, 108, k_entries_1, 1},
+};
+inline KernelFn kernel_function(int index) {
+  switch (index) {
+    case 0: return &kernel<0>;
+    case 1: return &kernel<1>;
+    case 2: return &kernel<2>;
+    default: return nullptr;
+  }
+}
+
+}  // namespace detail
+
+#include "export/runtime/header_api.cuh"
+
+}  // namespace rt
+
+namespace {
+
+TEST(HeaderRuntime, DeviceTablesMatchExactlyThenByComputeCapability) {
+  EXPECT_EQ(rt::detail::match_device_table("NVIDIA H100 80GB HBM3", 9, 0, 132), 0);
+  EXPECT_EQ(rt::detail::match_device_table("NVIDIA H100 PCIe", 9, 0, 114), 0) << "same compute capability";
+  EXPECT_EQ(rt::detail::match_device_table("NVIDIA A100-SXM4-80GB", 8, 0, 108), 1);
+  EXPECT_EQ(rt::detail::match_device_table("NVIDIA GeForce RTX 4090", 8, 9, 128), -1) << "no table: generic default";
+}
+
+TEST(HeaderRuntime, SelectionFollowsTheDispatchRules) {
+  using rt::detail::select;
+  // Nearest entry 256^3: its primary when aligned with ld % 4 == 0, else its portable kernel.
+  EXPECT_EQ(select(0, 300, 300, 300, 300, 300, 300, 256), 1);
+  EXPECT_EQ(select(0, 300, 300, 300, 300, 300, 300, 8), 2);
+  EXPECT_EQ(select(0, 300, 300, 300, 301, 300, 300, 256), 2);
+  // Nearest 1024^3 has no portable kernel: the generic default.
+  EXPECT_EQ(select(0, 1000, 1000, 1000, 1001, 1000, 1000, 256), 0);
+  // 2048^3 is as near to 1024^3 as to 4096^3: the smaller problem wins the tie.
+  EXPECT_EQ(select(0, 2048, 2048, 2048, 2048, 2048, 2048, 256), 1);
+  EXPECT_EQ(select(0, 3000, 3000, 3000, 3000, 3000, 3000, 4), 2);
+  EXPECT_EQ(select(-1, 64, 64, 64, 64, 64, 64, 256), 0);
+  EXPECT_EQ(select(5, 64, 64, 64, 64, 64, 64, 256), 0);
+}
+
+TEST(HeaderRuntime, AlignmentIsTheLargestCommonPowerOfTwoUpTo256) {
+  alignas(256) static char buffer[1024];
+  EXPECT_EQ(rt::detail::alignment_of(buffer, buffer + 512, buffer + 256), 256);
+  EXPECT_EQ(rt::detail::alignment_of(buffer, buffer + 16, buffer + 48), 16);
+  EXPECT_EQ(rt::detail::alignment_of(buffer + 4, buffer, buffer), 4);
+  EXPECT_EQ(rt::detail::alignment_of(nullptr, nullptr, nullptr), 256);
+}
+
+TEST(HeaderRuntime, BadArgumentsAreRefusedBeforeAnyDeviceCall) {
+  float a[4] = {}, b[4] = {}, c[4] = {};
+  EXPECT_EQ(rt::sgemm(-1, 2, 2, 1.0f, a, 2, b, 2, 0.0f, c, 2), cudaErrorInvalidValue);
+  EXPECT_EQ(rt::sgemm(2, 2, 2, 1.0f, a, 1, b, 2, 0.0f, c, 2), cudaErrorInvalidValue) << "lda < K";
+  EXPECT_EQ(rt::sgemm(2, 2, 2, 1.0f, a, 2, b, 2, 0.0f, c, 1), cudaErrorInvalidValue) << "ldc < N";
+  EXPECT_EQ(rt::sgemm(2, 2, 2, 1.0f, a, 2, b, 2, 0.0f, nullptr, 2), cudaErrorInvalidValue);
+  EXPECT_EQ(rt::sgemm(0, 2, 2, 1.0f, a, 2, b, 2, 0.0f, c, 2), cudaSuccess) << "M = 0: nothing to do";
+  EXPECT_EQ(rt::sgemm(2, 0, 2, 1.0f, a, 2, b, 1, 0.0f, c, 1), cudaSuccess) << "N = 0: nothing to do";
+  EXPECT_EQ(rt::sgemm(2, 2, 2, 0.0f, nullptr, 2, nullptr, 2, 1.0f, c, 2), cudaSuccess) << "C = 1 * C";
+}
+
+}  // namespace

@@ -1,0 +1,197 @@
+// The tuning loop's bookkeeping: trials committed, resume, --retune, --budget, winners.
+// The GPU does not run here, so a scripted Measurer stands in for it; compilation (NVRTC) and the
+// database (SQLite) are real. The real measurer is covered by the GPU tests.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "core/hash.hpp"
+#include "space/space.hpp"
+#include "test_support.hpp"
+#include "cuda/nvrtc_compiler.hpp"
+#include "tune/tuner.hpp"
+
+namespace cmt {
+namespace {
+
+/// Times derived from the kernel's label: coalesced BLOCK=32 is fastest, naive slowest.
+class ScriptedMeasurer final : public Measurer {
+ public:
+  Measurement measure(const KernelUnderTest& k, const Problem&, double abandon_above_ms) override {
+    ++measured;
+    last_abandon_bar = abandon_above_ms;
+    Measurement m;
+    const double ms = time_of(k.label);
+    m.outcome = Outcome::ok;
+    m.timing = SampleStats{ms, ms * 0.99, ms, 0.01, 10};
+    m.max_error_ratio = 0.01;
+    m.max_abs_error = 1e-6;
+    return m;
+  }
+  SampleStats measure_cublas(const Problem&) override {
+    ++cublas;
+    SampleStats s;
+    s.median = s.min = 1.0;
+    s.count = 10;
+    return s;
+  }
+  std::vector<RetimeResult> retime(const std::vector<KernelUnderTest>& kernels, const Problem&) override {
+    ++retimed;
+    std::vector<RetimeResult> out;
+    for (const auto& k : kernels) {
+      RetimeResult r;
+      r.ok = true;
+      r.stats.median = time_of(k.label) * retime_factor;
+      r.stats.count = 30;
+      out.push_back(r);
+    }
+    RetimeResult cublas_result;
+    cublas_result.ok = true;
+    cublas_result.stats.median = 1.0;
+    cublas_result.stats.count = 30;
+    out.push_back(cublas_result);
+    return out;
+  }
+  bool context_lost() const override { return false; }
+
+  static double time_of(const std::string& label) {
+    if (label.find("naive") != std::string::npos) return 4.0;
+    if (label.find("BLOCK=32") != std::string::npos) return 0.5;
+    return 2.0;
+  }
+  int measured = 0, cublas = 0, retimed = 0;
+  double last_abandon_bar = 0;
+  double retime_factor = 1.01;  // interleaved time / back-to-back time
+};
+
+DeviceInfo fake_device() {
+  DeviceInfo d;
+  d.name = "Scripted GPU";
+  d.uuid = "GPU-00000000-0000-0000-0000-000000000001";
+  d.cc_major = 9;
+  d.cc_minor = 0;
+  d.sm_count = 132;
+  return d;
+}
+
+class TunerResume : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    test::copy_builtin_templates(m_dir / "templates");
+    m_templates = load_templates({m_dir / "templates"});
+    m_preset.name = "test";
+    m_preset.templates.push_back({"coalesced", {{"BLOCK", {16, 32}}}});
+    m_preset.templates.push_back({"naive", {}});
+  }
+  TuneRequest request() {
+    TuneRequest r;
+    r.device = fake_device();
+    r.problems = {{64, 64, 64}, {100, 50, 30}};
+    r.preset = m_preset;
+    m_space = enumerate_space(m_templates, m_preset, test::sm90());
+    r.candidates = m_space.candidates;
+    r.seed = 5;
+    r.command_line = "cm-tune tune (test)";
+    return r;
+  }
+  test::TempDir m_dir;
+  const NvrtcCompiler m_nvrtc;
+  std::vector<TemplateDesc> m_templates;
+  Preset m_preset;
+  SearchSpace m_space;
+};
+
+TEST_F(TunerResume, CommitsTrialsPicksWinnersAndResumes) {
+  const std::string db = (m_dir / "tune.db").string();
+  {
+    Store store(db);
+    ScriptedMeasurer m;
+    const TuneSummary s = run_tune(store, m_nvrtc, m, request(), nullptr);
+    EXPECT_EQ(s.trials_measured, 6);
+    EXPECT_EQ(m.measured, 6);
+    EXPECT_EQ(m.retimed, 2);
+    ASSERT_EQ(s.problems.size(), 2u);
+    for (const auto& p : s.problems) {
+      ASSERT_TRUE(p.winner.has_value());
+      EXPECT_EQ(p.winner->template_name, "coalesced");
+      EXPECT_EQ(p.winner->params, "BLOCK=32");
+      EXPECT_NEAR(p.winner->ratio_to_cublas, 1.0 / 0.505, 1e-9);  // from the interleaved re-timing
+      EXPECT_EQ(p.ok, 3);
+      EXPECT_GT(p.winner->shape.threads, 0);
+      EXPECT_GT(p.winner->shape.tile_m, 0);
+    }
+  }
+  {  // A new process, same database: nothing is measured again.
+    Store store(db);
+    ScriptedMeasurer m;
+    const TuneSummary s = run_tune(store, m_nvrtc, m, request(), nullptr);
+    EXPECT_EQ(s.trials_measured, 0);
+    EXPECT_EQ(s.trials_reused, 6);
+    EXPECT_EQ(m.measured, 0);
+    EXPECT_EQ(m.cublas, 0);
+    EXPECT_EQ(m.retimed, 0);
+    EXPECT_TRUE(s.problems[0].winner.has_value());
+  }
+  {  // --retune measures everything again and replaces the rows.
+    Store store(db);
+    ScriptedMeasurer m;
+    TuneRequest r = request();
+    r.retune = true;
+    const TuneSummary s = run_tune(store, m_nvrtc, m, r, nullptr);
+    EXPECT_EQ(s.trials_measured, 6);
+    const int64_t device_id = store.devices().front().id;
+    EXPECT_EQ(store.trials(device_id, Problem{64, 64, 64}).size(), 3u);
+    // The abandon bar is 3x the best time known for the problem.
+    EXPECT_NEAR(m.last_abandon_bar, 3.0 * 0.5, 1e-9);
+  }
+}
+
+// A kernel that was not re-timed must not win on its back-to-back median against leaders whose
+// interleaved times came out slower than that median.
+TEST_F(TunerResume, ReTimedLeadersRankBeforeTrialsThatWereNotReTimed) {
+  m_preset.tune.retime_top = 1;
+  Store store(m_dir / "tune.db");
+  ScriptedMeasurer m;
+  m.retime_factor = 5.0;  // BLOCK=32: 0.5 ms back to back, 2.5 ms interleaved; BLOCK=16: 2.0 ms
+  const TuneSummary s = run_tune(store, m_nvrtc, m, request(), nullptr);
+  for (const auto& p : s.problems) {
+    ASSERT_TRUE(p.winner.has_value());
+    EXPECT_EQ(p.winner->params, "BLOCK=32");
+    EXPECT_NEAR(p.winner->median_ms, 2.5, 1e-9);
+  }
+}
+
+TEST_F(TunerResume, CompileErrorsAreRecordedTrials) {
+  {
+    std::ofstream f(m_dir / "templates" / "naive.cuh", std::ios::app);
+    f << "\nstatic_assert(false, \"planted error\");\n";
+  }
+  m_templates = load_templates({m_dir / "templates"});
+  Store store(m_dir / "tune.db");
+  ScriptedMeasurer m;
+  const TuneSummary s = run_tune(store, m_nvrtc, m, request(), nullptr);
+  EXPECT_EQ(s.compile_failures, 1);
+  EXPECT_EQ(m.measured, 4);
+  const int64_t device_id = store.devices().front().id;
+  int compile_errors = 0;
+  for (const auto& t : store.trials(device_id, Problem{100, 50, 30}))
+    if (t.outcome == Outcome::compile_error) {
+      ++compile_errors;
+      EXPECT_EQ(t.template_name, "naive");
+      EXPECT_NE(t.log.find("planted error"), std::string::npos) << t.log;
+    }
+  EXPECT_EQ(compile_errors, 1);
+}
+
+TEST_F(TunerResume, BudgetSamplesSeeded) {
+  Store store(m_dir / "tune.db");
+  ScriptedMeasurer m;
+  TuneRequest r = request();
+  r.budget = 2;
+  const TuneSummary s = run_tune(store, m_nvrtc, m, r, nullptr);
+  EXPECT_EQ(s.candidates, 2);
+  EXPECT_EQ(s.trials_measured, 4);
+}
+
+}  // namespace
+}  // namespace cmt

@@ -1,0 +1,791 @@
+// cm-tune export and the dispatch logic it shares with `cm-tune query`: fixture databases built
+// through the Store API (real SQLite, real template sources), the header compiled with nvcc (no
+// GPU needed), golden dispatch tables, and the header's own kernel choice against choose_kernel().
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <functional>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/hash.hpp"
+#include "export/dispatch.hpp"
+#include "export/header_writer.hpp"
+#include "space/space.hpp"
+#include "space/template_desc.hpp"
+#include "store/store.hpp"
+#include "test_support.hpp"
+#include "core/source_bundle.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using namespace cmt;
+
+const fs::path k_fixtures = fs::path(CMTUNE_TEST_FIXTURES) / "export";
+
+// ---------------------------------------------------------------------------------------------
+// Fixture databases
+// ---------------------------------------------------------------------------------------------
+
+/// What a winner needs to know about its kernel.
+struct KernelSpec {
+  std::string template_name;
+  std::string params;
+  std::string name_expression;
+  LaunchShape shape;
+  Requirements requirements;
+  std::string source_hash;
+};
+
+/// Builds a database through the Store API: devices, one run, sources, binaries, trials, winners.
+class DbBuilder {
+ public:
+  explicit DbBuilder(const fs::path& file) : m_store(file) {
+    RunRecord run;
+    run.command_line = "cm-tune tune (test fixture)";
+    m_run = m_store.begin_run(run);
+  }
+
+  Store& store() { return m_store; }
+
+  int64_t add_device(const std::string& uuid, const std::string& name, int cc_major, int cc_minor, int sm_count) {
+    DeviceRecord d;
+    d.uuid = uuid;
+    d.name = name;
+    d.cc_major = cc_major;
+    d.cc_minor = cc_minor;
+    d.sm_count = sm_count;
+    d.clock_khz = 1'700'000;
+    d.memory_clock_khz = 2'600'000;
+    d.memory_bus_bits = 5120;
+    d.memory_bytes = 80LL << 30;
+    d.l2_bytes = 50LL << 20;
+    d.driver_version = 13000;
+    d.runtime_version = 13000;
+    d.nvrtc_version = "13.0";
+    const int64_t id = m_store.upsert_device(d);
+    m_devices[uuid] = id;
+    return id;
+  }
+
+  /// Stores a source bundle; returns its hash (computed like the tuner does).
+  std::string add_source(const std::string& template_name, const SourceBundle& bundle) {
+    const std::string hash = source_bundle_hash(bundle);
+    m_store.put_source(SourceRecord{hash, template_name, bundle.main_name, bundle.main_text, bundle.headers});
+    return hash;
+  }
+
+  /// A winner of `scope` for a problem on a device, with the trial and binary behind it.
+  void add_winner(const std::string& uuid, const Problem& p, const std::string& scope, const KernelSpec& k, double ms) {
+    if (!m_devices.count(uuid))   // a device stored by an earlier builder on the same file
+      for (const auto& d : m_store.devices()) m_devices[d.uuid] = d.id;
+    const int64_t device_id = m_devices.at(uuid);
+    Hasher bh;
+    bh.field("test-binary").field(k.source_hash).field(k.name_expression);
+    const std::string binary_key = bh.hex();
+    if (!m_store.find_binary(binary_key)) {
+      BinaryRecord b;
+      b.key = binary_key;
+      b.template_name = k.template_name;
+      b.params = k.params;
+      b.arch = "sm_90";
+      b.nvrtc_version = "13.0";
+      b.options = "--std=c++17";
+      b.source_hash = k.source_hash;
+      b.ok = true;
+      b.cubin = {'c', 'u', 'b', 'i', 'n'};   // export never reads the cubin
+      b.lowered_name = "_Z" + k.template_name;
+      m_store.put_binary(b);
+    }
+    TrialRecord t;
+    t.trial_key = fmt::format("{}/{}/{}/{}", uuid, p.to_string(), scope, binary_key);
+    t.run_id = m_run;
+    t.device_id = device_id;
+    t.template_name = k.template_name;
+    t.params = k.params;
+    t.name_expression = k.name_expression;
+    t.binary_key = binary_key;
+    t.problem = p;
+    t.lda = p.k;
+    t.ldb = p.n;
+    t.ldc = p.n;
+    t.outcome = Outcome::ok;
+    t.median_ms = ms;
+    t.gflops = p.flops() / ms / 1e6;
+    t.threads = k.shape.threads;
+    t.shape = k.shape;
+    t.requirements = k.requirements;
+    const int64_t trial_id = m_store.insert_trial(t);
+    WinnerRecord w;
+    w.device_id = device_id;
+    w.problem = p;
+    w.scope = scope;
+    w.trial_id = trial_id;
+    w.template_name = k.template_name;
+    w.params = k.params;
+    w.name_expression = k.name_expression;
+    w.median_ms = ms;
+    w.gflops = p.flops() / ms / 1e6;
+    w.ratio_to_cublas = 0.9;
+    w.requirements = k.requirements;
+    w.shape = k.shape;
+    w.binary_key = binary_key;
+    m_store.put_winner(w);
+  }
+
+ private:
+  Store m_store;
+  int64_t m_run = 0;
+  std::map<std::string, int64_t> m_devices;
+};
+
+const TemplateDesc& find_desc(const std::vector<TemplateDesc>& templates, const std::string& name) {
+  for (const auto& t : templates)
+    if (t.name == name) return t;
+  throw std::runtime_error("no template " + name);
+}
+
+bool config_valid(const TemplateDesc& t, const ParamValues& values) {
+  try {
+    return !t.failed_constraint(values, test::sm90());
+  } catch (const UsageError&) {   // e.g. a constraint naming a parameter the preferred values lack
+    return false;
+  }
+}
+
+/// What the fixture needs of a kernel (e.g. input requirements, or > 48 KiB of shared memory).
+using KernelWant = std::function<bool(const LaunchShape&, const Requirements&)>;
+
+/// A real kernel: descriptor-evaluated name, shape and requirements. The preferred values are used
+/// when the descriptor accepts them and the result is what the fixture wants; otherwise the first
+/// such point of the descriptor's grid, so the fixture survives edits to the templates.
+KernelSpec real_kernel(DbBuilder& db, const std::vector<TemplateDesc>& templates, const std::string& name,
+                       const std::string& preferred, const KernelWant& want) {
+  const TemplateDesc& t = find_desc(templates, name);
+  const ParamValues wanted = params_from_string(preferred);
+  const auto acceptable = [&](const ParamValues& v) {
+    return config_valid(t, v) && want(t.launch_shape(v, test::sm90()), t.requirements(v, test::sm90()));
+  };
+  ParamValues values;
+  for (const auto& p : t.params) values.emplace_back(p.name, find_param(wanted, p.name).value_or(p.values.at(0)));
+  if (!acceptable(values)) {
+    std::vector<std::vector<int64_t>> lists;
+    for (const auto& p : t.params) lists.push_back(p.values);
+    bool found = false;
+    walk_grid(t, lists, [&](const ParamValues& point) {
+      found = acceptable(point);
+      if (found) values = point;
+      return !found;
+    });
+    if (!found) throw std::runtime_error("no configuration of " + name + " suits the fixture");
+  }
+  KernelSpec k;
+  k.template_name = name;
+  k.params = params_to_string(values);
+  k.name_expression = t.name_expression(values);
+  k.shape = t.launch_shape(values, test::sm90());
+  k.requirements = t.requirements(values, test::sm90());
+  k.source_hash = db.add_source(name, t.load_source());
+  return k;
+}
+
+constexpr const char* k_h100 = "NVIDIA H100 80GB HBM3";
+constexpr const char* k_a100 = "NVIDIA A100-SXM4-40GB";
+constexpr const char* k_h100_uuid = "GPU-11111111-0000-0000-0000-000000000001";
+constexpr const char* k_a100_uuid = "GPU-22222222-0000-0000-0000-000000000002";
+
+/// The real-source fixture: two devices, six kernels of five templates, with and without
+/// requirements, one needing more than 48 KiB of dynamic shared memory, one launching a cluster
+/// along z with thin edges (clusterk, which the sm_80 build compiles without clusters).
+struct RealFixture {
+  std::vector<TemplateDesc> templates = load_templates({default_templates_dir()});
+  KernelSpec ms4, ms1, wt, bv, b2, ck;
+  int64_t h100 = 0, a100 = 0;
+
+  void build(DbBuilder& db) {
+    const auto big_smem_with_requirements = [](const LaunchShape& s, const Requirements& r) {
+      return s.dynamic_smem > 48 * 1024 && !r.none();
+    };
+    const auto with_requirements = [](const LaunchShape&, const Requirements& r) { return !r.none(); };
+    const auto without_requirements = [](const LaunchShape&, const Requirements& r) { return r.none(); };
+    ms4 = real_kernel(db, templates, "multistage",
+                      "BM=128,BN=128,BK=16,WM=64,WN=64,WNITER=2,TM=8,TN=4,STAGES=3,VEC=4,PAD=4,SPLITK=1",
+                      big_smem_with_requirements);
+    ms1 = real_kernel(db, templates, "multistage",
+                      "BM=64,BN=64,BK=16,WM=32,WN=32,WNITER=1,TM=4,TN=4,STAGES=2,VEC=1,PAD=0,SPLITK=1",
+                      without_requirements);
+    wt = real_kernel(db, templates, "warptile", "BM=128,BN=128,BK=8,WM=64,WN=64,WNITER=2,TM=8,TN=4,PAD=4,VEC=4",
+                     with_requirements);
+    bv = real_kernel(db, templates, "blocktile2d_vec", "BM=128,BN=128,BK=8,TM=8,TN=8", with_requirements);
+    b2 = real_kernel(db, templates, "blocktile2d", "BM=128,BN=64,BK=16,TM=8,TN=4", without_requirements);
+    ck = real_kernel(db, templates, "clusterk",
+                     "BM=128,BN=128,BK=16,WM=64,WN=64,WNITER=2,TM=8,TN=4,STAGES=3,VEC=1,PAD=4,SPLITK=1,CLUSTER_K=3,THIN_EDGE=4",
+                     without_requirements);
+    h100 = db.add_device(k_h100_uuid, k_h100, 9, 0, 132);
+    a100 = db.add_device(k_a100_uuid, k_a100, 8, 0, 108);
+    db.add_winner(k_h100_uuid, {1024, 1024, 1024}, "overall", ms4, 0.10);
+    db.add_winner(k_h100_uuid, {1024, 1024, 1024}, "portable", ms1, 0.15);
+    db.add_winner(k_h100_uuid, {4096, 4096, 4096}, "overall", wt, 5.0);
+    db.add_winner(k_h100_uuid, {4096, 4096, 4096}, "portable", b2, 9.0);
+    db.add_winner(k_h100_uuid, {512, 2048, 256}, "overall", bv, 0.02);   // no portable winner
+    db.add_winner(k_h100_uuid, {1023, 1023, 1023}, "overall", ck, 0.06);
+    db.add_winner(k_h100_uuid, {1023, 1023, 1023}, "portable", ck, 0.06);
+    db.add_winner(k_a100_uuid, {2048, 2048, 2048}, "overall", wt, 1.5);
+    db.add_winner(k_a100_uuid, {2048, 2048, 2048}, "portable", ms1, 2.0);
+    db.add_winner(k_a100_uuid, {128, 128, 128}, "overall", b2, 0.01);
+    db.add_winner(k_a100_uuid, {128, 128, 128}, "portable", b2, 0.01);
+  }
+};
+
+const TemplateDesc& builtin_blocktile2d() {
+  static const std::vector<TemplateDesc> templates = load_templates({default_templates_dir()});
+  return find_desc(templates, "blocktile2d");
+}
+
+// ---------------------------------------------------------------------------------------------
+// nvcc
+// ---------------------------------------------------------------------------------------------
+
+/// Runs nvcc; the whole output comes back for failure messages.
+test::CommandResult nvcc(const std::string& arguments) {
+  return test::run_command(fmt::format("{} -std=c++17 {}", test::nvcc_path(), arguments));
+}
+
+std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
+
+// ---------------------------------------------------------------------------------------------
+// Flattening and the generic default
+// ---------------------------------------------------------------------------------------------
+
+TEST(ExportFlatten, InlinesEachIncludeOnceInOrderAndDropsPragmaOnce) {
+  const std::vector<std::pair<std::string, std::string>> headers = {
+      {"a.cuh", "#pragma once\n#include \"c.cuh\"\nint a;\n"},
+      {"b.cuh", "#pragma once\n#include \"c.cuh\"\n#include \"a.cuh\"\nint b;\n"},
+      {"c.cuh", "  #  pragma   once\nint c;\n"},
+  };
+  const std::string flat = flatten_source({"main.cuh", "#pragma once\n#include \"b.cuh\"\n#include \"a.cuh\"\nint main_;\n", headers});
+  EXPECT_EQ(flat,
+            "// ---- begin b.cuh (included by main.cuh) ----\n"
+            "// ---- begin c.cuh (included by b.cuh) ----\n"
+            "int c;\n"
+            "// ---- end c.cuh ----\n"
+            "// ---- begin a.cuh (included by b.cuh) ----\n"
+            "int a;\n"
+            "// ---- end a.cuh ----\n"
+            "int b;\n"
+            "// ---- end b.cuh ----\n"
+            "int main_;\n");
+}
+
+TEST(ExportFlatten, RejectsAngleIncludesAndUnknownHeaders) {
+  EXPECT_THROW(flatten_source({"m.cuh", "#include <cstdio>\n", {}}), UsageError);
+  EXPECT_THROW(flatten_source({"m.cuh", "#include \"missing.cuh\"\n", {}}), UsageError);
+}
+
+TEST(ExportFlatten, RealTemplatesFlattenWithoutIncludes) {
+  for (const auto& t : load_templates({default_templates_dir()})) {
+    const SourceBundle b = t.load_source();
+    const std::string flat = flatten_source(b);
+    EXPECT_EQ(flat.find("#include"), std::string::npos) << t.name;
+    EXPECT_EQ(flat.find("#pragma once"), std::string::npos) << t.name;
+    EXPECT_NE(flat.find(t.kernel), std::string::npos) << t.name;
+  }
+}
+
+TEST(ExportModel, GenericDefaultIsAValidBlocktile2dWithoutRequirements) {
+  const TemplateDesc& t = builtin_blocktile2d();
+  const ParamValues values = generic_default_params(t);
+  EXPECT_EQ(params_to_string(values), "BM=64,BN=64,BK=8,TM=8,TN=4");
+  for (const auto& c : t.constraints) EXPECT_NE(t.eval(c.check, values, test::sm90(), "constraint"), 0) << c.reason;
+  EXPECT_TRUE(t.requirements(values, test::sm90()).none());
+  EXPECT_EQ(t.launch_shape(values, test::sm90()).dynamic_smem, 0);
+}
+
+TEST(ExportModel, NamespaceNames) {
+  EXPECT_TRUE(valid_namespace_name("cmtune"));
+  EXPECT_TRUE(valid_namespace_name("app::gemm_v2"));
+  EXPECT_FALSE(valid_namespace_name(""));
+  EXPECT_FALSE(valid_namespace_name("1abc"));
+  EXPECT_FALSE(valid_namespace_name("a::"));
+  EXPECT_FALSE(valid_namespace_name("a b"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The model: merging, sorting, errors; golden dispatch tables
+// ---------------------------------------------------------------------------------------------
+
+/// Synthetic sources with fixed text, so the golden tables never depend on the real templates.
+struct SyntheticFixture {
+  KernelSpec fast1, fast2, port1, port2;
+
+  KernelSpec synthetic(DbBuilder& db, const std::string& tmpl, int variant, bool requirements) {
+    const std::string kernel = "cmt_sgemm_" + tmpl;
+    SourceBundle b;
+    b.main_name = tmpl + ".cuh";
+    b.main_text = fmt::format(
+        "template <int V>\n__global__ void {}(int M, int N, int K, float alpha, const float* A, int lda, const float* B,\n"
+        "    int ldb, float beta, float* C, int ldc) {{}}\n",
+        kernel);
+    KernelSpec k;
+    k.template_name = tmpl;
+    k.params = fmt::format("V={}", variant);
+    k.name_expression = fmt::format("{}<{}>", kernel, variant);
+    k.shape = {128 * variant, 64 * variant, 128, variant == 2 ? 65536 : 0};
+    k.requirements = requirements ? Requirements{16, 4} : Requirements{4, 1};
+    k.source_hash = db.add_source(tmpl, b);
+    return k;
+  }
+
+  void build(DbBuilder& db) {
+    fast1 = synthetic(db, "fast", 1, true);
+    fast2 = synthetic(db, "fast", 2, true);
+    port1 = synthetic(db, "port", 1, false);
+    port2 = synthetic(db, "port", 2, false);
+    // Two H100s merge into one table (same name, cc, SMs); the A100 has its own.
+    db.add_device("GPU-aaaa", k_h100, 9, 0, 132);
+    db.add_device("GPU-aaab", k_h100, 9, 0, 132);
+    db.add_device("GPU-bbbb", k_a100, 8, 0, 108);
+    db.add_device("GPU-cccc", "Never Tuned GPU", 7, 5, 40);
+    db.add_winner("GPU-aaaa", {1024, 1024, 1024}, "overall", fast1, 1.0);
+    db.add_winner("GPU-aaaa", {1024, 1024, 1024}, "portable", port1, 1.5);
+    db.add_winner("GPU-aaaa", {4096, 4096, 4096}, "overall", fast2, 10.0);
+    db.add_winner("GPU-aaab", {1024, 1024, 1024}, "overall", fast2, 0.9);     // faster: wins the merge
+    db.add_winner("GPU-aaab", {1024, 1024, 1024}, "portable", port2, 1.6);    // slower: port1 stays
+    db.add_winner("GPU-aaab", {256, 8192, 512}, "overall", port2, 0.5);
+    db.add_winner("GPU-aaab", {256, 8192, 512}, "portable", port2, 0.5);
+    db.add_winner("GPU-bbbb", {2048, 2048, 2048}, "overall", fast1, 3.0);
+    db.add_winner("GPU-bbbb", {2048, 2048, 2048}, "portable", port1, 4.0);
+    db.add_winner("GPU-bbbb", {64, 64, 64}, "template:fast", fast1, 0.001);  // per-template scopes are not exported
+  }
+};
+
+const TemplateDesc& fixture_blocktile2d() {
+  static const std::vector<TemplateDesc> templates = load_templates({k_fixtures / "templates"});
+  return find_desc(templates, "blocktile2d");
+}
+
+TEST(ExportModel, MergesDevicesSharingNameCcAndSmsAndSortsEverything) {
+  test::TempDir dir;
+  DbBuilder db(dir / "t.db");
+  SyntheticFixture f;
+  f.build(db);
+  const ExportModel m = build_export_model(db.store(), {}, fixture_blocktile2d());
+
+  ASSERT_EQ(m.kernels.size(), 5u);
+  EXPECT_EQ(m.kernels[0].name_expression, "cmt_sgemm_blocktile2d<64, 64, 8, 8, 4>");
+  EXPECT_EQ(m.kernels[1].name_expression, "cmt_sgemm_fast<1>");
+  EXPECT_EQ(m.kernels[2].name_expression, "cmt_sgemm_fast<2>");
+  EXPECT_EQ(m.kernels[3].name_expression, "cmt_sgemm_port<1>");
+  EXPECT_EQ(m.kernels[4].name_expression, "cmt_sgemm_port<2>");
+
+  ASSERT_EQ(m.devices.size(), 2u);   // the never-tuned device is not exported
+  EXPECT_EQ(m.devices[0].name, k_a100);
+  EXPECT_EQ(m.devices[1].name, k_h100);
+  ASSERT_EQ(m.devices[1].records.size(), 2u);
+  EXPECT_EQ(m.devices[1].records[0].uuid, "GPU-aaaa");
+  EXPECT_EQ(m.devices[1].records[1].uuid, "GPU-aaab");
+  const auto& h = m.devices[1].entries;
+  ASSERT_EQ(h.size(), 3u);
+  EXPECT_EQ(h[0].problem, (Problem{256, 8192, 512}));
+  EXPECT_EQ(h[1].problem, (Problem{1024, 1024, 1024}));
+  EXPECT_EQ(h[1].primary, 2);    // fast<2> from GPU-aaab, 0.9 ms < 1.0 ms
+  EXPECT_EQ(h[1].portable, 3);   // port<1> from GPU-aaaa, 1.5 ms < 1.6 ms
+  EXPECT_EQ(h[2].problem, (Problem{4096, 4096, 4096}));
+  EXPECT_EQ(h[2].portable, -1);
+  ASSERT_EQ(m.devices[0].entries.size(), 1u);   // the template:fast scope is not a dispatch entry
+
+  // Sources: the two synthetic bundles (each shared by both variants) and the generic default's.
+  ASSERT_EQ(m.sources.size(), 3u);
+  for (size_t i = 1; i < m.sources.size(); ++i) EXPECT_LT(m.sources[i - 1].hash, m.sources[i].hash);
+}
+
+TEST(ExportModel, DeviceSelectionExportsOnlyThatDevice) {
+  test::TempDir dir;
+  DbBuilder db(dir / "t.db");
+  SyntheticFixture f;
+  f.build(db);
+  ExportOptions options;
+  for (const auto& d : db.store().devices())
+    if (d.uuid == "GPU-bbbb") options.device_ids.push_back(d.id);
+  const ExportModel m = build_export_model(db.store(), options, fixture_blocktile2d());
+  ASSERT_EQ(m.devices.size(), 1u);
+  EXPECT_EQ(m.devices[0].name, k_a100);
+  EXPECT_EQ(m.kernels.size(), 3u);   // generic, fast<1>, port<1>: nothing the A100 does not use
+  EXPECT_EQ(m.sources.size(), 3u);
+}
+
+TEST(ExportModel, ErrorsAreUsageErrors) {
+  test::TempDir dir;
+  {
+    DbBuilder db(dir / "empty.db");
+    db.add_device("GPU-x", "Some GPU", 9, 0, 132);
+    try {
+      build_export_model(db.store(), {}, fixture_blocktile2d());
+      FAIL() << "expected a UsageError";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("no tuned problems"), std::string::npos) << e.what();
+    }
+    ExportOptions one;
+    one.device_ids.push_back(db.store().devices().at(0).id);
+    EXPECT_THROW(build_export_model(db.store(), one, fixture_blocktile2d()), UsageError);
+  }
+  {
+    // A winner whose binary was pruned from the compile cache cannot be exported.
+    DbBuilder db(dir / "pruned.db");
+    SyntheticFixture f;
+    f.build(db);
+    db.store().db().exec("DELETE FROM binaries");
+    EXPECT_THROW(build_export_model(db.store(), {}, fixture_blocktile2d()), UsageError);
+  }
+  EXPECT_THROW(render_header(ExportModel{}, "not a namespace"), UsageError);
+}
+
+TEST(ExportGolden, DispatchTables) {
+  test::TempDir dir;
+  DbBuilder db(dir / "t.db");
+  SyntheticFixture f;
+  f.build(db);
+  const std::string tables = render_dispatch_tables(build_export_model(db.store(), {}, fixture_blocktile2d()));
+  const fs::path golden = k_fixtures / "dispatch_tables.golden";
+  if (const char* update = std::getenv("CMTUNE_UPDATE_GOLDEN"); update && std::string(update) == "1") {
+    test::write_file(golden, tables);
+    GTEST_SKIP() << "rewrote " << golden;
+  }
+  ASSERT_TRUE(fs::exists(golden)) << golden << " is missing; run with CMTUNE_UPDATE_GOLDEN=1 to create it";
+  EXPECT_EQ(tables, test::read_file(golden))
+      << "the dispatch tables changed; if intended, re-run with CMTUNE_UPDATE_GOLDEN=1 and review the diff of " << golden;
+}
+
+TEST(ExportHeader, HoldsUsedSourcesOnlyAndProvenanceWithoutTimes) {
+  test::TempDir dir;
+  DbBuilder db(dir / "t.db");
+  RealFixture f;
+  f.build(db);
+  const ExportModel model = build_export_model(db.store(), {}, builtin_blocktile2d());
+  const std::string header = render_header(model, "cmtune");
+
+  // Bundles: multistage, clusterk, warptile, blocktile2d_vec and blocktile2d (winner and generic share it).
+  EXPECT_EQ(model.sources.size(), 5u);
+  for (const auto& s : model.sources)
+    EXPECT_NE(header.find("namespace src_" + s.hash.substr(0, 12) + " {"), std::string::npos) << s.main_name;
+  for (const char* unused : {"cmt_sgemm_naive", "cmt_sgemm_coalesced", "cmt_sgemm_smem_tiled", "cmt_sgemm_blocktile1d"})
+    EXPECT_EQ(header.find(unused), std::string::npos) << unused;
+  EXPECT_NE(header.find(db.store().content_hash()), std::string::npos);
+  EXPECT_NE(header.find(CMTUNE_VERSION), std::string::npos);
+  EXPECT_NE(header.find(k_h100_uuid), std::string::npos);
+  EXPECT_NE(header.find("NVRTC 13.0"), std::string::npos);
+  EXPECT_EQ(header.find("#include \""), std::string::npos);
+  EXPECT_EQ(header.find("#pragma once"), header.rfind("#pragma once"));   // the header's own only
+  // No timestamps: nothing that looks like a date or a time of day.
+  EXPECT_FALSE(std::regex_search(header, std::regex(R"(\d{4}-\d{2}-\d{2}|\d{2}:\d{2}:\d{2})")));
+  // The only standard include is the CUDA runtime.
+  std::smatch m;
+  std::string rest = header;
+  std::vector<std::string> includes;
+  while (std::regex_search(rest, m, std::regex(R"(#\s*include\s*[<"][^>"]*[>"])"))) {
+    includes.push_back(m.str());
+    rest = m.suffix();
+  }
+  EXPECT_EQ(includes, std::vector<std::string>{"#include <cuda_runtime.h>"});
+  // The multistage kernel needs > 48 KiB and cp.async: the header raises the limit and guards the arch.
+  EXPECT_NE(header.find(fmt::format(", {}, 1, {}, {}}},", f.ms4.shape.dynamic_smem, f.ms4.requirements.align_bytes,
+                                    f.ms4.requirements.ld_multiple)),
+            std::string::npos);
+  // The clusterk kernel launches 3 blocks per tile along z, and its cluster is compiled for sm_90 only.
+  EXPECT_EQ(f.ck.shape.grid_z, 3);
+  EXPECT_NE(header.find(fmt::format(", {}, 3, 4, 1}},", f.ck.shape.dynamic_smem)), std::string::npos);
+  EXPECT_NE(header.find("__cluster_dims__(1, 1, n)"), std::string::npos);
+  EXPECT_NE(header.find("__CUDA_ARCH__ < 800"), std::string::npos);
+  // Identical macro definitions of several bundles are undefined after each.
+  EXPECT_NE(header.find("#undef CMT_DEVICE"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The command: determinism and --check, through the real binary
+// ---------------------------------------------------------------------------------------------
+
+TEST(ExportCli, SameDatabaseSameBytesAndCheckDetectsChanges) {
+  test::TempDir dir;
+  const fs::path db_file = dir / "t.db";
+  RealFixture f;
+  {
+    DbBuilder db(db_file);
+    f.build(db);
+  }
+  const std::string exe = test::cmtune_binary();
+  const auto cmtune = [&](const std::string& args) {
+    return test::run_command(fmt::format("{} --db {} {}", exe, quoted(db_file), args));
+  };
+
+  const auto first = cmtune("export --out " + quoted(dir / "a.cuh"));
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_NE(first.output.find("2 device tables"), std::string::npos) << first.output;
+  const auto second = cmtune("export --out " + quoted(dir / "b.cuh"));
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_EQ(test::read_file(dir / "a.cuh"), test::read_file(dir / "b.cuh"));
+
+  const auto check = cmtune("export --check --out " + quoted(dir / "a.cuh"));
+  EXPECT_EQ(check.exit_code, 0) << check.output;
+  const auto missing = cmtune("export --check --out " + quoted(dir / "missing.cuh"));
+  EXPECT_EQ(missing.exit_code, 1) << missing.output;
+  EXPECT_FALSE(fs::exists(dir / "missing.cuh"));
+
+  // A different namespace is a different file.
+  const auto other_ns = cmtune("export --check --namespace app::gemm --out " + quoted(dir / "a.cuh"));
+  EXPECT_EQ(other_ns.exit_code, 1) << other_ns.output;
+
+  // Change one winner: the export differs and --check says so in one line.
+  {
+    DbBuilder db(db_file);
+    db.add_winner(k_h100_uuid, {1024, 1024, 1024}, "overall", f.bv, 0.09);
+  }
+  const auto stale = cmtune("export --check --out " + quoted(dir / "a.cuh"));
+  EXPECT_EQ(stale.exit_code, 1) << stale.output;
+  EXPECT_NE(stale.output.find("differs"), std::string::npos) << stale.output;
+  EXPECT_EQ(std::count(stale.output.begin(), stale.output.end(), '\n'), 1) << stale.output;
+  ASSERT_EQ(cmtune("export --out " + quoted(dir / "c.cuh")).exit_code, 0);
+  EXPECT_NE(test::read_file(dir / "a.cuh"), test::read_file(dir / "c.cuh"));
+  EXPECT_EQ(cmtune("export --check --out " + quoted(dir / "c.cuh")).exit_code, 0);
+
+  // --device: one table only; a bad spec is resolve_db_device's usage error.
+  const auto one = cmtune("export --device A100 --out " + quoted(dir / "d.cuh"));
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  const std::string d = test::read_file(dir / "d.cuh");
+  EXPECT_EQ(d.find(k_h100_uuid), std::string::npos);
+  EXPECT_NE(d.find(k_a100_uuid), std::string::npos);
+  const auto bad = cmtune("export --device 'No Such GPU' --out " + quoted(dir / "e.cuh"));
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("has not been tuned"), std::string::npos) << bad.output;
+  EXPECT_EQ(cmtune("export --namespace 9x --out " + quoted(dir / "e.cuh")).exit_code, 2);
+}
+
+TEST(ExportCli, DatabaseWithoutWinnersIsAUsageError) {
+  test::TempDir dir;
+  {
+    DbBuilder db(dir / "t.db");
+    db.add_device("GPU-x", "Some GPU", 9, 0, 132);
+  }
+  const auto r = test::run_command(
+      fmt::format("{} --db {} export --out {}", test::cmtune_binary(), quoted(dir / "t.db"), quoted(dir / "x.cuh")));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("no tuned problems"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "x.cuh"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dispatch: choose_kernel on hand-made entries
+// ---------------------------------------------------------------------------------------------
+
+WinnerRecord winner(const std::string& name, Requirements r) {
+  WinnerRecord w;
+  w.name_expression = name;
+  w.requirements = r;
+  return w;
+}
+
+DispatchEntry entry(Problem p, const std::string& primary, Requirements r, std::optional<std::string> portable) {
+  DispatchEntry e;
+  e.problem = p;
+  e.primary = winner(primary, r);
+  e.primary.problem = p;
+  if (portable) e.portable = winner(*portable, {4, 1});
+  return e;
+}
+
+/// Name of the chosen kernel, "generic" when none.
+std::string chosen(const std::vector<DispatchEntry>& entries, const CallShape& call) {
+  const DispatchChoice c = choose_kernel(entries, call);
+  return c.kernel ? c.kernel->name_expression : "generic";
+}
+
+const Requirements k_vec4{16, 4};
+
+std::vector<DispatchEntry> sample_entries() {
+  return {entry({1000, 1000, 1000}, "p1000", k_vec4, "q1000"), entry({1000, 4000, 1000}, "p1000x4000", k_vec4, "q1000x4000"),
+          entry({4000, 1000, 1000}, "p4000", k_vec4, std::nullopt)};
+}
+
+TEST(DispatchChoice, ExactHit) {
+  const auto entries = sample_entries();
+  const DispatchChoice c = choose_kernel(entries, tight_call({1000, 4000, 1000}));
+  EXPECT_TRUE(c.exact);
+  EXPECT_EQ(c.kernel->name_expression, "p1000x4000");
+  EXPECT_EQ(c.distance, 0.0);
+}
+
+TEST(DispatchChoice, NearestByLogDistanceIncludingRectangular) {
+  const auto entries = sample_entries();
+  EXPECT_EQ(chosen(entries, tight_call({1100, 900, 1200})), "p1000");
+  EXPECT_EQ(chosen(entries, tight_call({1000, 3000, 1000})), "p1000x4000");   // ln(4/3) < ln 3
+  EXPECT_EQ(chosen(entries, tight_call({900, 2500, 800})), "p1000x4000");     // ln(2.5) > ln(1.6)
+  EXPECT_EQ(chosen(entries, tight_call({5000, 900, 1000})), "p4000");
+  EXPECT_EQ(chosen(entries, tight_call({16, 16, 16})), "p1000");              // far below everything
+  EXPECT_FALSE(choose_kernel(entries, tight_call({1000, 1000, 1001})).exact);
+}
+
+TEST(DispatchChoice, TiesGoToTheSmallerProblem) {
+  // 2000 is ln 2 from both 1000 and 4000 (ln 2 == -ln 0.5 exactly).
+  std::vector<DispatchEntry> entries = {entry({4000, 1000, 1000}, "big", {4, 1}, std::nullopt),
+                                        entry({1000, 1000, 1000}, "small", {4, 1}, std::nullopt)};
+  EXPECT_EQ(chosen(entries, tight_call({2000, 1000, 1000})), "small");
+  std::reverse(entries.begin(), entries.end());
+  EXPECT_EQ(chosen(entries, tight_call({2000, 1000, 1000})), "small");
+}
+
+TEST(DispatchChoice, UnmetRequirementsFallBackToPortableThenGeneric) {
+  const auto entries = sample_entries();
+  CallShape call = tight_call({1000, 1000, 1000});
+  call.lda = 1001;   // unmet ld_multiple
+  DispatchChoice c = choose_kernel(entries, call);
+  EXPECT_EQ(c.kernel->name_expression, "q1000");
+  EXPECT_TRUE(c.portable_fallback);
+  call = tight_call({1000, 1000, 1000});
+  call.alignment = 4;   // unmet alignment (base pointer offset by one float)
+  EXPECT_EQ(chosen(entries, call), "q1000");
+  call.alignment = 8;
+  EXPECT_EQ(chosen(entries, call), "q1000");
+  call.alignment = 16;
+  EXPECT_EQ(chosen(entries, call), "p1000");
+  call = tight_call({4000, 1000, 1000});
+  call.ldc = 1002;      // no portable winner: the generic default
+  c = choose_kernel(entries, call);
+  EXPECT_EQ(c.kernel, nullptr);
+  EXPECT_TRUE(c.portable_fallback);
+  EXPECT_EQ(chosen({}, tight_call({64, 64, 64})), "generic");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The header under nvcc: compiles for sm_80 and sm_90, and its selection equals choose_kernel
+// ---------------------------------------------------------------------------------------------
+
+TEST(ExportNvcc, TwoHeadersCompileTogetherForSm90) {
+  test::TempDir dir;
+  RealFixture f;
+  std::string a, b;
+  {
+    DbBuilder db(dir / "t.db");
+    f.build(db);
+    a = export_header(db.store(), {}, builtin_blocktile2d());
+    db.add_winner(k_h100_uuid, {1024, 1024, 1024}, "overall", f.bv, 0.09);
+    ExportOptions other;
+    other.name_space = "app::gemm";
+    b = export_header(db.store(), other, builtin_blocktile2d());
+  }
+  test::write_file(dir / "a.cuh", a);
+  test::write_file(dir / "b.cuh", b);
+  test::write_file(dir / "use.cu", R"(#include "a.cuh"
+#include "b.cuh"
+#ifdef CMT_DEVICE
+#error "a bundle's macro leaked"
+#endif
+cudaError_t use(float* C, const float* A, const float* B, cudaStream_t s) {
+  cudaError_t e = cmtune::sgemm(100, 200, 300, 1.0f, A, 300, B, 200, 0.0f, C, 200, s);
+  if (e != cudaSuccess) return e;
+  return app::gemm::sgemm(100, 200, 300, 1.0f, A, 300, B, 200, 0.5f, C, 200);
+}
+)");
+  const auto r = nvcc(fmt::format("-arch=sm_90 -c {} -o {}", quoted(dir / "use.cu"), quoted(dir / "use.o")));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+/// One call for the header's host-side selection test.
+struct SelectCase {
+  int table;   // index into the header's device tables; -1: no table
+  Problem p;
+  int64_t lda, ldb, ldc, alignment;
+};
+
+TEST(ExportNvcc, HeaderSelectionMatchesChooseKernelAndCompilesForSm80) {
+  test::TempDir dir;
+  DbBuilder db(dir / "t.db");
+  RealFixture f;
+  f.build(db);
+  const ExportModel model = build_export_model(db.store(), {}, builtin_blocktile2d());
+  ASSERT_EQ(model.devices.size(), 2u);
+  ASSERT_EQ(model.devices[0].name, k_a100);
+  ASSERT_EQ(model.devices[1].name, k_h100);
+  test::write_file(dir / "tuned_sgemm.cuh", render_header(model, "cmtune"));
+  const std::vector<int64_t> device_ids = {f.a100, f.h100};   // in table order
+
+  std::vector<SelectCase> cases;
+  const std::vector<Problem> problems = {
+      {1024, 1024, 1024}, {4096, 4096, 4096}, {512, 2048, 256}, {2048, 2048, 2048}, {128, 128, 128},
+      {17, 33, 65},       {1000, 1000, 1000}, {1023, 1023, 1023}, {1025, 1025, 1025}, {2049, 100, 3000},
+      {1, 1, 1},          {100000, 16, 16},   {256, 4096, 128},   {3000, 3000, 64},   {724, 724, 724}};
+  for (int table = -1; table < 2; ++table)
+    for (const Problem& p : problems)
+      for (const auto& [dl, dc, align] : std::vector<std::tuple<int, int, int>>{{0, 0, 256}, {1, 0, 256}, {0, 3, 256},
+                                                                               {0, 0, 4}, {0, 0, 8}, {0, 0, 16}, {4, 4, 16}})
+        cases.push_back({table, p, p.k + dl, p.n + dl, p.n + dc, align});
+
+  std::string program = "#include \"tuned_sgemm.cuh\"\n#include <cstdio>\n\n";
+  program += "struct Case { int table, m, n, k, lda, ldb, ldc, alignment; };\n";
+  program += "static const Case k_cases[] = {\n";
+  for (const auto& c : cases)
+    program += fmt::format("    {{{}, {}, {}, {}, {}, {}, {}, {}}},\n", c.table, c.p.m, c.p.n, c.p.k, c.lda, c.ldb, c.ldc,
+                           c.alignment);
+  program += R"(};
+
+// Host only: nothing here touches a GPU. The sgemm reference keeps every kernel instantiated.
+int main(int argc, char**) {
+  if (argc > 5) return cmtune::sgemm(1, 1, 1, 1.0f, nullptr, 1, nullptr, 1, 0.0f, nullptr, 1) == cudaSuccess;
+  for (const Case& c : k_cases)
+    std::printf("%d\n", cmtune::detail::select(c.table, c.m, c.n, c.k, c.lda, c.ldb, c.ldc, c.alignment));
+  using cmtune::detail::match_device_table;
+  std::printf("match %d %d %d %d %d\n", match_device_table("NVIDIA H100 80GB HBM3", 9, 0, 132),
+              match_device_table("NVIDIA A100-SXM4-40GB", 8, 0, 108), match_device_table("NVIDIA H100 PCIe", 9, 0, 114),
+              match_device_table("NVIDIA H100 80GB HBM3", 9, 0, 114), match_device_table("Tesla V100", 7, 0, 80));
+  static const float buffer[64] = {};
+  std::printf("align %d %d %d %d\n", cmtune::detail::alignment_of(buffer, buffer, buffer) >= 16 ? 16 : 0,
+              cmtune::detail::alignment_of(buffer + 1, buffer, buffer), cmtune::detail::alignment_of(buffer + 2, buffer, buffer + 4),
+              cmtune::detail::alignment_of(nullptr, nullptr, nullptr));
+  return 0;
+}
+)";
+  test::write_file(dir / "select.cu", program);
+  const auto build = nvcc(fmt::format("-arch=sm_80 -Xcompiler -Wall,-Wextra -I {} {} -o {}", quoted(dir.path()),
+                                      quoted(dir / "select.cu"), quoted(dir / "select")));
+  ASSERT_EQ(build.exit_code, 0) << build.output;
+  const auto run = test::run_command(quoted(dir / "select"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+
+  std::istringstream lines(run.output);
+  std::vector<std::vector<DispatchEntry>> entries;
+  for (const int64_t id : device_ids) entries.push_back(dispatch_entries(db.store(), id));
+  const std::string generic = model.kernels[k_generic_kernel_index].name_expression;
+  int mismatches = 0;
+  for (const auto& c : cases) {
+    std::string line;
+    ASSERT_TRUE(std::getline(lines, line)) << "output ended early:\n" << run.output;
+    const int index = std::stoi(line);
+    ASSERT_GE(index, 0);
+    ASSERT_LT(index, static_cast<int>(model.kernels.size()));
+    std::string expected = generic;
+    if (c.table >= 0) {
+      const CallShape call{c.p, c.lda, c.ldb, c.ldc, c.alignment};
+      const DispatchChoice choice = choose_kernel(entries[static_cast<size_t>(c.table)], call);
+      if (choice.kernel) expected = choice.kernel->name_expression;
+    }
+    if (model.kernels[static_cast<size_t>(index)].name_expression != expected && ++mismatches <= 10)
+      ADD_FAILURE() << fmt::format("table {} {} lda={} ldb={} ldc={} alignment={}: header picks {}, choose_kernel {}",
+                                   c.table, c.p.to_string(), c.lda, c.ldb, c.ldc, c.alignment,
+                                   model.kernels[static_cast<size_t>(index)].name_expression, expected);
+  }
+  EXPECT_EQ(mismatches, 0);
+  std::string line;
+  ASSERT_TRUE(std::getline(lines, line));
+  // Exact H100 -> 1, exact A100 -> 0, another cc 9.0 device -> first cc 9.0 table, V100 -> none.
+  EXPECT_EQ(line, "match 1 0 1 1 -1");
+  ASSERT_TRUE(std::getline(lines, line));
+  EXPECT_EQ(line, "align 16 4 8 256");
+}
+
+}  // namespace

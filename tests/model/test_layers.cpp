@@ -1,0 +1,63 @@
+// The module map of docs/DESIGN.md, checked on the sources: every quoted include points to a module
+// the including one may depend on, and nothing in the CUDA-free model names a CUDA header. (The
+// linker enforces the libraries' split; this keeps the modules inside each library in order too.)
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Module -> the modules it may include (besides itself). Model: core, space, store, tune, export.
+// CUDA: cuda (thin wrappers; it implements tune's Compiler seam), measure (implements tune's Measurer).
+const std::map<std::string, std::set<std::string>> k_allowed = {
+    {"core", {}},
+    {"space", {"core"}},
+    {"store", {"core"}},
+    {"tune", {"core", "space", "store"}},
+    {"export", {"core", "space", "store", "tune"}},
+    {"cuda", {"core", "tune"}},
+    {"measure", {"core", "cuda", "space", "store", "tune"}},
+    {"cli", {"core", "space", "store", "tune", "export", "cuda", "measure"}},
+};
+const std::set<std::string> k_model = {"core", "space", "store", "tune", "export"};
+
+TEST(Layers, IncludesPointDownTheModuleMap) {
+  const fs::path tuner = fs::path(CMTUNE_SOURCE_DIR) / "tuner";
+  const std::regex quoted(R"re(^\s*#\s*include\s*"([a-z_]+)/[^"]+")re");
+  const std::regex cuda_header(R"re(^\s*#\s*include\s*<(cuda|cublas|nvrtc|cuda_runtime)[^>]*>)re");
+  int files = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(tuner)) {
+    if (!entry.is_regular_file()) continue;
+    const fs::path rel = fs::relative(entry.path(), tuner);
+    const std::string module = rel.begin()->string();
+    const std::string ext = entry.path().extension().string();
+    if (ext != ".hpp" && ext != ".cpp" && ext != ".cu" && ext != ".h" && ext != ".cuh") continue;
+    ASSERT_TRUE(k_allowed.count(module)) << rel << ": a module missing from the map (tests/model/test_layers.cpp)";
+    // The header's run-time code is pasted into exported headers: it includes nothing of cm-tune.
+    const bool header_runtime = rel.string().rfind("export/runtime/", 0) == 0;
+    std::ifstream in(entry.path());
+    std::string line;
+    for (int number = 1; std::getline(in, line); ++number) {
+      std::smatch m;
+      if (std::regex_search(line, m, quoted)) {
+        const std::string target = m[1].str();
+        EXPECT_FALSE(header_runtime) << rel << ":" << number << ": " << line;
+        EXPECT_TRUE(target == module || k_allowed.at(module).count(target))
+            << rel << ":" << number << ": " << module << "/ may not include " << target << "/ (" << line << ")";
+      }
+      if (k_model.count(module) && !header_runtime)
+        EXPECT_FALSE(std::regex_search(line, cuda_header)) << rel << ":" << number << ": the model includes CUDA: " << line;
+    }
+    ++files;
+  }
+  EXPECT_GT(files, 50);
+}
+
+}  // namespace
