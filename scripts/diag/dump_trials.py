@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Dumps the trials of a cm-tune database as JSON, the best N ok trials per problem first.
 
-Usage: scripts/dump_trials.py DATABASE N OUT.json   (needs only Python's sqlite3)
+Usage: scripts/diag/dump_trials.py DATABASE N OUT.json   (needs only Python's sqlite3)
+scripts/gpu/gpu_session.sh runs it at the end of every session (N = 40).
 """
 import sqlite3, sys, json
 db = sqlite3.connect(sys.argv[1])

@@ -1,15 +1,32 @@
 #!/usr/bin/env bash
-# One batch of GPU work on the device machine, with the build/ made here (see shared/DEVICE.md).
-# Writes logs and results under $OUT (default: ./gpu-out). Phases: tests, tune, bench, consumer, profile.
-# Usage: scripts/gpu_session.sh [phase...]   (default: tests tune bench)
+# One batch of GPU work on the GPU machine, run with a build/ made elsewhere and carried there
+# (scripts/gpu/stage_for_device.sh stages it). Writes logs and results under $OUT (default: ./gpu-out).
+# Usage: scripts/gpu/gpu_session.sh [phase...]   (default: tests tune bench)
+# Phases, in the order given:
+#   tests       ctest -L gpu (the GPU tests)
+#   compile     cm-tune compile of the default preset for sm_90, cold then warm (compile throughput)
+#   tune        cold tune of $CMTUNE_SIZES into $CMTUNE_SESSION_DB (deleted first unless CMTUNE_KEEP_DB is
+#               set), then the same command again (warm)
+#   bench       export the header, then cm-tune bench of winner, header and cuBLAS on $CMTUNE_BENCH_SIZES
+#   consumer    export the header, build tests/consumer (the exported-header correctness harness) against it, run it
+#   example     export the header, build examples/consumer against it, run it
+#   rawmetrics  summarize ncu reports carried in .devstage-x/ (no new profiling)
+#   profile     ncu of the winner and cuBLAS at each of $CMTUNE_PROFILE_SIZES (default 4096)
+# Both size lists default to the set of docs/BENCHMARKS.md, so
+#   scripts/gpu/gpu_session.sh tests tune bench consumer
+# reproduces its tables. Other settings: CMTUNE_CONFIG (preset, default "default"), CMTUNE_TUNE_ARGS,
+# CMTUNE_ROUNDS (bench rounds, default 200), CMTUNE_SESSION_DB (default /tmp/cm-tune-session.db).
+# At the end: trials.json (scripts/diag/dump_trials.py) and the database without its cubins
+# (session-nocubins.db.gz); everything but the database is packed into $OUT/results.tgz.
 set -uo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="${OUT:-$root/gpu-out}"
 mkdir -p "$out"
 bin="$root/build/cm-tune"
 db="${CMTUNE_SESSION_DB:-/tmp/cm-tune-session.db}"
-sizes="${CMTUNE_SIZES:-256..4096}"
-bench_sizes="${CMTUNE_BENCH_SIZES:-256..4096,1000,1023,1025,2049}"
+benchmark_sizes="256..4096,1000,1023,1025,2049,1024x1025x1025,1025x1024x1025"
+sizes="${CMTUNE_SIZES:-$benchmark_sizes}"
+bench_sizes="${CMTUNE_BENCH_SIZES:-$benchmark_sizes}"
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(tests tune bench)
 export PATH=/usr/local/cuda/bin:$PATH
@@ -61,17 +78,26 @@ for phase in "${phases[@]}"; do
         > "$out/bench.json" 2>&1
       ;;
     consumer)
-      log "consumer example"
+      log "exported-header correctness harness (tests/consumer)"
       "$bin" --db "$db" export --out "$out/tuned_sgemm.cuh"
-      cmake -S "$root/examples/consumer" -B /tmp/consumer-build -DCMTUNE_HEADER="$out/tuned_sgemm.cuh" > /dev/null &&
-        cmake --build /tmp/consumer-build -j 16 > "$out/consumer-build.log" 2>&1 &&
-        /tmp/consumer-build/cmtune_consumer 2>&1 | tee "$out/consumer.txt"
+      cmake -S "$root/tests/consumer" -B /tmp/cmtune-consumer-test -DCMTUNE_HEADER="$out/tuned_sgemm.cuh" > /dev/null &&
+        cmake --build /tmp/cmtune-consumer-test -j 16 > "$out/consumer-build.log" 2>&1 &&
+        /tmp/cmtune-consumer-test/cmtune_consumer_test --json "$out/consumer.json" 2>&1 | tee "$out/consumer.txt"
+      echo "cmtune_consumer_test rc=${PIPESTATUS[0]}" | tee -a "$out/consumer.txt"
+      ;;
+    example)
+      log "user example (examples/consumer)"
+      "$bin" --db "$db" export --out "$out/tuned_sgemm.cuh"
+      cmake -S "$root/examples/consumer" -B /tmp/cmtune-example -DCMTUNE_HEADER="$out/tuned_sgemm.cuh" > /dev/null &&
+        cmake --build /tmp/cmtune-example -j 16 > "$out/example-build.log" 2>&1 &&
+        /tmp/cmtune-example/cmtune_example 2>&1 | tee "$out/example.txt"
+      echo "cmtune_example rc=${PIPESTATUS[0]}" | tee -a "$out/example.txt"
       ;;
     rawmetrics)
       # Bank conflicts and stall reasons from a report carried in .devstage-x (no new profiling).
       for rep in "$root"/.devstage-x/*.ncu-rep; do
         [ -f "$rep" ] || continue
-        ncu --import "$rep" --page raw --csv 2>/dev/null | python3 "$root/scripts/ncu_summary.py" | tee "$out/raw-$(basename "$rep" .ncu-rep).txt"
+        ncu --import "$rep" --page raw --csv 2>/dev/null | python3 "$root/scripts/diag/ncu_summary.py" | tee "$out/raw-$(basename "$rep" .ncu-rep).txt"
       done
       ;;
     profile)
@@ -86,7 +112,7 @@ for phase in "${phases[@]}"; do
           "$bin" --db "$db" --quiet bench --device 0 --sizes "$psize" --rounds 5 > "$out/ncu-$psize.log" 2>&1
         ncu --import "$rep.ncu-rep" --page details --csv > "$rep.csv" 2>/dev/null
         ncu --import "$rep.ncu-rep" --page raw --csv > "$rep-raw.csv" 2>/dev/null
-        ncu --import "$rep.ncu-rep" --page raw --csv 2>/dev/null | python3 "$root/scripts/ncu_summary.py" \
+        ncu --import "$rep.ncu-rep" --page raw --csv 2>/dev/null | python3 "$root/scripts/diag/ncu_summary.py" \
           | tee "$out/profile-raw-$psize.txt"
         ncu --import "$rep.ncu-rep" --page details 2>/dev/null | \
           grep -E "cmt_sgemm|sgemm|Compute \(SM\) Throughput|SM Busy|Executed Ipc|Shared.*Conflict|Bank|Warp Cycles|Stall|Achieved Occupancy|Registers|Duration" \
@@ -97,7 +123,7 @@ for phase in "${phases[@]}"; do
   esac
 done
 if [ -f "$db" ]; then
-  python3 "$root/scripts/dump_trials.py" "$db" 40 "$out/trials.json"
+  python3 "$root/scripts/diag/dump_trials.py" "$db" 40 "$out/trials.json"
   # Without the compile cache's cubins the database stays small enough to bring back.
   python3 - "$db" "$out/session-nocubins.db" <<'PY'
 import sqlite3, sys

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Copies what the GPU machine needs from build/ (binaries and CTest files, no objects) into
-# .devstage/build, to carry with the device tool; there, `mv .devstage/build build` restores paths.
+# .devstage/build, to carry with the device tool; there, `mv .devstage/build build` restores paths
+# before scripts/gpu/gpu_session.sh runs.
+# Usage: scripts/gpu/stage_for_device.sh
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 rm -rf "$root/.devstage"
 cd "$root/build"
 find . -type f ! -name '*.o' ! -name '*.a' ! -name '*.d' ! -path '*/CMakeFiles/*' | while read -r f; do

@@ -1,19 +1,37 @@
-// Per-block timing of one multistage build on the GPU machine (diagnostics, not part of the tool):
-// which blocks finish last, and on which SMs. Built and run by scripts/block_times.sh:
-//   scripts/block_times.sh 64,128,32,32,64,2,4,4,3,1,4,2,1,4,4,1,8 1025x1024x1025 1024x1024x1025
-// BUILD lists the multistage parameters in the kernel's template order (BM, BN, BK, WM, WN, WNITER,
-// TM, TN, STAGES, VEC, PAD, SPLITK, SWIZZLE, THIN_EDGE, THIN_WORKERS, INLINE_THIN_ROWS, A_CHUNK).
+// Per-block timing of one multistage kernel on the GPU machine (diagnostics, not part of the tool):
+// which blocks finish last, and on which SMs. Built and run by scripts/diag/block_times.sh, which
+// writes block_times_build.h (the kernel instantiation and launch shape of one candidate, from
+// `cm-tune list --candidates --json`):
+//   scripts/diag/block_times.sh 'multistage[BM=64,BN=128,...,A_CHUNK=8]' 1025x1024x1025 1024x1024x1025
 // Row-major A, B, C with lda = K, ldb = ldc = N, alpha = 1, beta from the command line (default 0,
 // as the tuner times). Each round flushes L2 first. Prints the median kernel time (events), each
 // block's mean duration in launch order, and the blocks that end last.
+#include <cuda_runtime.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
-#include "block_times_build.h"  // written by block_times.sh: #define BUILD BM,BN,...,A_CHUNK
+#include "cmt_diag_block_times.cuh"  // first: turns on the kernel's CMT_DIAG_BLOCK_TIMES hook
 #include "multistage.cuh"
-#include "multistage_build.h"
+
+#define CHECK(call)                                                                                            \
+  do {                                                                                                         \
+    const cudaError_t status = (call);                                                                         \
+    if (status != cudaSuccess) {                                                                               \
+      std::fprintf(stderr, "%s failed at %s:%d: %s\n", #call, __FILE__, __LINE__, cudaGetErrorString(status)); \
+      std::exit(1);                                                                                            \
+    }                                                                                                          \
+  } while (0)
+
+// One candidate: its id, kernel and launch shape (grid (ceil(N/tile_n), ceil(M/tile_m)), 1-D blocks).
+struct BlockTimesBuild {
+  const char* id;
+  void (*kernel)(int, int, int, float, const float*, int, const float*, int, float, float*, int);
+  int threads, tile_m, tile_n, dynamic_smem, ld_multiple;
+};
+#include "block_times_build.h"  // written by block_times.sh: static const BlockTimesBuild kBuild = {...};
 
 int main(int argc, char** argv) {
   if (argc < 4) {
@@ -27,13 +45,19 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "M, N, K and rounds must be positive\n");
     return 2;
   }
-  const MultistageBuild build = make_multistage_build<BUILD>();
-  const dim3 grid = build.grid(m, n);
-  const int blocks = static_cast<int>(grid.x * grid.y);
-  if (blocks > CMT_BLOCK_TIMES) {
-    std::fprintf(stderr, "%d blocks: rebuild with a larger CMT_BLOCK_TIMES\n", blocks);
+  if (n % kBuild.ld_multiple != 0 || k % kBuild.ld_multiple != 0) {
+    std::fprintf(stderr, "%s needs N and K to be multiples of %d (lda = K, ldb = ldc = N)\n", kBuild.id,
+                 kBuild.ld_multiple);
     return 2;
   }
+  const dim3 grid((n + kBuild.tile_n - 1) / kBuild.tile_n, (m + kBuild.tile_m - 1) / kBuild.tile_m);
+  const int blocks = static_cast<int>(grid.x * grid.y);
+  if (blocks > CMT_DIAG_MAX_BLOCKS) {
+    std::fprintf(stderr, "%d blocks: rebuild with a larger CMT_DIAG_MAX_BLOCKS\n", blocks);
+    return 2;
+  }
+  CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kBuild.kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             kBuild.dynamic_smem));
 
   const size_t a_size = size_t(m) * k, b_size = size_t(k) * n, c_size = size_t(m) * n;
   std::vector<float> host(std::max(a_size, b_size));
@@ -59,7 +83,7 @@ int main(int argc, char** argv) {
   for (int round = 0; round < warmup + rounds; ++round) {
     CHECK(cudaMemsetAsync(flush, round, flush_bytes));
     CHECK(cudaEventRecord(start));
-    build.launch(m, n, k, a, k, b, n, beta, c, n);
+    kBuild.kernel<<<grid, kBuild.threads, kBuild.dynamic_smem>>>(m, n, k, 1.0f, a, k, b, n, beta, c, n);
     CHECK(cudaEventRecord(stop));
     CHECK(cudaEventSynchronize(stop));
     CHECK(cudaGetLastError());
@@ -80,9 +104,9 @@ int main(int argc, char** argv) {
   std::sort(kernel_ms.begin(), kernel_ms.end());
   std::vector<double> sorted = duration;
   std::sort(sorted.begin(), sorted.end());
-  std::printf("%dx%dx%d, beta %g, grid %ux%u, %d rounds: kernel median %.2f us (events); block duration median "
-              "%.2f us, max %.2f us\n",
-              m, n, k, beta, grid.x, grid.y, rounds, kernel_ms[kernel_ms.size() / 2] * 1e3, sorted[blocks / 2],
+  std::printf("%s\n%dx%dx%d, beta %g, grid %ux%u, %d rounds: kernel median %.2f us (events); block duration "
+              "median %.2f us, max %.2f us\n",
+              kBuild.id, m, n, k, beta, grid.x, grid.y, rounds, kernel_ms[kernel_ms.size() / 2] * 1e3, sorted[blocks / 2],
               sorted.back());
   std::printf("mean block duration (us) in launch order, %u blocks per line:\n", grid.x);
   for (int i = 0; i < blocks; ++i) std::printf("%6.1f%s", duration[i], (i + 1) % grid.x == 0 ? "\n" : "");

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Reads `ncu --import REPORT --page raw --csv` on stdin and prints, per kernel, the figures that
-docs/BENCHMARKS.md quotes: duration, FP32 throughput, issue activity, shared-memory bank conflicts
-and the largest warp stall reasons."""
+docs/BENCHMARKS.md and docs/notes/ quote: duration, FP32 throughput, issue activity, shared-memory
+bank conflicts and the largest warp stall reasons.
+
+Usage: ncu --import REPORT.ncu-rep --page raw --csv | scripts/diag/ncu_summary.py
+(scripts/gpu/gpu_session.sh runs it in its `profile` and `rawmetrics` phases.)"""
 import csv
 import sys
 
