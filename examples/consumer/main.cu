@@ -1,549 +1,138 @@
-// Uses a header written by `cm-tune export`: checks CMTUNE_NS::sgemm against cuBLAS FP32 on tuned,
-// untuned, ragged and misaligned problems and on the BLAS corner cases, then times both, L2 flushed,
-// interleaved, and prints TF/s side by side. Exit code: 0 all checks passed, 1 a check failed,
-// 2 bad usage or a CUDA/cuBLAS failure.
+// Calls the tuned SGEMM of a header written by `cm-tune export`, checks the result against cuBLAS
+// and times both. Copy this into your project; README.md says how to build it.
 //
-//   cmtune_consumer [--sizes LIST] [--samples N] [--json FILE] [--no-timing] [--no-tuned] [--device N]
-//
-// LIST is comma-separated sizes, each N (square) or MxNxK. Default: the problems tuned for this GPU
-// (read from the header) plus untuned and ragged ones.
-#include CMTUNE_HEADER_PATH
+//   cmtune_example [M N K]      (default 1024 1024 1024)
+#include CMTUNE_HEADER_PATH   // CMakeLists.txt sets it to the exported header, e.g. "tuned_sgemm.cuh"
 
-#include <algorithm>
 #include <cmath>
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <cublas_v2.h>
-#include <string>
+#include <random>
 #include <vector>
 
-namespace tuned = CMTUNE_NS;
+namespace tuned = CMTUNE_NS;   // the header's --namespace, `cmtune` by default
 
-namespace {
-
-#define CHECK_CUDA(call) check_cuda((call), #call, __FILE__, __LINE__)
-#define CHECK_CUBLAS(call) check_cublas((call), #call, __FILE__, __LINE__)
-
-void check_cuda(cudaError_t err, const char* call, const char* file, int line) {
-  if (err == cudaSuccess) return;
-  std::fprintf(stderr, "error: %s failed at %s:%d: %s (%s)\n", call, file, line, cudaGetErrorString(err),
-               cudaGetErrorName(err));
+// Every CUDA and cuBLAS call is checked: on failure, print the call and the error, and exit.
+static void check(cudaError_t e, const char* call, int line) {
+  if (e == cudaSuccess) return;
+  std::fprintf(stderr, "line %d: %s failed: %s\n", line, call, cudaGetErrorString(e));
   std::exit(2);
 }
-
-void check_cublas(cublasStatus_t status, const char* call, const char* file, int line) {
-  if (status == CUBLAS_STATUS_SUCCESS) return;
-  std::fprintf(stderr, "error: %s failed at %s:%d: cuBLAS status %d\n", call, file, line, static_cast<int>(status));
+static void check(cublasStatus_t s, const char* call, int line) {
+  if (s == CUBLAS_STATUS_SUCCESS) return;
+  std::fprintf(stderr, "line %d: %s failed: cuBLAS status %d\n", line, call, static_cast<int>(s));
   std::exit(2);
 }
+#define CHECK(call) check((call), #call, __LINE__)
 
-struct Size {
-  int m, n, k;
-};
-
-std::string size_text(const Size& s) { return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k); }
-
-// ---------------------------------------------------------------------------------------------
-// Device helpers
-// ---------------------------------------------------------------------------------------------
-
-__device__ uint32_t mix(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return static_cast<uint32_t>(x);
+// Milliseconds per call of `run`, averaged over 20 calls after 3 warm-up calls.
+template <typename Run>
+static float time_ms(cudaStream_t stream, Run run) {
+  for (int i = 0; i < 3; ++i) run();
+  cudaEvent_t start, stop;
+  CHECK(cudaEventCreate(&start));
+  CHECK(cudaEventCreate(&stop));
+  CHECK(cudaEventRecord(start, stream));
+  for (int i = 0; i < 20; ++i) run();
+  CHECK(cudaEventRecord(stop, stream));
+  CHECK(cudaEventSynchronize(stop));
+  float ms = 0;
+  CHECK(cudaEventElapsedTime(&ms, start, stop));
+  CHECK(cudaEventDestroy(start));
+  CHECK(cudaEventDestroy(stop));
+  return ms / 20;
 }
-
-// Random values in +-[0.25, 1]: never zero, so a dropped or doubled term always shows.
-__global__ void fill_random(float* p, size_t n, uint64_t seed) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    const uint32_t r = mix(seed * 0x9e3779b97f4a7c15ULL + i);
-    const float magnitude = 0.25f + 0.75f * static_cast<float>(r >> 8) * (1.0f / 16777216.0f);
-    p[i] = (r & 1u) ? magnitude : -magnitude;
-  }
-}
-
-__global__ void abs_copy(const float* src, float* dst, size_t n) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
-    dst[i] = fabsf(src[i]);
-}
-
-// The exact result of C = beta*C0 (no product): what alpha == 0 or K == 0 must give.
-__global__ void scale_reference(const float* c0, float* ref, size_t n, float beta) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
-    ref[i] = beta == 0.0f ? 0.0f : beta * c0[i];
-}
-
-struct CompareResult {
-  unsigned max_ratio_bits;   // float bits of the largest |ours - ref| / tol (non-negative: int order = float order)
-  unsigned long long bad;    // elements of the M x N block beyond tolerance
-  unsigned long long outside_written;   // elements outside the block that changed
-};
-
-// Allowed |ours - ref| per element, as in cm-tune's tuner/tune/tolerance.hpp:
-//   2 (K + 4) 2^-24 (|alpha| (|A||B|)_ij + |beta| |C0_ij|) + 1e-30
-__device__ float tolerance(int k, float alpha, float beta, float abs_ab, float c0) {
-  const float c_term = beta == 0.0f ? 0.0f : fabsf(beta) * fabsf(c0);   // C0 may be NaN when beta == 0
-  return 2.0f * static_cast<float>(k + 4) * 5.9604645e-08f * (fabsf(alpha) * abs_ab + c_term) + 1e-30f;
-}
-
-// Walks the whole C allocation: inside the M x N block ours must be within tolerance of the
-// reference; everywhere else (ldc padding, the offset, the guard after C) it must be untouched.
-__global__ void compare(const float* ours, const float* ref, const float* c0, const float* abs_ab, size_t total,
-                        size_t offset, int M, int N, int K, int ldc, float alpha, float beta, CompareResult* out) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < total; i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    bool inside = false;
-    size_t row = 0, col = 0;
-    if (i >= offset) {
-      row = (i - offset) / static_cast<size_t>(ldc);
-      col = (i - offset) % static_cast<size_t>(ldc);
-      inside = row < static_cast<size_t>(M) && col < static_cast<size_t>(N);
-    }
-    if (inside) {
-      const float tol = tolerance(K, alpha, beta, abs_ab ? abs_ab[row * N + col] : 0.0f, c0[i]);
-      const float v = ours[i], r = ref[i];
-      const float ratio = (isfinite(v) && isfinite(r)) ? fabsf(v - r) / tol : INFINITY;
-      if (!(ratio <= 1.0f)) atomicAdd(&out->bad, 1ULL);
-      atomicMax(&out->max_ratio_bits, __float_as_uint(ratio == ratio ? ratio : INFINITY));
-    } else if (__float_as_uint(ours[i]) != __float_as_uint(c0[i])) {
-      atomicAdd(&out->outside_written, 1ULL);
-    }
-  }
-}
-
-constexpr int k_threads = 256;
-constexpr int k_blocks = 1024;
-
-// ---------------------------------------------------------------------------------------------
-// Buffers
-// ---------------------------------------------------------------------------------------------
-
-/// A device allocation freed on scope exit.
-struct DeviceBuffer {
-  float* p = nullptr;
-  size_t n = 0;
-  explicit DeviceBuffer(size_t count) : n(count) { CHECK_CUDA(cudaMalloc(&p, std::max<size_t>(count, 1) * sizeof(float))); }
-  ~DeviceBuffer() { cudaFree(p); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
-
-void random_fill(DeviceBuffer& b, uint64_t seed) {
-  fill_random<<<k_blocks, k_threads>>>(b.p, b.n, seed);
-  CHECK_CUDA(cudaGetLastError());
-}
-
-void copy(DeviceBuffer& dst, const DeviceBuffer& src) {
-  CHECK_CUDA(cudaMemcpy(dst.p, src.p, src.n * sizeof(float), cudaMemcpyDeviceToDevice));
-}
-
-// Row-major C = alpha*A*B + beta*C with cuBLAS (column-major) by computing C^T = B^T A^T.
-void cublas_sgemm(cublasHandle_t h, int m, int n, int k, float alpha, const float* A, int lda, const float* B, int ldb,
-                  float beta, float* C, int ldc) {
-  CHECK_CUBLAS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, B, ldb, A, lda, &beta, C, ldc));
-}
-
-// ---------------------------------------------------------------------------------------------
-// Correctness
-// ---------------------------------------------------------------------------------------------
-
-struct CheckRecord {
-  std::string name;
-  Size size;
-  int lda, ldb, ldc, offset;
-  float alpha, beta;
-  std::string kernel;
-  double max_ratio;
-  unsigned long long bad, outside_written;
-  std::string error;   // a CUDA status that should not have been returned
-  bool ok;
-};
-
-struct Context {
-  cublasHandle_t cublas = nullptr;
-  CompareResult* result = nullptr;   // device
-  std::vector<CheckRecord> checks;
-  int failures = 0;
-};
-
-void report(Context& ctx, CheckRecord r) {
-  r.ok = r.error.empty() && r.bad == 0 && r.outside_written == 0;
-  if (!r.ok) ++ctx.failures;
-  std::printf("  %-4s %-16s %-12s lda %-6d ldb %-6d ldc %-6d +%d float  alpha %-5g beta %-5g  err/tol %-9.3g %s",
-              r.ok ? "ok" : "FAIL", size_text(r.size).c_str(), r.name.c_str(), r.lda, r.ldb, r.ldc, r.offset, r.alpha,
-              r.beta, r.max_ratio, r.kernel.c_str());
-  if (!r.error.empty()) std::printf("  <- %s", r.error.c_str());
-  if (r.bad) std::printf("  <- %llu elements beyond tolerance", r.bad);
-  if (r.outside_written) std::printf("  <- %llu elements outside the M x N block changed", r.outside_written);
-  std::printf("\n");
-  ctx.checks.push_back(std::move(r));
-}
-
-/// Compares our C with the reference on the GPU (see compare) and reports the check.
-void compare_and_report(Context& ctx, CheckRecord& r, const float* ours, const float* ref, const float* c0,
-                        const float* abs_ab, size_t total, size_t offset, Size s, int ldc, float alpha, float beta) {
-  CHECK_CUDA(cudaMemset(ctx.result, 0, sizeof(CompareResult)));
-  compare<<<k_blocks, k_threads>>>(ours, ref, c0, abs_ab, total, offset, s.m, s.n, s.k, ldc, alpha, beta, ctx.result);
-  CHECK_CUDA(cudaGetLastError());
-  CompareResult host{};
-  CHECK_CUDA(cudaMemcpy(&host, ctx.result, sizeof(host), cudaMemcpyDeviceToHost));
-  float ratio = 0;
-  std::memcpy(&ratio, &host.max_ratio_bits, sizeof(ratio));
-  r.max_ratio = ratio;
-  r.bad = host.bad;
-  r.outside_written = host.outside_written;
-  report(ctx, r);
-}
-
-/// One sgemm call checked against cuBLAS. offset: floats added to each base pointer (misalignment).
-/// c_nan: C starts as NaN (only meaningful with beta == 0, which must not read it).
-void check_product(Context& ctx, const std::string& name, Size s, int lda, int ldb, int ldc, int offset, float alpha,
-                   float beta, bool c_nan, uint64_t seed) {
-  constexpr size_t k_guard = 256;   // floats after C that must stay untouched
-  DeviceBuffer a(offset + static_cast<size_t>(s.m) * lda), b(offset + static_cast<size_t>(s.k) * ldb);
-  const size_t c_total = offset + static_cast<size_t>(s.m) * ldc + k_guard;
-  DeviceBuffer c0(c_total), ours(c_total), ref(c_total);
-  DeviceBuffer abs_a(a.n), abs_b(b.n), abs_ab(static_cast<size_t>(s.m) * s.n);
-  random_fill(a, seed);
-  random_fill(b, seed + 1);
-  if (c_nan)
-    CHECK_CUDA(cudaMemset(c0.p, 0xff, c0.n * sizeof(float)));   // all bits set: a NaN
-  else
-    random_fill(c0, seed + 2);
-  copy(ours, c0);
-  copy(ref, c0);
-  const float* A = a.p + offset;
-  const float* B = b.p + offset;
-
-  CheckRecord r{name, s, lda, ldb, ldc, offset, alpha, beta, "", 0, 0, 0, "", false};
-  const char* kernel = nullptr;
-  if (tuned::kernel_name(s.m, s.n, s.k, A, lda, B, ldb, ours.p + offset, ldc, &kernel) == cudaSuccess && kernel) r.kernel = kernel;
-  const cudaError_t status = tuned::sgemm(s.m, s.n, s.k, alpha, A, lda, B, ldb, beta, ours.p + offset, ldc);
-  const cudaError_t sync = cudaDeviceSynchronize();
-  if (status != cudaSuccess || sync != cudaSuccess) {
-    r.error = std::string("sgemm returned ") + cudaGetErrorName(status) + ", then " + cudaGetErrorName(sync);
-    if (sync != cudaSuccess) {   // a sticky error: nothing more can run in this process
-      report(ctx, r);
-      std::fprintf(stderr, "error: the GPU context is unusable after %s: %s\n", name.c_str(), cudaGetErrorString(sync));
-      std::exit(1);
-    }
-  }
-
-  cublas_sgemm(ctx.cublas, s.m, s.n, s.k, alpha, A, lda, B, ldb, beta, ref.p + offset, ldc);
-  abs_copy<<<k_blocks, k_threads>>>(a.p, abs_a.p, a.n);
-  abs_copy<<<k_blocks, k_threads>>>(b.p, abs_b.p, b.n);
-  CHECK_CUDA(cudaGetLastError());
-  cublas_sgemm(ctx.cublas, s.m, s.n, s.k, 1.0f, abs_a.p + offset, lda, abs_b.p + offset, ldb, 0.0f, abs_ab.p, s.n);
-
-  compare_and_report(ctx, r, ours.p, ref.p, c0.p, abs_ab.p, c_total, offset, s, ldc, alpha, beta);
-}
-
-/// A call that must not compute a product: C = beta*C (alpha == 0 or K == 0), A and B null.
-void check_scale_only(Context& ctx, const std::string& name, Size s, float alpha, float beta, bool c_nan) {
-  const int ldc = s.n + 3;
-  const size_t total = static_cast<size_t>(s.m) * ldc + 256;
-  DeviceBuffer c0(total), ours(total), ref(total);
-  if (c_nan)
-    CHECK_CUDA(cudaMemset(c0.p, 0xff, c0.n * sizeof(float)));
-  else
-    random_fill(c0, 99);
-  copy(ours, c0);
-  copy(ref, c0);
-  CheckRecord r{name, s, std::max(1, s.k), s.n, ldc, 0, alpha, beta, "scale only (A, B null)", 0, 0, 0, "", false};
-  const cudaError_t status = tuned::sgemm(s.m, s.n, s.k, alpha, nullptr, std::max(1, s.k), nullptr, s.n, beta, ours.p, ldc);
-  CHECK_CUDA(cudaDeviceSynchronize());
-  if (status != cudaSuccess) r.error = std::string("sgemm returned ") + cudaGetErrorName(status);
-  // The reference is written only inside the block: ldc padding keeps C0, as it must.
-  for (int i = 0; i < s.m; ++i) {
-    scale_reference<<<64, k_threads>>>(c0.p + static_cast<size_t>(i) * ldc, ref.p + static_cast<size_t>(i) * ldc, s.n, beta);
-  }
-  CHECK_CUDA(cudaGetLastError());
-  compare_and_report(ctx, r, ours.p, ref.p, c0.p, nullptr, total, 0, s, ldc, 0.0f, beta);
-}
-
-/// A call that must return `expected` without touching C.
-void check_status(Context& ctx, const std::string& name, Size s, int lda, int ldb, int ldc, bool null_a,
-                  cudaError_t expected) {
-  DeviceBuffer a(static_cast<size_t>(std::max(s.m, 1)) * std::max(lda, 1)), b(static_cast<size_t>(std::max(s.k, 1)) * std::max(ldb, 1));
-  const size_t total = static_cast<size_t>(std::max(s.m, 1)) * std::max(ldc, 1) + 256;
-  DeviceBuffer c0(total), ours(total);
-  random_fill(a, 5);
-  random_fill(b, 6);
-  random_fill(c0, 7);
-  copy(ours, c0);
-  CheckRecord r{name, s, lda, ldb, ldc, 0, 1.0f, 0.0f, std::string("expects ") + cudaGetErrorName(expected), 0, 0, 0, "", false};
-  const cudaError_t status = tuned::sgemm(s.m, s.n, s.k, 1.0f, null_a ? nullptr : a.p, lda, b.p, ldb, 0.0f, ours.p, ldc);
-  CHECK_CUDA(cudaDeviceSynchronize());
-  if (status != expected) r.error = std::string("sgemm returned ") + cudaGetErrorName(status);
-  CHECK_CUDA(cudaMemset(ctx.result, 0, sizeof(CompareResult)));
-  compare<<<k_blocks, k_threads>>>(ours.p, c0.p, c0.p, nullptr, total, 0, 0, 0, 1, std::max(ldc, 1), 0.0f, 0.0f, ctx.result);
-  CHECK_CUDA(cudaGetLastError());
-  CompareResult host{};
-  CHECK_CUDA(cudaMemcpy(&host, ctx.result, sizeof(host), cudaMemcpyDeviceToHost));
-  r.outside_written = host.outside_written;
-  report(ctx, r);
-}
-
-int round_up4(int x) { return (x + 3) / 4 * 4; }
-
-void check_size(Context& ctx, Size s, uint64_t seed) {
-  check_product(ctx, "beta0-nan-c", s, s.k, s.n, s.n, 0, 1.0f, 0.0f, true, seed);
-  check_product(ctx, "alpha-beta", s, s.k, s.n, s.n, 0, 0.75f, -1.25f, false, seed + 10);
-  check_product(ctx, "padded-ld", s, round_up4(s.k) + 4, round_up4(s.n) + 8, round_up4(s.n) + 4, 0, 1.5f, 0.5f, false, seed + 20);
-  check_product(ctx, "offset-1", s, s.k, s.n, s.n, 1, 1.0f, 1.0f, false, seed + 30);
-  check_product(ctx, "odd-ld+off", s, s.k + 1, s.n + 1, s.n + 3, 1, 1.25f, 0.5f, false, seed + 40);
-}
-
-void check_corners(Context& ctx) {
-  check_scale_only(ctx, "alpha0", {300, 200, 100}, 0.0f, 2.0f, false);
-  check_scale_only(ctx, "alpha0-beta0", {300, 200, 100}, 0.0f, 0.0f, true);   // NaN in C must become 0
-  check_scale_only(ctx, "k0", {300, 200, 0}, 1.0f, 0.5f, false);
-  check_scale_only(ctx, "k0-beta0", {300, 200, 0}, 1.0f, 0.0f, true);
-  check_scale_only(ctx, "alpha0-beta1", {300, 200, 100}, 0.0f, 1.0f, false);   // C unchanged
-  check_status(ctx, "m0", {0, 64, 64}, 64, 64, 64, false, cudaSuccess);
-  check_status(ctx, "n0", {64, 0, 64}, 64, 1, 1, false, cudaSuccess);
-  check_status(ctx, "lda<k", {64, 64, 64}, 63, 64, 64, false, cudaErrorInvalidValue);
-  check_status(ctx, "ldc<n", {64, 64, 64}, 64, 64, 63, false, cudaErrorInvalidValue);
-  check_status(ctx, "m<0", {-1, 64, 64}, 64, 64, 64, false, cudaErrorInvalidValue);
-  check_status(ctx, "null-a", {64, 64, 64}, 64, 64, 64, true, cudaErrorInvalidValue);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Timing
-// ---------------------------------------------------------------------------------------------
-
-struct TimeRecord {
-  Size size;
-  std::string kernel;
-  double ours_ms, cublas_ms;
-};
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double tflops(Size s, double ms) { return 2.0 * s.m * s.n * s.k / (ms * 1e-3) / 1e12; }
-
-TimeRecord time_size(Context& ctx, Size s, int samples, DeviceBuffer& flush) {
-  DeviceBuffer a(static_cast<size_t>(s.m) * s.k), b(static_cast<size_t>(s.k) * s.n), c(static_cast<size_t>(s.m) * s.n);
-  random_fill(a, 1);
-  random_fill(b, 2);
-  random_fill(c, 3);
-  TimeRecord r{s, "", 0, 0};
-  const char* kernel = nullptr;
-  if (tuned::kernel_name(s.m, s.n, s.k, a.p, s.k, b.p, s.n, c.p, s.n, &kernel) == cudaSuccess && kernel) r.kernel = kernel;
-  const auto ours = [&] { CHECK_CUDA(tuned::sgemm(s.m, s.n, s.k, 1.0f, a.p, s.k, b.p, s.n, 0.0f, c.p, s.n)); };
-  const auto theirs = [&] { cublas_sgemm(ctx.cublas, s.m, s.n, s.k, 1.0f, a.p, s.k, b.p, s.n, 0.0f, c.p, s.n); };
-  for (int i = 0; i < 3; ++i) ours(), theirs();   // warm-up: module loading, attribute setup, cuBLAS heuristics
-  CHECK_CUDA(cudaDeviceSynchronize());
-
-  cudaEvent_t e[4];
-  for (auto& ev : e) CHECK_CUDA(cudaEventCreate(&ev));
-  std::vector<double> ours_ms, cublas_ms;
-  for (int i = 0; i < samples; ++i) {
-    // Alternate which goes first so neither always follows the other.
-    for (int j = 0; j < 2; ++j) {
-      const bool run_ours = (i + j) % 2 == 0;
-      CHECK_CUDA(cudaMemsetAsync(flush.p, i & 0xff, flush.n * sizeof(float)));   // evict A, B, C from L2
-      CHECK_CUDA(cudaEventRecord(e[2 * j]));
-      if (run_ours) ours(); else theirs();
-      CHECK_CUDA(cudaEventRecord(e[2 * j + 1]));
-    }
-    CHECK_CUDA(cudaEventSynchronize(e[3]));
-    float first = 0, second = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&first, e[0], e[1]));
-    CHECK_CUDA(cudaEventElapsedTime(&second, e[2], e[3]));
-    (i % 2 == 0 ? ours_ms : cublas_ms).push_back(first);
-    (i % 2 == 0 ? cublas_ms : ours_ms).push_back(second);
-  }
-  for (auto& ev : e) CHECK_CUDA(cudaEventDestroy(ev));
-  r.ours_ms = median(ours_ms);
-  r.cublas_ms = median(cublas_ms);
-  return r;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Command line, JSON
-// ---------------------------------------------------------------------------------------------
-
-[[noreturn]] void usage(const char* message) {
-  std::fprintf(stderr,
-               "error: %s\nusage: cmtune_consumer [--sizes LIST] [--samples N] [--json FILE] [--no-timing] [--no-tuned] "
-               "[--device N]\n  LIST: comma-separated sizes, each N or MxNxK (e.g. 1024,17x33x65)\n",
-               message);
-  std::exit(2);
-}
-
-std::vector<Size> parse_sizes(const std::string& text) {
-  std::vector<Size> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = text.find(',', start);
-    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    int m = 0, n = 0, k = 0;
-    char extra = 0;
-    if (std::sscanf(item.c_str(), "%dx%dx%d%c", &m, &n, &k, &extra) == 3 && m > 0 && n > 0 && k > 0)
-      out.push_back({m, n, k});
-    else if (std::sscanf(item.c_str(), "%d%c", &m, &extra) == 1 && m > 0)
-      out.push_back({m, m, m});
-    else
-      usage(("bad size '" + item + "' in --sizes").c_str());
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') out += '\\', out += c;
-    else if (static_cast<unsigned char>(c) < 0x20) out += ' ';
-    else out += c;
-  }
-  return out + "\"";
-}
-
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
-
-void write_json(const std::string& file, const std::string& device, const std::string& table, const Context& ctx,
-                const std::vector<TimeRecord>& times, double geomean) {
-  FILE* f = std::fopen(file.c_str(), "w");
-  if (!f) {
-    std::fprintf(stderr, "error: cannot write %s\n", file.c_str());
-    std::exit(2);
-  }
-  std::fprintf(f, "{\n  \"device\": %s,\n  \"table\": %s,\n  \"failures\": %d,\n  \"checks\": [\n", json_string(device).c_str(),
-               json_string(table).c_str(), ctx.failures);
-  for (size_t i = 0; i < ctx.checks.size(); ++i) {
-    const CheckRecord& c = ctx.checks[i];
-    std::fprintf(f,
-                 "    {\"case\": %s, \"m\": %d, \"n\": %d, \"k\": %d, \"lda\": %d, \"ldb\": %d, \"ldc\": %d, \"offset\": %d, "
-                 "\"alpha\": %s, \"beta\": %s, \"kernel\": %s, \"max_error_ratio\": %s, \"bad\": %llu, "
-                 "\"outside_written\": %llu, \"error\": %s, \"ok\": %s}%s\n",
-                 json_string(c.name).c_str(), c.size.m, c.size.n, c.size.k, c.lda, c.ldb, c.ldc, c.offset,
-                 json_number(c.alpha).c_str(), json_number(c.beta).c_str(), json_string(c.kernel).c_str(),
-                 json_number(c.max_ratio).c_str(), c.bad, c.outside_written, json_string(c.error).c_str(),
-                 c.ok ? "true" : "false", i + 1 < ctx.checks.size() ? "," : "");
-  }
-  std::fprintf(f, "  ],\n  \"timings\": [\n");
-  for (size_t i = 0; i < times.size(); ++i) {
-    const TimeRecord& t = times[i];
-    std::fprintf(f,
-                 "    {\"m\": %d, \"n\": %d, \"k\": %d, \"kernel\": %s, \"ours_ms\": %s, \"cublas_ms\": %s, "
-                 "\"ours_tflops\": %s, \"cublas_tflops\": %s, \"ratio\": %s}%s\n",
-                 t.size.m, t.size.n, t.size.k, json_string(t.kernel).c_str(), json_number(t.ours_ms).c_str(),
-                 json_number(t.cublas_ms).c_str(), json_number(tflops(t.size, t.ours_ms)).c_str(),
-                 json_number(tflops(t.size, t.cublas_ms)).c_str(), json_number(t.cublas_ms / t.ours_ms).c_str(),
-                 i + 1 < times.size() ? "," : "");
-  }
-  std::fprintf(f, "  ],\n  \"geomean_ratio\": %s\n}\n", json_number(geomean).c_str());
-  std::fclose(f);
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<Size> sizes;
-  bool sizes_given = false, timing = true, with_tuned = true;
-  int samples = 30, device = 0;
-  std::string json_file;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage((arg + " needs a value").c_str());
-      return argv[++i];
-    };
-    if (arg == "--sizes") sizes = parse_sizes(value()), sizes_given = true;
-    else if (arg == "--samples") samples = std::atoi(value().c_str());
-    else if (arg == "--json") json_file = value();
-    else if (arg == "--device") device = std::atoi(value().c_str());
-    else if (arg == "--no-timing") timing = false;
-    else if (arg == "--no-tuned") with_tuned = false;
-    else if (arg == "--help" || arg == "-h") usage("help requested");
-    else usage(("unknown option " + arg).c_str());
+  const int M = argc == 4 ? std::atoi(argv[1]) : 1024, N = argc == 4 ? std::atoi(argv[2]) : 1024,
+            K = argc == 4 ? std::atoi(argv[3]) : 1024;
+  if (M < 1 || N < 1 || K < 1) {
+    std::fprintf(stderr, "usage: %s [M N K], each >= 1\n", argv[0]);
+    return 2;
   }
-  if (samples < 20) usage("--samples must be >= 20 (the median of fewer is noisy)");
+  const int lda = K, ldb = N, ldc = N;   // row-major, tight
+  const float alpha = 1.0f, beta = 0.0f;  // C = A*B (beta != 0 would add beta*C)
 
-  CHECK_CUDA(cudaSetDevice(device));
+  // Inputs in [-1, 1), and their absolute values for the error bound below.
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> a(size_t(M) * K), b(size_t(K) * N), c(size_t(M) * N), ref(c.size());
+  for (float& x : a) x = dist(rng);
+  for (float& x : b) x = dist(rng);
+  std::vector<float> abs_a(a.size()), abs_b(b.size());
+  for (size_t i = 0; i < a.size(); ++i) abs_a[i] = std::fabs(a[i]);
+  for (size_t i = 0; i < b.size(); ++i) abs_b[i] = std::fabs(b[i]);
+
+  // Device copies of the host arrays (C's initial contents do not matter with beta = 0).
+  auto to_device = [](const std::vector<float>& host) {
+    float* p = nullptr;
+    CHECK(cudaMalloc(&p, host.size() * sizeof(float)));
+    CHECK(cudaMemcpy(p, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
+    return p;
+  };
+  float *A = to_device(a), *B = to_device(b), *C = to_device(c), *C_ref = to_device(c);
+  float *abs_A = to_device(abs_a), *abs_B = to_device(abs_b), *abs_AB = to_device(c);
+  cudaStream_t stream;
+  CHECK(cudaStreamCreate(&stream));
+
+  // Which dispatch table serves this GPU, the problems it was tuned on, and the kernel this call gets
+  // (the one tuned for the nearest problem whose input requirements the call meets).
   cudaDeviceProp prop;
-  CHECK_CUDA(cudaGetDeviceProperties(&prop, device));
-  const char* table_name = nullptr;
-  CHECK_CUDA(tuned::device_table_name(&table_name));
-  const std::string table = table_name ? table_name : "";
-  std::printf("device %d: %s (sm_%d%d, %d SMs)\n", device, prop.name, prop.major, prop.minor, prop.multiProcessorCount);
-  std::printf("dispatch table: %s\n", table_name ? table_name : "none: the generic default kernel runs everything");
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  const char* table = nullptr;
+  CHECK(tuned::device_table_name(&table));
+  int count = 0;
+  CHECK(tuned::tuned_problems(nullptr, 0, &count));
+  std::vector<tuned::TunedProblem> problems(count);
+  CHECK(tuned::tuned_problems(problems.data(), count, &count));
+  std::printf("GPU: %s\ndispatch table: %s\ntuned problems:", prop.name, table ? table : "none (the generic kernel runs)");
+  for (const auto& p : problems) std::printf(" %dx%dx%d", p.m, p.n, p.k);
+  const char* kernel = nullptr;
+  CHECK(tuned::kernel_name(M, N, K, A, lda, B, ldb, C, ldc, &kernel));
+  std::printf("\nkernel for %dx%dx%d: %s\n", M, N, K, kernel);
 
-  if (!sizes_given) {
-    if (with_tuned) {
-      int count = 0;
-      CHECK_CUDA(tuned::tuned_problems(nullptr, 0, &count));
-      std::vector<tuned::TunedProblem> problems(static_cast<size_t>(count));
-      CHECK_CUDA(tuned::tuned_problems(problems.data(), count, &count));
-      for (const auto& p : problems) sizes.push_back({p.m, p.n, p.k});
-      std::printf("tuned problems for this device: %d\n", count);
-    }
-    // Untuned and ragged: between tuned sizes, odd edges, and tiny.
-    for (const Size s : {Size{1000, 1000, 1000}, Size{1023, 1023, 1023}, Size{1025, 1025, 1025}, Size{2049, 1000, 3000},
-                         Size{17, 33, 65}, Size{1, 1, 1}, Size{127, 4099, 33}, Size{3000, 3000, 3000}})
-      if (std::none_of(sizes.begin(), sizes.end(), [&](const Size& t) { return t.m == s.m && t.n == s.n && t.k == s.k; }))
-        sizes.push_back(s);
+  // The tuned SGEMM: row-major C = alpha*A*B + beta*C, like cublasSgemm with row-major arguments.
+  CHECK(tuned::sgemm(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream));
+
+  // cuBLAS in plain FP32 (no TF32). It is column-major, so compute C^T = B^T * A^T.
+  cublasHandle_t handle;
+  CHECK(cublasCreate(&handle));
+  CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
+  CHECK(cublasSetStream(handle, stream));
+  auto cublas = [&](const float* x, const float* y, float* out) {
+    CHECK(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, y, ldb, x, lda, &beta, out, ldc));
+  };
+  cublas(A, B, C_ref);
+  cublas(abs_A, abs_B, abs_AB);   // |A||B|, for the error bound
+  CHECK(cudaStreamSynchronize(stream));
+  std::vector<float> abs_ab(c.size());
+  CHECK(cudaMemcpy(c.data(), C, c.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(ref.data(), C_ref, c.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(abs_ab.data(), abs_AB, c.size() * sizeof(float), cudaMemcpyDeviceToHost));
+
+  // Two FP32 dot products of length K, summed in any order, differ by at most
+  // 2 (K + 4) 2^-24 |alpha| (|A||B|)ij: the bound cm-tune validates every kernel with.
+  size_t bad = 0;
+  double worst = 0;
+  for (size_t i = 0; i < c.size(); ++i) {
+    const double tol = 2.0 * (K + 4) * std::ldexp(1.0, -24) * std::fabs(alpha) * abs_ab[i] + 1e-30;
+    const double ratio = std::fabs(double(c[i]) - ref[i]) / tol;
+    if (!(ratio <= 1.0)) ++bad;   // also counts NaN
+    worst = std::fmax(worst, ratio);
   }
+  std::printf("check against cuBLAS: %s (largest error %.3g of the tolerance, %zu elements over)\n",
+              bad ? "FAILED" : "ok", worst, bad);
 
-  Context ctx;
-  CHECK_CUBLAS(cublasCreate(&ctx.cublas));
-  CHECK_CUBLAS(cublasSetMathMode(ctx.cublas, CUBLAS_DEFAULT_MATH));   // true FP32, no TF32
-  CHECK_CUDA(cudaMalloc(&ctx.result, sizeof(CompareResult)));
+  // A quick time, inputs warm in L2 (for measured comparisons use `cm-tune bench`).
+  const float ms = time_ms(stream, [&] { CHECK(tuned::sgemm(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream)); });
+  const float cublas_ms = time_ms(stream, [&] { cublas(A, B, C_ref); });
+  const double flop = 2.0 * M * N * K;
+  std::printf("tuned: %.4f ms (%.2f TF/s)   cuBLAS: %.4f ms (%.2f TF/s)\n", ms, flop / ms / 1e9, cublas_ms,
+              flop / cublas_ms / 1e9);
 
-  std::printf("\ncorrectness against cuBLAS FP32 (tolerance 2(K+4)2^-24(|alpha||A||B| + |beta||C0|)):\n");
-  check_corners(ctx);
-  uint64_t seed = 1000;
-  for (const Size& s : sizes) check_size(ctx, s, seed += 100);
-
-  std::vector<TimeRecord> times;
-  double geomean = NAN;
-  if (timing) {
-    int l2 = 0;
-    CHECK_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
-    DeviceBuffer flush(static_cast<size_t>(std::max(l2, 1 << 20)) * 2 / sizeof(float));
-    std::printf("\ntiming: median of %d samples each, L2 flushed before every sample, interleaved with cuBLAS\n", samples);
-    std::printf("  %-16s %12s %12s %8s  %s\n", "size", "header TF/s", "cuBLAS TF/s", "ratio", "kernel");
-    double log_sum = 0;
-    for (const Size& s : sizes) {
-      const TimeRecord t = time_size(ctx, s, samples, flush);
-      const double ratio = t.cublas_ms / t.ours_ms;
-      log_sum += std::log(ratio);
-      std::printf("  %-16s %12.2f %12.2f %7.3fx  %s\n", size_text(s).c_str(), tflops(s, t.ours_ms), tflops(s, t.cublas_ms),
-                  ratio, t.kernel.c_str());
-      times.push_back(t);
-    }
-    if (!times.empty()) {
-      geomean = std::exp(log_sum / static_cast<double>(times.size()));
-      std::printf("  geometric mean of header/cuBLAS speed: %.3fx over %zu sizes\n", geomean, times.size());
-    }
-  }
-
-  if (!json_file.empty()) {
-    write_json(json_file, prop.name, table, ctx, times, geomean);
-    std::printf("\nwrote %s\n", json_file.c_str());
-  }
-  cudaFree(ctx.result);
-  cublasDestroy(ctx.cublas);
-  if (ctx.failures) {
-    std::printf("\nFAILED: %d of %zu checks\n", ctx.failures, ctx.checks.size());
-    return 1;
-  }
-  std::printf("\nall %zu checks passed\n", ctx.checks.size());
-  return 0;
+  CHECK(cublasDestroy(handle));
+  CHECK(cudaStreamDestroy(stream));
+  for (float* p : {A, B, C, C_ref, abs_A, abs_B, abs_AB}) CHECK(cudaFree(p));
+  return bad ? 1 : 0;
 }

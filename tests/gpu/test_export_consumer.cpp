@@ -1,6 +1,6 @@
-// Quick tune -> export -> build the consumer example against the header -> run it on the GPU:
-// every correctness check passes (tuned, untuned, ragged and misaligned calls), and each tuned size
-// runs within 5% of the time the tuner recorded.
+// Quick tune -> export -> build the exported-header harness (tests/consumer, its own CMake project)
+// against the header -> run it on the GPU: every correctness check passes (tuned, untuned, ragged and
+// misaligned calls), and each tuned size runs within 5% of the time the tuner recorded.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -22,7 +22,7 @@ test::CommandResult run_ok(const std::string& command) {
 TEST(ExportConsumer, HeaderIsCorrectEverywhereAndAsFastAsRecorded) {
   CMT_REQUIRE_GPU();
   ASSERT_EQ(test::run_command("command -v cmake && command -v nvcc || command -v /usr/local/cuda/bin/nvcc").exit_code, 0)
-      << "the consumer needs cmake and nvcc on the PATH";
+      << "the harness needs cmake and nvcc on the PATH";
   test::TempDir dir;
   const std::string db = (dir / "tune.db").string();
   const std::string header = (dir / "tuned_sgemm.cuh").string();
@@ -30,11 +30,11 @@ TEST(ExportConsumer, HeaderIsCorrectEverywhereAndAsFastAsRecorded) {
 
   run_ok(test::cmtune_binary() + " --quiet --db " + db + " tune --device 0 --sizes 1024,2048 --config quick --seed 5");
   run_ok(test::cmtune_binary() + " --quiet --db " + db + " export --out " + header);
-  run_ok("cmake -S " + source_root + "/examples/consumer -B " + (dir / "build").string() + " -DCMTUNE_HEADER=" + header +
+  run_ok("cmake -S " + source_root + "/tests/consumer -B " + (dir / "build").string() + " -DCMTUNE_HEADER=" + header +
          " -DCMAKE_CUDA_COMPILER=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc) > /dev/null");
   run_ok("cmake --build " + (dir / "build").string() + " -j 8 > /dev/null");
   const std::string json_file = (dir / "consumer.json").string();
-  const auto consumer = test::run_command((dir / "build" / "cmtune_consumer").string() + " --samples 100 --json " + json_file);
+  const auto consumer = test::run_command((dir / "build" / "cmtune_consumer_test").string() + " --samples 100 --json " + json_file);
   EXPECT_EQ(consumer.exit_code, 0) << consumer.output;
   const nlohmann::json result = nlohmann::json::parse(test::read_file(json_file));
 

@@ -696,6 +696,24 @@ cudaError_t use(float* C, const float* A, const float* B, cudaStream_t s) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
+// The example a user copies (examples/consumer) and the correctness harness the GPU tests run
+// (tests/consumer) compile against a real exported header, so neither rots while no GPU runs them.
+TEST(ExportNvcc, ExampleAndHarnessCompileAgainstAnExportedHeader) {
+  test::TempDir dir;
+  RealFixture f;
+  {
+    DbBuilder db(dir / "t.db");
+    f.build(db);
+    test::write_file(dir / "tuned_sgemm.cuh", export_header(db.store(), {}, builtin_blocktile2d()));
+  }
+  const fs::path root = default_templates_dir().parent_path();
+  for (const fs::path source : {root / "examples" / "consumer" / "main.cu", root / "tests" / "consumer" / "harness.cu"}) {
+    const auto r = nvcc(fmt::format("-std=c++17 -arch=sm_90 -c '-DCMTUNE_HEADER_PATH=\"{}\"' -DCMTUNE_NS=cmtune {} -o {}",
+                                    (dir / "tuned_sgemm.cuh").string(), quoted(source), quoted(dir / "out.o")));
+    EXPECT_EQ(r.exit_code, 0) << source << ":\n" << r.output;
+  }
+}
+
 /// One call for the header's host-side selection test.
 struct SelectCase {
   int table;   // index into the header's device tables; -1: no table
