@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "space/space.hpp"
 #include "cuda/nvrtc_compiler.hpp"
 
 namespace cmt::cli {
@@ -43,6 +44,21 @@ std::vector<TemplateDesc> load_all_templates(const GlobalOptions& global) {
   for (const auto& d : dirs)
     if (!std::filesystem::is_directory(d)) throw UsageError(fmt::format("templates folder '{}' does not exist", d.string()));
   return load_templates(dirs);
+}
+
+void add_space_options(CLI::App& sub, SpaceOptions& options) {
+  sub.add_option("--config", options.config, "Preset name (quick, default, full) or TOML file")->capture_default_str();
+  sub.add_option("--template", options.only_template, "Only this template");
+}
+
+SpaceChoice load_space_choice(const GlobalOptions& global, const SpaceOptions& options) {
+  SpaceChoice choice;
+  choice.templates = load_all_templates(global);
+  choice.preset = load_preset(resolve_preset(options.config));
+  if (!options.only_template.empty()) choice.only_template = options.only_template;
+  validate_preset(choice.preset, choice.templates);
+  validate_template_choice(choice.templates, choice.preset, choice.only_template);
+  return choice;
 }
 
 nlohmann::json winner_json(const WinnerRecord& w) {

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -24,6 +25,20 @@ struct GlobalOptions {
   std::string command_line;                     // argv joined, recorded with each run
 };
 
+/// --config and --template: which search space a command works on (list, compile, tune).
+struct SpaceOptions {
+  std::string config = "default";
+  std::string only_template;
+};
+
+/// The templates and the preset SpaceOptions name, checked against each other (no GPU needed).
+/// Candidates enumerated from them point into `templates`: keep the choice alive while they are used.
+struct SpaceChoice {
+  std::vector<TemplateDesc> templates;
+  Preset preset;
+  std::optional<std::string> only_template;
+};
+
 /// What a subcommand does once parsed; returns the exit code.
 using Action = std::function<int()>;
 
@@ -38,6 +53,11 @@ void add_bench_command(CLI::App& app, GlobalOptions& global, Action& action);
 
 /// Adds --db FILE to a subcommand (the global one may be given before or after it).
 void add_db_option(CLI::App& sub, GlobalOptions& global);
+
+/// Adds --config and --template to a subcommand.
+void add_space_options(CLI::App& sub, SpaceOptions& options);
+/// Loads what SpaceOptions name; UsageError for a bad preset or a template the preset lacks.
+SpaceChoice load_space_choice(const GlobalOptions& global, const SpaceOptions& options);
 
 /// The database chosen by --db, $CMTUNE_DB or the default location.
 std::filesystem::path database_path(const GlobalOptions& global);

@@ -16,8 +16,7 @@ namespace cmt::cli {
 namespace {
 
 struct CompileOptions {
-  std::string config = "default";
-  std::string only_template;
+  SpaceOptions space;
   std::string arch;
   int device = 0;
   int jobs = 0;
@@ -39,12 +38,10 @@ std::string first_lines(const std::string& text, int lines) {
 }  // namespace
 
 int run_compile(const GlobalOptions& global, const CompileOptions& opts) {
-  const auto templates = load_all_templates(global);
-  const Preset preset = load_preset(resolve_preset(opts.config));
+  const SpaceChoice choice = load_space_choice(global, opts.space);
+  const auto& [templates, preset, only] = choice;
   const std::string arch = resolve_arch(opts.arch, opts.device);
-  const SearchSpace space = enumerate_space(
-      templates, preset, target_for_arch(arch),
-      opts.only_template.empty() ? std::nullopt : std::optional<std::string>(opts.only_template));
+  const SearchSpace space = enumerate_space(templates, preset, target_for_arch(arch), only);
   Store store(database_path(global));
 
   const auto start = std::chrono::steady_clock::now();
@@ -90,8 +87,7 @@ int run_compile(const GlobalOptions& global, const CompileOptions& opts) {
 void add_compile_command(CLI::App& app, GlobalOptions& global, Action& action) {
   auto* sub = app.add_subcommand("compile", "JIT-compile every valid candidate of a preset into the cache");
   auto opts = std::make_shared<CompileOptions>();
-  sub->add_option("--config", opts->config, "Preset name (quick, default, full) or TOML file")->capture_default_str();
-  sub->add_option("--template", opts->only_template, "Only this template");
+  add_space_options(*sub, opts->space);
   sub->add_option("--arch", opts->arch, "Target architecture, e.g. sm_90 (default: the device's)");
   sub->add_option("--device", opts->device, "Device whose arch is the default target")->capture_default_str();
   sub->add_option("--jobs,-j", opts->jobs, "Compiler threads (default: all cores)");

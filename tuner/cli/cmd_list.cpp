@@ -10,15 +10,13 @@ namespace cmt::cli {
 void add_list_command(CLI::App& app, GlobalOptions& global, Action& action) {
   auto* sub = app.add_subcommand("list", "Show the templates, parameters, constraints and counts of a preset");
   struct Options {
-    std::string config = "default";
-    std::string only_template;
+    SpaceOptions space;
     std::string arch;
     bool json = false;
     bool candidates = false;
   };
   auto opts = std::make_shared<Options>();
-  sub->add_option("--config", opts->config, "Preset name (quick, default, full) or TOML file")->capture_default_str();
-  sub->add_option("--template", opts->only_template, "Only this template");
+  add_space_options(*sub, opts->space);
   sub->add_option("--arch", opts->arch,
                   fmt::format("Enumerate for this architecture's limits, e.g. sm_80 (default: GPU 0's, else {})",
                               k_default_arch));
@@ -27,10 +25,8 @@ void add_list_command(CLI::App& app, GlobalOptions& global, Action& action) {
   sub->add_flag("--json", opts->json, "Machine-readable output");
   sub->callback([&action, &global, opts] {
     action = [&global, opts] {
-      const auto templates = load_all_templates(global);
-      const Preset preset = load_preset(resolve_preset(opts->config));
-      const std::optional<std::string> only =
-          opts->only_template.empty() ? std::nullopt : std::optional<std::string>(opts->only_template);
+      const SpaceChoice choice = load_space_choice(global, opts->space);
+      const auto& [templates, preset, only] = choice;
       std::string note;
       const Target target = resolve_target(opts->arch, &note);
       const SearchSpace space = enumerate_space(templates, preset, target, only);

@@ -20,8 +20,7 @@ namespace {
 struct TuneOptions {
   int device = 0;
   std::string sizes;
-  std::string config = "default";
-  std::string only_template;
+  SpaceOptions space;
   int jobs = 0;
   bool retune = false;
   int64_t budget = 0;
@@ -49,15 +48,11 @@ void print_summary(const TuneSummary& s, const DeviceInfo& device) {
 
 int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const std::string& command_line) {
   const std::vector<Problem> problems = parse_sizes(opts.sizes);
-  const auto templates = load_all_templates(global);
-  const Preset preset = load_preset(resolve_preset(opts.config));
+  const SpaceChoice choice = load_space_choice(global, opts.space);  // a bad preset is reported without a GPU
+  const auto& [templates, preset, only] = choice;
   if (opts.budget < 0) throw UsageError("--budget must be positive");
   if (opts.time_limit < 0) throw UsageError("--time-limit must be positive");
 
-  const std::optional<std::string> only =
-      opts.only_template.empty() ? std::nullopt : std::optional<std::string>(opts.only_template);
-  validate_preset(preset, templates);  // a bad preset is reported with or without a GPU
-  validate_template_choice(templates, preset, only);
 
   const DeviceInfo device = select_device(opts.device);
   const SearchSpace space = enumerate_space(templates, preset, target_of(device), only);
@@ -139,8 +134,7 @@ void add_tune_command(CLI::App& app, GlobalOptions& global, Action& action) {
   sub->add_option("--device,-d", opts->device, "CUDA device index")->capture_default_str();
   sub->add_option("--sizes,-s", opts->sizes, "Sizes: 256..4096, 256..4096:256, 1000,1023, 4096x1024x512, or a mix")
       ->required();
-  sub->add_option("--config", opts->config, "Preset name (quick, default, full) or TOML file")->capture_default_str();
-  sub->add_option("--template", opts->only_template, "Only this template");
+  add_space_options(*sub, opts->space);
   sub->add_option("--jobs,-j", opts->jobs, "Compiler threads (default: all cores)");
   sub->add_flag("--retune", opts->retune, "Measure again trials already in the database");
   sub->add_option("--budget", opts->budget, "Sample this many candidates at random (seeded)");
