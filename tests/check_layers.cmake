@@ -3,25 +3,25 @@
 #   CLI_BINARY    cm-tune: it does not need the driver (libcuda), so it starts without one
 #   BUILD_DIR, TARGETS  no link line of these executables (comma-separated) names libcuda, not even
 #                       CUDA's stub
-execute_process(COMMAND ldd "${MODEL_BINARY}" OUTPUT_VARIABLE ldd_out RESULT_VARIABLE rc)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "ldd ${MODEL_BINARY} failed (${rc})")
-endif()
+# Runs a command and puts its standard output in `out`; a command that fails ends the check.
+function(run_tool out)
+  execute_process(COMMAND ${ARGN} OUTPUT_VARIABLE text RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    string(REPLACE ";" " " command "${ARGN}")
+    message(FATAL_ERROR "${command} failed (${rc})")
+  endif()
+  set(${out} "${text}" PARENT_SCOPE)
+endfunction()
+
+run_tool(ldd_out ldd "${MODEL_BINARY}")
 if(ldd_out MATCHES "(libcuda|libcudart|libnvrtc|libcublas|libcublasLt)[.]so")
   message(FATAL_ERROR "${MODEL_BINARY} loads a CUDA library (${CMAKE_MATCH_1}):\n${ldd_out}")
 endif()
-execute_process(COMMAND nm -C "${MODEL_BINARY}" OUTPUT_VARIABLE nm_out RESULT_VARIABLE rc)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "nm ${MODEL_BINARY} failed (${rc})")
-endif()
+run_tool(nm_out nm -C "${MODEL_BINARY}")
 if(nm_out MATCHES "[ \n](cuda[A-Z][A-Za-z]+|nvrtc[A-Z][A-Za-z]+|cublas[A-Z][A-Za-z]+)")
   message(FATAL_ERROR "${MODEL_BINARY} holds CUDA code: symbol ${CMAKE_MATCH_1} (the static CUDA runtime?)")
 endif()
-
-execute_process(COMMAND readelf -d "${CLI_BINARY}" OUTPUT_VARIABLE readelf_out RESULT_VARIABLE rc)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "readelf -d ${CLI_BINARY} failed (${rc})")
-endif()
+run_tool(readelf_out readelf -d "${CLI_BINARY}")
 if(readelf_out MATCHES "NEEDED[^\n]*libcuda[.]so")
   message(FATAL_ERROR "${CLI_BINARY} needs libcuda, so it cannot start without a driver:\n${readelf_out}")
 endif()

@@ -214,18 +214,13 @@ SampleStats GpuMeasurer::measure_cublas(const Problem& problem) {
 }
 
 std::vector<RetimeResult> GpuMeasurer::retime(const std::vector<KernelUnderTest>& kernels, const Problem& problem) {
-  // The launchers point at the loaded kernels: hold every one of them, whatever their number.
+  // The launchers point at the loaded kernels: hold every one of them, whatever their number, for
+  // this re-timing only.
   const std::set<std::string> held_before = m_held;
   std::vector<GemmLauncher> launches;
   for (const KernelUnderTest& k : kernels) {
-    LoadedKernel* kernel = nullptr;
-    Outcome outcome{};
-    if (load(k, kernel, outcome)) {
-      launches.push_back([](const GemmArgs&) { return cudaErrorInvalidValue; });
-      continue;
-    }
-    m_held.insert(k.binary->key);
-    launches.push_back(kernel_launch(*kernel, k.shape, m_stream->get()));
+    auto launch = kernel_launcher(k, nullptr);
+    launches.push_back(launch ? std::move(*launch) : [](const GemmArgs&) { return cudaErrorInvalidValue; });
   }
   launches.push_back(cublas_launcher());
   const std::vector<TimingResult> timed = time_interleaved(launches, problem, m_settings.retime_rounds);

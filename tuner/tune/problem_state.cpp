@@ -31,7 +31,7 @@ void ProblemState::record_baseline(Store& store, int64_t run_id, const SampleSta
     m_cublas_ms = s.median;
     m_best_ms = s.median;
     for (const auto& trial : m_trials)
-      if (trial.outcome == Outcome::ok && trial.median_ms) m_best_ms = std::min(m_best_ms, *trial.median_ms);
+      if (passed(trial)) m_best_ms = std::min(m_best_ms, *trial.median_ms);
   }
 }
 
@@ -47,7 +47,7 @@ void ProblemState::record(Store& store, TrialRecord trial) {
                     m_winners.end());
     m_trials.erase(old);
   }
-  if (trial.outcome == Outcome::ok && trial.median_ms) m_best_ms = std::min(m_best_ms, *trial.median_ms);
+  if (passed(trial)) m_best_ms = std::min(m_best_ms, *trial.median_ms);
   m_trials.push_back(std::move(trial));
   m_changed = true;
 }

@@ -41,9 +41,8 @@ void retime_leaders(Store& store, Measurer& measurer, ProblemState& state, int64
   for (const auto& t : state.trials())
     if (passed(t)) passing.push_back(&t);
   std::stable_sort(passing.begin(), passing.end(), [](const auto* a, const auto* b) { return *a->median_ms < *b->median_ms; });
-  std::vector<const TrialRecord*> leaders(passing.begin(), passing.begin() + std::min<std::ptrdiff_t>(
-                                                                              std::max(retime_top, 0),
-                                                                              static_cast<std::ptrdiff_t>(passing.size())));
+  const size_t top = std::min(passing.size(), static_cast<size_t>(std::max(retime_top, 0)));
+  std::vector<const TrialRecord*> leaders(passing.begin(), passing.begin() + static_cast<std::ptrdiff_t>(top));
   const auto portable = std::find_if(passing.begin(), passing.end(), [](const auto* t) { return t->requirements.none(); });
   if (portable != passing.end() && std::find(leaders.begin(), leaders.end(), *portable) == leaders.end())
     leaders.push_back(*portable);
