@@ -1,5 +1,6 @@
 #include "space/target.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "core/error.hpp"
@@ -8,18 +9,47 @@ namespace cmt {
 
 namespace {
 
-/// Shared memory one block may use after opting in, per compute capability (the CUDA programming
-/// guide's table of technical specifications).
+/// Per compute capability (the CUDA programming guide's table of technical specifications): the
+/// shared memory one block may use after opting in, and what one SM holds.
 struct ArchLimits {
   int cc;
   int64_t smem_per_block;
+  SmLimits sm;
 };
+constexpr int64_t k_kib = 1024;
 constexpr ArchLimits k_arch_limits[] = {
-    {75, 64 * 1024},  {80, 163 * 1024}, {86, 99 * 1024},  {87, 163 * 1024}, {89, 99 * 1024},  {90, 227 * 1024},
-    {100, 227 * 1024}, {103, 227 * 1024}, {110, 227 * 1024}, {120, 99 * 1024}, {121, 99 * 1024},
+    {75, 64 * k_kib, {64 * k_kib, 0, 1024, 16, 65536}},      {80, 163 * k_kib, {164 * k_kib, k_kib, 2048, 32, 65536}},
+    {86, 99 * k_kib, {100 * k_kib, k_kib, 1536, 16, 65536}},   {87, 163 * k_kib, {164 * k_kib, k_kib, 2048, 32, 65536}},
+    {89, 99 * k_kib, {100 * k_kib, k_kib, 1536, 24, 65536}},   {90, 227 * k_kib, {228 * k_kib, k_kib, 2048, 32, 65536}},
+    {100, 227 * k_kib, {228 * k_kib, k_kib, 2048, 32, 65536}}, {103, 227 * k_kib, {228 * k_kib, k_kib, 2048, 32, 65536}},
+    {110, 227 * k_kib, {228 * k_kib, k_kib, 2048, 32, 65536}}, {120, 99 * k_kib, {100 * k_kib, k_kib, 1536, 32, 65536}},
+    {121, 99 * k_kib, {100 * k_kib, k_kib, 1536, 32, 65536}},
 };
 
 }  // namespace
+
+SmLimits sm_limits(int cc_major, int cc_minor) {
+  const int cc = cc_major * 10 + cc_minor;
+  const ArchLimits* best = &k_arch_limits[0];
+  for (const ArchLimits& a : k_arch_limits)
+    if (a.cc <= cc) best = &a;   // the table is sorted: the newest known at or below cc
+  return best->sm;
+}
+
+int resident_blocks(const SmLimits& sm, int64_t threads, int registers, int64_t smem_bytes) {
+  if (threads <= 0) return 0;
+  const int64_t warps = (threads + 31) / 32;
+  int64_t blocks = std::min<int64_t>(sm.max_blocks, sm.max_threads / (warps * 32));
+  if (registers > 0) {
+    // Registers are allocated per warp in units of 256, from four quarters of the register file.
+    const int64_t per_warp = (static_cast<int64_t>(registers) * 32 + 255) / 256 * 256;
+    const int64_t warps_by_registers = 4 * ((sm.registers / 4) / per_warp);
+    blocks = std::min(blocks, warps_by_registers / warps);
+  }
+  if (smem_bytes > 0 || sm.smem_reserved_per_block > 0)
+    blocks = std::min(blocks, sm.smem_per_sm / (std::max<int64_t>(smem_bytes, 0) + sm.smem_reserved_per_block));
+  return static_cast<int>(std::max<int64_t>(blocks, 0));
+}
 
 std::optional<int64_t> Target::lookup(std::string_view name) const {
   if (name == "DEVICE_SMEM_PER_BLOCK") return smem_per_block;

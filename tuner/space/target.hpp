@@ -26,6 +26,21 @@ const std::vector<std::pair<std::string, std::string>>& target_names();
 /// Whether a name is reserved for the target (starts with DEVICE_).
 bool is_target_name(std::string_view name);
 
+/// What one SM of an architecture holds, for occupancy.
+struct SmLimits {
+  int64_t smem_per_sm = 0;             // bytes
+  int64_t smem_reserved_per_block = 0; // bytes the system takes per resident block
+  int64_t max_threads = 0;
+  int64_t max_blocks = 0;
+  int64_t registers = 0;               // 32-bit registers
+};
+
+/// The SM limits of a compute capability: the newest known architecture at or below it.
+SmLimits sm_limits(int cc_major, int cc_minor);
+/// How many blocks of a kernel one SM holds at once (the occupancy calculator's answer), from its
+/// threads per block, registers per thread (<= 0: unknown, not a limit) and shared memory per block.
+int resident_blocks(const SmLimits& sm, int64_t threads, int registers, int64_t smem_bytes);
+
 /// Any GPU: what every one gives a block without opting in (48 KiB of shared memory). The exported
 /// header's generic default kernel, which runs where no table matches, is chosen for it.
 Target portable_target();

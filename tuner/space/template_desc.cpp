@@ -20,8 +20,10 @@ using detail::in_file_order;
 using detail::join_keys;
 using detail::line_of;
 
-constexpr std::string_view k_top_keys[] = {"name",    "kernel", "summary",  "param",     "derived",
-                                           "include", "launch", "requires", "constraint"};
+constexpr std::string_view k_top_keys[] = {"name",   "kernel",   "summary",    "param",  "derived", "include",
+                                           "launch", "requires", "constraint", "applies"};
+/// The problem's names, which only `applies` may use.
+constexpr std::string_view k_problem_names[] = {"M", "N", "K"};
 constexpr std::string_view k_fragment_keys[] = {"constraint"};
 constexpr std::string_view k_param_keys[] = {"name", "values", "help"};
 constexpr std::string_view k_launch_keys[] = {"threads", "tile_m", "tile_n", "dynamic_smem", "grid_z"};
@@ -67,6 +69,11 @@ class DescriptorFileReader : public detail::TomlFileReader {
     read_derived(root);
     read_includes(root);
     read_constraints(root);
+    if (const toml::node* node = root.get("applies")) {
+      m_problem_names_allowed = true;
+      m_desc.applies = parse_expression(*node, "applies");
+      m_problem_names_allowed = false;
+    }
 
     const toml::table* launch = required_table(root, "launch");
     check_keys(*launch, "launch", k_launch_keys);
@@ -128,6 +135,9 @@ class DescriptorFileReader : public detail::TomlFileReader {
   /// DEVICE_* name of the target.
   bool known_name(const std::string& name) const {
     const auto is = [&](const auto& item) { return item.name == name; };
+    if (m_problem_names_allowed &&
+        std::find(std::begin(k_problem_names), std::end(k_problem_names), name) != std::end(k_problem_names))
+      return true;
     return std::any_of(m_desc.params.begin(), m_desc.params.end(), is) ||
            std::any_of(m_desc.derived.begin(), m_desc.derived.end(), is) ||
            std::any_of(target_names().begin(), target_names().end(), [&](const auto& t) { return t.first == name; });
@@ -141,6 +151,7 @@ class DescriptorFileReader : public detail::TomlFileReader {
     for (const auto& t : target_names()) device.push_back(t.first);
     std::string out = fmt::format("parameters: {}", join(params));
     if (!derived.empty()) out += fmt::format("; derived: {}", join(derived));
+    if (m_problem_names_allowed) out += "; problem: M, N, K";
     return out + fmt::format("; device: {}", join(device));
   }
 
@@ -272,14 +283,29 @@ class DescriptorFileReader : public detail::TomlFileReader {
 
   fs::path m_file;
   TemplateDesc& m_desc;
+  bool m_problem_names_allowed = false;   // while reading `applies`
 };
 
 }  // namespace
 
 int64_t TemplateDesc::eval(const Expr& expr, const ParamValues& values, const Target& target, std::string_view key) const {
+  return eval_at(expr, values, target, nullptr, key);
+}
+
+bool TemplateDesc::applies_to(const ParamValues& values, const Target& target, const Problem& problem) const {
+  return !applies || eval_at(*applies, values, target, &problem, "applies") != 0;
+}
+
+int64_t TemplateDesc::eval_at(const Expr& expr, const ParamValues& values, const Target& target, const Problem* problem,
+                              std::string_view key) const {
   // Derived values are computed when first named, at most once per evaluation.
   std::vector<std::optional<int64_t>> derived_values(derived.size());
   ExprLookup lookup = [&](std::string_view ident) -> std::optional<int64_t> {
+    if (problem) {
+      if (ident == "M") return problem->m;
+      if (ident == "N") return problem->n;
+      if (ident == "K") return problem->k;
+    }
     if (auto v = find_param(values, ident)) return v;
     for (size_t i = 0; i < derived.size(); ++i) {
       if (derived[i].name != ident) continue;

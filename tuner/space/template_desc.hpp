@@ -43,10 +43,15 @@ struct TemplateDesc {
   std::vector<Constraint> constraints;             // the fragments' first, in include order
   Expr threads, tile_m, tile_n, dynamic_smem, grid_z;  // [launch]
   Expr align_bytes, ld_multiple;               // [requires]
+  /// Which problems the tuner tries the family on (`applies`, over M, N, K and the parameters);
+  /// none: every problem. The kernel is correct everywhere; this only says where it may win.
+  std::optional<Expr> applies;
 
   /// Evaluates one of this descriptor's expressions at a point: names resolve to the parameters,
   /// then the derived values, then the target's DEVICE_* names. `key` names it in errors.
   int64_t eval(const Expr& expr, const ParamValues& values, const Target& target, std::string_view key) const;
+  /// Whether `applies` holds for a problem (true without one).
+  bool applies_to(const ParamValues& values, const Target& target, const Problem& problem) const;
   /// The position of the first constraint the point fails, or nullopt when it meets them all.
   /// UsageError, naming the constraint and the point, when one cannot be evaluated.
   std::optional<size_t> failed_constraint(const ParamValues& values, const Target& target) const;
@@ -56,6 +61,10 @@ struct TemplateDesc {
   std::string name_expression(const ParamValues& values) const;
   /// Reads source_path and its quoted includes (recursively, from the same folder).
   SourceBundle load_source() const;
+
+ private:
+  int64_t eval_at(const Expr& expr, const ParamValues& values, const Target& target, const Problem* problem,
+                  std::string_view key) const;
 };
 
 /// Loads one descriptor and the constraint fragments it includes. Errors are UsageError
