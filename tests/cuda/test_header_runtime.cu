@@ -27,10 +27,15 @@ constexpr KernelInfo k_kernels[k_kernel_count] = {
 };
 constexpr Entry k_entries_0[] = {{{256, 256, 256}, 1, 2}, {{1024, 1024, 1024}, 1, -1}, {{4096, 4096, 4096}, 2, 2}};
 constexpr Entry k_entries_1[] = {{{512, 512, 512}, 2, 2}};
+// vec4 costs 20 us + 0.05 us per million multiply-adds of its busiest SM; portable 3 us + 0.4 us.
+// vec4 was measured on 256..8192 in each dimension, portable on 16..8192.
+constexpr KernelModel k_models_0[] = {{1, 1, {20, 0.05, 0, 0}, 256, 8192, 256, 8192, 256, 8192},
+                                      {2, 1, {3, 0.4, 0, 0}, 16, 8192, 16, 8192, 16, 8192}};
+constexpr KernelModel k_models_1[] = {{2, 1, {3, 0.4, 0, 0}, 16, 8192, 16, 8192, 16, 8192}};
 constexpr int k_device_table_count = 2;
 constexpr DeviceTable k_device_tables[k_device_table_count] = {
-    {"NVIDIA H100 80GB HBM3", 9, 0, 132, k_entries_0, 3},
-    {"NVIDIA A100-SXM4-80GB", 8, 0, 108, k_entries_1, 1},
+    {"NVIDIA H100 80GB HBM3", 9, 0, 132, k_entries_0, 3, k_models_0, 2},
+    {"NVIDIA A100-SXM4-80GB", 8, 0, 108, k_entries_1, 1, k_models_1, 1},
 };
 inline KernelFn kernel_function(int index) {
   switch (index) {
@@ -58,17 +63,37 @@ TEST(HeaderRuntime, DeviceTablesMatchExactlyThenByComputeCapability) {
 
 TEST(HeaderRuntime, SelectionFollowsTheDispatchRules) {
   using rt::detail::select;
-  // Nearest entry 256^3: its primary when aligned with ld % 4 == 0, else its portable kernel.
-  EXPECT_EQ(select(0, 300, 300, 300, 300, 300, 300, 256), 1);
-  EXPECT_EQ(select(0, 300, 300, 300, 300, 300, 300, 8), 2);
-  EXPECT_EQ(select(0, 300, 300, 300, 301, 300, 300, 256), 2);
-  // Nearest 1024^3 has no portable kernel: the generic default.
-  EXPECT_EQ(select(0, 1000, 1000, 1000, 1001, 1000, 1000, 256), 0);
-  // 2048^3 is as near to 1024^3 as to 4096^3: the smaller problem wins the tie.
-  EXPECT_EQ(select(0, 2048, 2048, 2048, 2048, 2048, 2048, 256), 1);
-  EXPECT_EQ(select(0, 3000, 3000, 3000, 3000, 3000, 3000, 4), 2);
+  // A tuned problem runs its winner when aligned with ld % 4 == 0, else its portable kernel.
+  EXPECT_EQ(select(0, 256, 256, 256, 256, 256, 256, 256), 1);
+  EXPECT_EQ(select(0, 256, 256, 256, 256, 256, 256, 8), 2);
+  EXPECT_EQ(select(0, 256, 256, 256, 257, 256, 256, 256), 2);
+  // Tuned 1024^3 has no portable kernel: the generic default.
+  EXPECT_EQ(select(0, 1024, 1024, 1024, 1025, 1024, 1024, 256), 0);
+  // Untuned shapes: the least predicted time. 2000^3 on 132 SMs: vec4 has 256 tiles (2 per SM),
+  // 20 + 0.05 * 2*128*128*2000/1e6 = 23.3 us; portable 32*16 = 512 tiles (4 per SM),
+  // 3 + 0.4 * 4*64*128*2000/1e6 = 29.2 us.
+  EXPECT_EQ(select(0, 2000, 2000, 2000, 2000, 2000, 2000, 256), 1);
+  // 300^3: vec4 20 + 0.05*(128*128*300/1e6) = 20.2 us; portable 3 + 0.4*(64*128*300/1e6) = 4.0 us.
+  EXPECT_EQ(select(0, 300, 300, 300, 300, 300, 300, 256), 2);
+  // Unaligned: only the portable kernel may run.
+  EXPECT_EQ(select(0, 2000, 2000, 2000, 2000, 2000, 2000, 4), 2);
+  // 50^3: only portable's domain (16..8192, within 2x) covers it.
+  EXPECT_EQ(select(0, 50, 50, 50, 50, 50, 50, 256), 2);
+  // The A100 table has one model.
+  EXPECT_EQ(select(1, 3000, 3000, 3000, 3001, 3000, 3000, 4), 2);
   EXPECT_EQ(select(-1, 64, 64, 64, 64, 64, 64, 256), 0);
   EXPECT_EQ(select(5, 64, 64, 64, 64, 64, 64, 256), 0);
+}
+
+TEST(HeaderRuntime, CachedSelectionAgreesWithSelectionOverManyCalls) {
+  using rt::detail::cached_select;
+  using rt::detail::select;
+  // More distinct calls than the cache holds, revisited: every answer equals select's.
+  for (int round = 0; round < 3; ++round)
+    for (int m = 100; m <= 3000; m += 97)
+      for (const int align : {4, 256})
+        EXPECT_EQ(cached_select(0, m, 2000, 2000, 2000, 2000, 2000, align), select(0, m, 2000, 2000, 2000, 2000, 2000, align))
+            << m << " " << align;
 }
 
 TEST(HeaderRuntime, AlignmentIsTheLargestCommonPowerOfTwoUpTo256) {

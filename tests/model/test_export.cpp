@@ -4,6 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
+#include <random>
+#include <set>
 #include <cstdlib>
 #include <fmt/format.h>
 #include <functional>
@@ -15,6 +19,7 @@
 
 #include "core/error.hpp"
 #include "core/hash.hpp"
+#include "export/cost_model.hpp"
 #include "export/dispatch.hpp"
 #include "export/header_writer.hpp"
 #include "space/space.hpp"
@@ -43,6 +48,7 @@ struct KernelSpec {
   LaunchShape shape;
   Requirements requirements;
   std::string source_hash;
+  int registers = 128;
 };
 
 /// Builds a database through the Store API: devices, one run, sources, binaries, trials, winners.
@@ -84,7 +90,8 @@ class DbBuilder {
   }
 
   /// A winner of `scope` for a problem on a device, with the trial and binary behind it.
-  void add_winner(const std::string& uuid, const Problem& p, const std::string& scope, const KernelSpec& k, double ms) {
+  /// A passing trial of kernel k on problem p taking ms; its id. `tag` keeps trial keys unique.
+  int64_t add_trial(const std::string& uuid, const Problem& p, const std::string& tag, const KernelSpec& k, double ms) {
     if (!m_devices.count(uuid))   // a device stored by an earlier builder on the same file
       for (const auto& d : m_store.devices()) m_devices[d.uuid] = d.id;
     const int64_t device_id = m_devices.at(uuid);
@@ -106,7 +113,7 @@ class DbBuilder {
       m_store.put_binary(b);
     }
     TrialRecord t;
-    t.trial_key = fmt::format("{}/{}/{}/{}", uuid, p.to_string(), scope, binary_key);
+    t.trial_key = fmt::format("{}/{}/{}/{}", uuid, p.to_string(), tag, binary_key);
     t.run_id = m_run;
     t.device_id = device_id;
     t.template_name = k.template_name;
@@ -121,9 +128,19 @@ class DbBuilder {
     t.median_ms = ms;
     t.gflops = p.flops() / ms / 1e6;
     t.threads = k.shape.threads;
+    t.registers = k.registers;
+    t.smem_bytes = k.shape.dynamic_smem;
     t.shape = k.shape;
     t.requirements = k.requirements;
-    const int64_t trial_id = m_store.insert_trial(t);
+    return m_store.insert_trial(t);
+  }
+
+  void add_winner(const std::string& uuid, const Problem& p, const std::string& scope, const KernelSpec& k, double ms) {
+    const int64_t trial_id = add_trial(uuid, p, scope, k, ms);
+    const int64_t device_id = m_devices.at(uuid);
+    Hasher bh;
+    bh.field("test-binary").field(k.source_hash).field(k.name_expression);
+    const std::string binary_key = bh.hex();
     WinnerRecord w;
     w.device_id = device_id;
     w.problem = p;
@@ -242,6 +259,35 @@ struct RealFixture {
     db.add_winner(k_a100_uuid, {2048, 2048, 2048}, "portable", ms1, 2.0);
     db.add_winner(k_a100_uuid, {128, 128, 128}, "overall", b2, 0.01);
     db.add_winner(k_a100_uuid, {128, 128, 128}, "portable", b2, 0.01);
+    add_calibration(db);
+  }
+
+  /// Calibration trials: every exported kernel on shapes of several classes, with times from a
+  /// synthetic roofline (a per-kernel rate, wave quantisation, a memory term and a fixed cost), so
+  /// that different kernels are predicted fastest in different places.
+  void add_calibration(DbBuilder& db) const {
+    const std::vector<Problem> shapes = {{363, 363, 363},   {725, 725, 725},   {1449, 1449, 1449}, {2897, 2897, 2897},
+                                         {4097, 4097, 4097}, {1024, 4096, 4096}, {4096, 1024, 4096}, {1, 4096, 4096},
+                                         {4096, 8, 2048},   {4096, 4096, 16},  {256, 256, 49152}, {64, 64, 64}};
+    struct Rate {
+      const KernelSpec* k;
+      double tflops;
+    };
+    const auto add_all = [&](const std::string& uuid, int sms, const std::vector<Rate>& rates) {
+      for (const Problem& p : shapes)
+        for (const Rate& r : rates) db.add_trial(uuid, p, "calibration", *r.k, synthetic_ms(*r.k, r.tflops, sms, p));
+    };
+    add_all(k_h100_uuid, 132, {{&ms4, 40}, {&ms1, 22}, {&wt, 36}, {&bv, 25}, {&b2, 14}, {&ck, 30}});
+    add_all(k_a100_uuid, 108, {{&wt, 15}, {&ms1, 10}, {&b2, 8}});
+  }
+
+  static double synthetic_ms(const KernelSpec& k, double tflops, int sms, const Problem& p) {
+    const double tiles = std::ceil(double(p.m) / double(k.shape.tile_m)) * std::ceil(double(p.n) / double(k.shape.tile_n)) *
+                         double(k.shape.grid_z);
+    const double quantised = std::ceil(tiles / sms) * sms / tiles;
+    const double compute_us = p.flops() / (tflops * 1e6) * quantised;
+    const double memory_us = 4.0 * double(p.m * p.k + p.k * p.n + p.m * p.n) / 3e6;
+    return (4.0 + compute_us + memory_us) / 1e3;
   }
 };
 
@@ -581,89 +627,194 @@ TEST(ExportCli, DatabaseWithoutWinnersIsAUsageError) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Dispatch: choose_kernel on hand-made entries
+// Dispatch: choose_kernel on a hand-made export model
 // ---------------------------------------------------------------------------------------------
 
-WinnerRecord winner(const std::string& name, Requirements r) {
-  WinnerRecord w;
-  w.name_expression = name;
-  w.requirements = r;
-  return w;
-}
-
-DispatchEntry entry(Problem p, const std::string& primary, Requirements r, std::optional<std::string> portable) {
-  DispatchEntry e;
-  e.problem = p;
-  e.primary = winner(primary, r);
-  e.primary.problem = p;
-  if (portable) e.portable = winner(*portable, {4, 1});
-  return e;
-}
-
-/// Name of the chosen kernel, "generic" when none.
-std::string chosen(const std::vector<DispatchEntry>& entries, const CallShape& call) {
-  const DispatchChoice c = choose_kernel(entries, call);
-  return c.kernel ? c.kernel->name_expression : "generic";
+ExportKernel kernel_named(const std::string& name, int tile_m, int tile_n, Requirements r) {
+  ExportKernel k;
+  k.name_expression = name;
+  k.template_name = name;
+  k.shape.threads = 256;
+  k.shape.tile_m = tile_m;
+  k.shape.tile_n = tile_n;
+  k.shape.grid_z = 1;
+  k.requirements = r;
+  return k;
 }
 
 const Requirements k_vec4{16, 4};
 
-std::vector<DispatchEntry> sample_entries() {
-  return {entry({1000, 1000, 1000}, "p1000", k_vec4, "q1000"), entry({1000, 4000, 1000}, "p1000x4000", k_vec4, "q1000x4000"),
-          entry({4000, 1000, 1000}, "p4000", k_vec4, std::nullopt)};
+/// A model with coefficients c over the domain [lo, hi]^3.
+ExportKernelModel model_of(int kernel, std::array<double, 4> c, int64_t lo, int64_t hi) {
+  ExportKernelModel m;
+  m.kernel = kernel;
+  m.blocks_per_sm = 1;
+  for (int i = 0; i < 4; ++i) m.coef[i] = c[static_cast<size_t>(i)];
+  m.min_m = m.min_n = m.min_k = lo;
+  m.max_m = m.max_n = m.max_k = hi;
+  return m;
 }
 
-TEST(DispatchChoice, ExactHit) {
-  const auto entries = sample_entries();
-  const DispatchChoice c = choose_kernel(entries, tight_call({1000, 4000, 1000}));
+/// Kernels: 0 generic, 1 "big" (128x128, vec4), 2 "small" (64x64, none), 3 "tall" (16x128, none).
+ExportModel sample_model() {
+  ExportModel model;
+  model.kernels = {kernel_named("generic", 64, 64, {4, 1}), kernel_named("big", 128, 128, k_vec4),
+                   kernel_named("small", 64, 64, {4, 1}), kernel_named("tall", 16, 128, {4, 1})};
+  ExportDevice dev;
+  dev.name = "GPU";
+  dev.sm_count = 100;
+  dev.entries = {{{1000, 1000, 1000}, 1, 2}, {{4000, 4000, 4000}, 1, -1}};
+  // big: fast per multiply-add but a large fixed cost; small: cheap to start, slower per work;
+  // tall: measured only on a few rows of C.
+  dev.models = {model_of(1, {20, 0.05, 0, 0}, 256, 8192), model_of(2, {3, 0.4, 0, 0}, 256, 8192),
+                model_of(3, {2, 0.01, 0, 0}, 1, 16)};
+  dev.models[2].max_n = dev.models[2].max_k = 8192;
+  dev.models[2].min_n = dev.models[2].min_k = 1024;
+  model.devices.push_back(dev);
+  return model;
+}
+
+std::string chosen(const ExportModel& model, const CallShape& call) {
+  return model.kernels.at(static_cast<size_t>(choose_kernel(model, 0, call).kernel)).name_expression;
+}
+
+TEST(DispatchChoice, TunedProblemsRunTheirMeasuredWinner) {
+  const ExportModel model = sample_model();
+  const DispatchChoice c = choose_kernel(model, 0, tight_call({1000, 1000, 1000}));
   EXPECT_TRUE(c.exact);
-  EXPECT_EQ(c.kernel->name_expression, "p1000x4000");
-  EXPECT_EQ(c.distance, 0.0);
-}
-
-TEST(DispatchChoice, NearestByLogDistanceIncludingRectangular) {
-  const auto entries = sample_entries();
-  EXPECT_EQ(chosen(entries, tight_call({1100, 900, 1200})), "p1000");
-  EXPECT_EQ(chosen(entries, tight_call({1000, 3000, 1000})), "p1000x4000");   // ln(4/3) < ln 3
-  EXPECT_EQ(chosen(entries, tight_call({900, 2500, 800})), "p1000x4000");     // ln(2.5) > ln(1.6)
-  EXPECT_EQ(chosen(entries, tight_call({5000, 900, 1000})), "p4000");
-  EXPECT_EQ(chosen(entries, tight_call({16, 16, 16})), "p1000");              // far below everything
-  EXPECT_FALSE(choose_kernel(entries, tight_call({1000, 1000, 1001})).exact);
-}
-
-TEST(DispatchChoice, TiesGoToTheSmallerProblem) {
-  // 2000 is ln 2 from both 1000 and 4000 (ln 2 == -ln 0.5 exactly).
-  std::vector<DispatchEntry> entries = {entry({4000, 1000, 1000}, "big", {4, 1}, std::nullopt),
-                                        entry({1000, 1000, 1000}, "small", {4, 1}, std::nullopt)};
-  EXPECT_EQ(chosen(entries, tight_call({2000, 1000, 1000})), "small");
-  std::reverse(entries.begin(), entries.end());
-  EXPECT_EQ(chosen(entries, tight_call({2000, 1000, 1000})), "small");
-}
-
-TEST(DispatchChoice, UnmetRequirementsFallBackToPortableThenGeneric) {
-  const auto entries = sample_entries();
+  EXPECT_EQ(model.kernels[static_cast<size_t>(c.kernel)].name_expression, "big");
+  EXPECT_FALSE(c.predicted_us.has_value());
   CallShape call = tight_call({1000, 1000, 1000});
-  call.lda = 1001;   // unmet ld_multiple
-  DispatchChoice c = choose_kernel(entries, call);
-  EXPECT_EQ(c.kernel->name_expression, "q1000");
-  EXPECT_TRUE(c.portable_fallback);
-  call = tight_call({1000, 1000, 1000});
-  call.alignment = 4;   // unmet alignment (base pointer offset by one float)
-  EXPECT_EQ(chosen(entries, call), "q1000");
-  call.alignment = 8;
-  EXPECT_EQ(chosen(entries, call), "q1000");
-  call.alignment = 16;
-  EXPECT_EQ(chosen(entries, call), "p1000");
-  call = tight_call({4000, 1000, 1000});
-  call.ldc = 1002;      // no portable winner: the generic default
-  c = choose_kernel(entries, call);
-  EXPECT_EQ(c.kernel, nullptr);
-  EXPECT_TRUE(c.portable_fallback);
-  EXPECT_EQ(chosen({}, tight_call({64, 64, 64})), "generic");
+  call.lda = 1001;   // unmet ld_multiple: the entry's portable kernel
+  EXPECT_EQ(chosen(model, call), "small");
+  EXPECT_TRUE(choose_kernel(model, 0, call).portable_fallback);
+  call = tight_call({4000, 4000, 4000});
+  call.alignment = 4;   // no portable kernel tuned there: the generic default
+  EXPECT_EQ(chosen(model, call), "generic");
+}
+
+TEST(DispatchChoice, OtherShapesRunTheLeastPredictedTime) {
+  const ExportModel model = sample_model();
+  // 2000^3: big 20 + 0.05*(ceil(256/100)=3 blocks * 128*128 * 2000 / 1e6) = 24.9 us; small
+  // 3 + 0.4*(ceil(1024/100)=11 * 64*64 * 2000 / 1e6) = 39.0 us.
+  DispatchChoice c = choose_kernel(model, 0, tight_call({2000, 2000, 2000}));
+  EXPECT_FALSE(c.exact);
+  EXPECT_EQ(model.kernels[static_cast<size_t>(c.kernel)].name_expression, "big");
+  ASSERT_TRUE(c.predicted_us);
+  EXPECT_NEAR(*c.predicted_us, 20 + 0.05 * 3 * 128 * 128 * 2000 / 1e6, 1e-9);
+  ASSERT_EQ(c.predictions.size(), 3u);
+  EXPECT_EQ(c.predictions[0].kernel, 1);   // fastest usable, in-domain first
+  // 300^3: big 20 + 0.05*(1*16384*300/1e6) = 20.25; small 3 + 0.4*(1*4096*300/1e6) = 3.49.
+  EXPECT_EQ(chosen(model, tight_call({300, 300, 300})), "small");
+  // Unaligned: big is not usable, whatever its prediction.
+  CallShape call = tight_call({2000, 2000, 2000});
+  call.alignment = 4;
+  EXPECT_EQ(chosen(model, call), "small");
+  // Four rows of C: only tall's domain (M 1..16, within 2x) covers it, and it is predicted fastest.
+  EXPECT_EQ(chosen(model, tight_call({4, 4096, 4096})), "tall");
+  // 200 rows: outside tall's domain (M <= 32), inside big's and small's: they compete, tall does not.
+  EXPECT_NE(chosen(model, tight_call({200, 4096, 4096})), "tall");
+  // Outside every domain, every usable model competes, and the reason says so.
+  c = choose_kernel(model, 0, tight_call({100000, 100000, 100000}));
+  EXPECT_NE(c.why.find("extrapolates"), std::string::npos) << c.why;
+}
+
+TEST(DispatchChoice, NothingUsableOrNoDeviceRunsTheGenericDefault) {
+  ExportModel model = sample_model();
+  model.devices[0].models.resize(1);   // only big, which needs 16-byte alignment
+  CallShape call = tight_call({2000, 2000, 2000});
+  call.alignment = 4;
+  EXPECT_EQ(chosen(model, call), "generic");
+  EXPECT_EQ(choose_kernel(model, 5, tight_call({64, 64, 64})).kernel, k_generic_kernel_index);
 }
 
 // ---------------------------------------------------------------------------------------------
-// The header under nvcc: compiles for sm_80 and sm_90, and its selection equals choose_kernel
+// The cost model: fitting
+// ---------------------------------------------------------------------------------------------
+
+TEST(CostModel, RecoversTheCoefficientsThatGeneratedItsPoints) {
+  LaunchShape shape;
+  shape.threads = 256;
+  shape.tile_m = 128;
+  shape.tile_n = 128;
+  shape.grid_z = 1;
+  ExportKernelModel truth;
+  truth.blocks_per_sm = 2;
+  truth.coef[0] = 5;
+  truth.coef[1] = 0.03;
+  truth.coef[2] = 0.5;
+  truth.coef[3] = 0;
+  std::vector<ModelPoint> points;
+  for (const Problem& p : std::vector<Problem>{{256, 256, 256}, {1024, 1024, 1024}, {4096, 4096, 4096}, {300, 5000, 700},
+                                               {2000, 100, 9000}, {64, 64, 20000}, {8192, 8192, 16}})
+    points.push_back({p, predict_us(truth, shape, 132, p)});
+  const ExportKernelModel fit = fit_kernel_model(points, shape, 7, 2, 132);
+  EXPECT_EQ(fit.kernel, 7);
+  EXPECT_EQ(fit.points, 7);
+  EXPECT_LT(fit.rms_relative_error, 1e-9);
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(fit.coef[i], truth.coef[i], 1e-6 * (1 + truth.coef[i])) << "term " << i;
+  EXPECT_EQ(fit.min_m, 64);
+  EXPECT_EQ(fit.max_k, 20000);
+  // The same points in another order fit the same numbers.
+  std::reverse(points.begin(), points.end());
+  const ExportKernelModel again = fit_kernel_model(points, shape, 7, 2, 132);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(again.coef[i], fit.coef[i]);
+}
+
+TEST(CostModel, FewPointsKeepTheSimplestNonNegativeFit) {
+  LaunchShape shape;
+  shape.threads = 128;
+  shape.tile_m = 64;
+  shape.tile_n = 64;
+  shape.grid_z = 1;
+  // One point: the work term alone reproduces it.
+  const ExportKernelModel one = fit_kernel_model({{{1024, 1024, 1024}, 100.0}}, shape, 1, 1, 132);
+  EXPECT_EQ(one.coef[0], 0.0);
+  EXPECT_GT(one.coef[1], 0.0);
+  EXPECT_NEAR(predict_us(one, shape, 132, {1024, 1024, 1024}), 100.0, 1e-9);
+  // A point measured twice keeps its fastest time.
+  const ExportKernelModel twice = fit_kernel_model({{{1024, 1024, 1024}, 100.0}, {{1024, 1024, 1024}, 80.0}}, shape, 1, 1, 132);
+  EXPECT_EQ(twice.points, 1);
+  EXPECT_NEAR(predict_us(twice, shape, 132, {1024, 1024, 1024}), 80.0, 1e-9);
+  // Times that fall with size cannot give negative coefficients.
+  const ExportKernelModel odd =
+      fit_kernel_model({{{256, 256, 256}, 50.0}, {{512, 512, 512}, 40.0}, {{1024, 1024, 1024}, 30.0}}, shape, 1, 1, 132);
+  for (double c : odd.coef) EXPECT_GE(c, 0.0);
+}
+
+TEST(CostModel, ExportFitsEveryExportedKernelOnItsTrialsDeterministically) {
+  test::TempDir dir;
+  DbBuilder db(dir / "t.db");
+  RealFixture f;
+  f.build(db);
+  const ExportModel a = build_export_model(db.store(), {}, builtin_blocktile2d());
+  const ExportModel b = build_export_model(db.store(), {}, builtin_blocktile2d());
+  ASSERT_EQ(a.devices.size(), 2u);
+  for (size_t d = 0; d < a.devices.size(); ++d) {
+    ASSERT_EQ(a.devices[d].models.size(), b.devices[d].models.size());
+    EXPECT_FALSE(a.devices[d].models.empty());
+    for (size_t i = 0; i < a.devices[d].models.size(); ++i) {
+      const auto& m = a.devices[d].models[i];
+      EXPECT_EQ(m.kernel, b.devices[d].models[i].kernel);
+      for (int t = 0; t < 4; ++t) EXPECT_EQ(m.coef[t], b.devices[d].models[i].coef[t]);
+      EXPECT_GT(m.points, 1) << "calibration trials were used";
+      EXPECT_GE(m.blocks_per_sm, 1);
+      EXPECT_TRUE(std::isfinite(m.rms_relative_error) && m.rms_relative_error >= 0);
+    }
+  }
+  // On the H100 table the choice varies with the shape (the point of a model), and every choice
+  // is a kernel exported for that device.
+  const size_t h100 = a.devices[0].name == k_h100 ? 0 : 1;
+  std::set<int> chosen_kernels;
+  for (const Problem& p : std::vector<Problem>{{300, 300, 300}, {2000, 2000, 2000}, {4097, 4097, 4097}, {2, 4096, 4096},
+                                               {4096, 4096, 8}, {256, 256, 40000}, {60, 60, 60}})
+    chosen_kernels.insert(choose_kernel(a, h100, tight_call(p)).kernel);
+  EXPECT_GE(chosen_kernels.size(), 2u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The header under nvcc: compiles for sm_80 and sm_90, and its selection equals choose_kernel on
+// 315 shapes of every class (tuned or not) x 7 call layouts x 3 tables
 // ---------------------------------------------------------------------------------------------
 
 TEST(ExportNvcc, TwoHeadersCompileTogetherForSm90) {
@@ -731,13 +882,20 @@ TEST(ExportNvcc, HeaderSelectionMatchesChooseKernelAndCompilesForSm80) {
   ASSERT_EQ(model.devices[0].name, k_a100);
   ASSERT_EQ(model.devices[1].name, k_h100);
   test::write_file(dir / "tuned_sgemm.cuh", render_header(model, "cmtune"));
-  const std::vector<int64_t> device_ids = {f.a100, f.h100};   // in table order
 
   std::vector<SelectCase> cases;
-  const std::vector<Problem> problems = {
+  std::vector<Problem> problems = {
       {1024, 1024, 1024}, {4096, 4096, 4096}, {512, 2048, 256}, {2048, 2048, 2048}, {128, 128, 128},
       {17, 33, 65},       {1000, 1000, 1000}, {1023, 1023, 1023}, {1025, 1025, 1025}, {2049, 100, 3000},
       {1, 1, 1},          {100000, 16, 16},   {256, 4096, 128},   {3000, 3000, 64},   {724, 724, 724}};
+  // And 300 more shapes of every class, log-uniform over 1..65536 per dimension (a fixed seed).
+  std::mt19937_64 rng(17);
+  std::uniform_real_distribution<double> log_dim(0.0, std::log(65536.0));
+  while (problems.size() < 315) {
+    const auto dim = [&] { return static_cast<int64_t>(std::exp(log_dim(rng))); };
+    const Problem p{dim(), dim(), dim()};
+    if (static_cast<double>(p.m) * static_cast<double>(p.n) < 2e9) problems.push_back(p);   // C fits an int's offsets
+  }
   for (int table = -1; table < 2; ++table)
     for (const Problem& p : problems)
       for (const auto& [dl, dc, align] : std::vector<std::tuple<int, int, int>>{{0, 0, 256}, {1, 0, 256}, {0, 3, 256},
@@ -776,8 +934,6 @@ int main(int argc, char**) {
   ASSERT_EQ(run.exit_code, 0) << run.output;
 
   std::istringstream lines(run.output);
-  std::vector<std::vector<DispatchEntry>> entries;
-  for (const int64_t id : device_ids) entries.push_back(dispatch_entries(db.store(), id));
   const std::string generic = model.kernels[k_generic_kernel_index].name_expression;
   int mismatches = 0;
   for (const auto& c : cases) {
@@ -789,8 +945,7 @@ int main(int argc, char**) {
     std::string expected = generic;
     if (c.table >= 0) {
       const CallShape call{c.p, c.lda, c.ldb, c.ldc, c.alignment};
-      const DispatchChoice choice = choose_kernel(entries[static_cast<size_t>(c.table)], call);
-      if (choice.kernel) expected = choice.kernel->name_expression;
+      expected = model.kernels[static_cast<size_t>(choose_kernel(model, static_cast<size_t>(c.table), call).kernel)].name_expression;
     }
     if (model.kernels[static_cast<size_t>(index)].name_expression != expected && ++mismatches <= 10)
       ADD_FAILURE() << fmt::format("table {} {} lda={} ldb={} ldc={} alignment={}: header picks {}, choose_kernel {}",

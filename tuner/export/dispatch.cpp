@@ -1,8 +1,8 @@
 #include "export/dispatch.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <map>
-#include <math.h>  // ::log and ::fabs, as the rules want them
 
 namespace cmt {
 
@@ -10,44 +10,86 @@ namespace rules {
 #include "export/runtime/dispatch_rules.h"
 }  // namespace rules
 
+namespace {
+
+/// The header's KernelInfo fields the rules read.
+struct KernelTiles {
+  int tile_m, tile_n, grid_z;
+};
+
+}  // namespace
+
 CallShape tight_call(const Problem& problem) { return {problem, problem.k, problem.n, problem.n, 256}; }
-
-double log_distance(const Problem& a, const Problem& b) { return rules::log_distance(a.m, a.n, a.k, b.m, b.n, b.k); }
-
-const DispatchEntry* nearest_entry(const std::vector<DispatchEntry>& entries, const Problem& problem) {
-  const int i = rules::nearest_entry(entries.data(), static_cast<int>(entries.size()), problem.m, problem.n, problem.k);
-  return i < 0 ? nullptr : &entries[static_cast<size_t>(i)];
-}
 
 bool requirements_met(const Requirements& r, const CallShape& call) {
   return rules::requirements_met(r.align_bytes, r.ld_multiple, call.lda, call.ldb, call.ldc, call.alignment);
 }
 
-DispatchChoice choose_kernel(const std::vector<DispatchEntry>& entries, const CallShape& call) {
+DispatchChoice choose_kernel(const ExportModel& model, size_t device, const CallShape& call) {
   DispatchChoice c;
-  c.entry = nearest_entry(entries, call.problem);
-  if (!c.entry) {
+  if (device >= model.devices.size()) {
     c.why = "nothing tuned for this device: the generic default kernel runs";
     return c;
   }
-  c.distance = log_distance(call.problem, c.entry->problem);
-  c.exact = c.entry->problem == call.problem;
-  const std::string where = c.exact ? "tuned for this problem"
-                                    : fmt::format("nearest tuned problem {} (log-distance {:.3f})",
-                                                  c.entry->problem.to_string(), c.distance);
-  // Kernel indices for the rule: 0 the primary, 1 the portable one, -1 the generic default.
-  const bool met = requirements_met(c.entry->primary.requirements, call);
-  const int kernel = rules::entry_kernel(0, met, c.entry->portable ? 1 : -1, -1);
-  c.kernel = kernel == 0 ? &c.entry->primary : kernel == 1 ? &*c.entry->portable : nullptr;
-  c.portable_fallback = !met;
-  if (met) {
-    c.why = where;
-  } else {
-    c.why = fmt::format("{}; the call misses the winner's requirements ({}), so its best kernel without "
-                        "requirements runs",
-                        where, c.entry->primary.requirements.to_string());
-    if (!c.kernel) c.why += " (none was tuned: the generic default kernel runs)";
+  const ExportDevice& dev = model.devices[device];
+  const Problem& p = call.problem;
+  const auto usable = [&](int kernel) {
+    return requirements_met(model.kernels.at(static_cast<size_t>(kernel)).requirements, call);
+  };
+  std::vector<KernelTiles> tiles;
+  for (const auto& k : model.kernels)
+    tiles.push_back({static_cast<int>(k.shape.tile_m), static_cast<int>(k.shape.tile_n), static_cast<int>(k.shape.grid_z)});
+
+  for (const auto& m : dev.models) {
+    Prediction pr;
+    pr.kernel = m.kernel;
+    double f[rules::k_model_terms];
+    const KernelTiles& t = tiles[static_cast<size_t>(m.kernel)];
+    rules::model_features(p.m, p.n, p.k, t.tile_m, t.tile_n, t.grid_z, m.blocks_per_sm, dev.sm_count, f);
+    pr.us = rules::predicted_us(m.coef, f);
+    pr.usable = usable(m.kernel);
+    pr.in_domain = rules::in_model_domain(m, p.m, p.n, p.k);
+    c.predictions.push_back(pr);
   }
+  std::stable_sort(c.predictions.begin(), c.predictions.end(), [](const Prediction& a, const Prediction& b) {
+    if (a.usable != b.usable) return a.usable;
+    if (a.in_domain != b.in_domain) return a.in_domain;
+    return a.us < b.us;
+  });
+
+  const int e = rules::exact_entry(dev.entries.data(), static_cast<int>(dev.entries.size()), p.m, p.n, p.k);
+  if (e >= 0) {
+    const ExportEntry& entry = dev.entries[static_cast<size_t>(e)];
+    c.exact = true;
+    const bool met = usable(entry.primary);
+    c.kernel = rules::entry_kernel(entry.primary, met, entry.portable, k_generic_kernel_index);
+    c.portable_fallback = !met;
+    if (met) {
+      c.why = "tuned for this problem: its measured winner runs";
+    } else {
+      c.why = fmt::format("tuned for this problem, but the call misses the winner's requirements ({}), so the best "
+                          "kernel without requirements runs",
+                          model.kernels.at(static_cast<size_t>(entry.primary)).requirements.to_string());
+      if (entry.portable < 0) c.why += " (none was tuned: the generic default kernel runs)";
+    }
+    return c;
+  }
+
+  double us = 0;
+  const int best = rules::best_predicted(dev.models.data(), static_cast<int>(dev.models.size()), tiles.data(),
+                                         dev.sm_count, p.m, p.n, p.k, usable, &us);
+  if (best < 0) {
+    c.why = dev.models.empty() ? "no kernel has a cost model on this device: the generic default kernel runs"
+                               : "the call meets no modelled kernel's requirements: the generic default kernel runs";
+    return c;
+  }
+  const ExportKernelModel& m = dev.models[static_cast<size_t>(best)];
+  c.kernel = m.kernel;
+  c.predicted_us = us;
+  const bool in_domain = rules::in_model_domain(m, p.m, p.n, p.k);
+  c.why = fmt::format("not tuned: least predicted time of {} kernel{}{}", dev.models.size(), dev.models.size() == 1 ? "" : "s",
+                      in_domain ? " whose measured shapes cover this one (within 2x per dimension)"
+                                : "; no kernel was measured near this shape, so every model extrapolates");
   return c;
 }
 

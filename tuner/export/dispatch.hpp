@@ -1,6 +1,6 @@
-// Dispatch decisions for `cm-tune query` and `export`: which tuned entry and which kernel serve a
-// call. The rules themselves are export/runtime/dispatch_rules.h, which every generated header
-// carries too, so the tool and the header decide alike; tests check that they do.
+// Dispatch decisions for `cm-tune query`, `bench` and `export`: which kernel of an export model
+// serves a call. The rules themselves are export/runtime/dispatch_rules.h, which every generated
+// header carries too, so the tool and the header decide alike; tests check that they do.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "export/export_model.hpp"
 #include "store/store.hpp"
 
 namespace cmt {
@@ -19,7 +20,10 @@ struct DispatchEntry {
   std::optional<WinnerRecord> portable;
 };
 
-/// What a call passes that requirements depend on.
+/// The winners of one device in the database, one entry per tuned problem, sorted by problem.
+std::vector<DispatchEntry> dispatch_entries(Store& store, int64_t device_id);
+
+/// What a call passes that the choice depends on.
 struct CallShape {
   Problem problem;
   int64_t lda = 0, ldb = 0, ldc = 0;
@@ -29,28 +33,28 @@ struct CallShape {
 /// A tight row-major call (lda = K, ldb = ldc = N) on freshly allocated buffers.
 CallShape tight_call(const Problem& problem);
 
-/// |ln(M/M')| + |ln(N/N')| + |ln(K/K')|: how far apart two problems are in shape and scale.
-double log_distance(const Problem& a, const Problem& b);
-
-/// The entry whose problem is nearest in log-distance; ties go to the smaller (M, N, K).
-const DispatchEntry* nearest_entry(const std::vector<DispatchEntry>& entries, const Problem& problem);
-
 /// Whether a call satisfies a kernel's requirements.
 bool requirements_met(const Requirements& requirements, const CallShape& call);
 
-struct DispatchChoice {
-  const DispatchEntry* entry = nullptr;   // nullptr: nothing tuned for the device
-  const WinnerRecord* kernel = nullptr;   // primary, or the entry's portable kernel
-  bool exact = false;                     // the call's problem was tuned
-  bool portable_fallback = false;         // the primary's requirements were not met
-  double distance = 0;
-  std::string why;                        // one line
+/// One model's prediction for a call.
+struct Prediction {
+  int kernel = 0;            // index into ExportModel::kernels
+  double us = 0;             // predicted microseconds
+  bool usable = false;       // the call meets the kernel's requirements
+  bool in_domain = false;    // the call's shape is within a factor of two of the shapes it was measured on
 };
 
-/// Nearest entry, then its primary kernel if the call meets its requirements, else its portable one.
-DispatchChoice choose_kernel(const std::vector<DispatchEntry>& entries, const CallShape& call);
+struct DispatchChoice {
+  int kernel = k_generic_kernel_index;   // index into ExportModel::kernels
+  bool exact = false;                    // the call's problem was tuned: its measured winner runs
+  bool portable_fallback = false;        // exact, but the call misses the winner's requirements
+  std::optional<double> predicted_us;    // the chosen kernel's prediction (not exact)
+  std::vector<Prediction> predictions;   // every model of the table, by predicted time (usable first)
+  std::string why;                       // one line
+};
 
-/// The dispatch table of one device from the winners in the database, sorted by problem.
-std::vector<DispatchEntry> dispatch_entries(Store& store, int64_t device_id);
+/// The kernel an exported header built from `model` runs for a call on device table `device`
+/// (an index into model.devices), and why.
+DispatchChoice choose_kernel(const ExportModel& model, size_t device, const CallShape& call);
 
 }  // namespace cmt

@@ -1,5 +1,7 @@
 #include "store/store.hpp"
 
+#include <map>
+
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
@@ -445,6 +447,13 @@ void Store::put_binary(const BinaryRecord& binary) {
   b(binary.source_hash).boolean(binary.ok)(binary.log)(binary.cubin)(binary.lowered_name);
   b(binary.registers)(binary.spill_stores)(binary.spill_loads)(binary.compile_seconds)(utc_now());
   s.run();
+}
+
+std::map<std::string, std::string> Store::binary_sources() {
+  Statement s = m_db.prepare("SELECT key, source_hash FROM binaries");
+  std::map<std::string, std::string> out;
+  while (s.step()) out.emplace(s.column_text(0), s.column_text(1));
+  return out;
 }
 
 int64_t Store::count_binaries() {

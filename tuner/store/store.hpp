@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +48,8 @@ class Store {
   std::optional<BinaryRecord> find_binary(const std::string& key);
   void put_binary(const BinaryRecord& binary);          // insert or replace
   int64_t count_binaries();
+  /// Every cached binary's source bundle hash, by binary key (no cubins read).
+  std::map<std::string, std::string> binary_sources();
   /// Template sources by bundle hash; put_source ignores a hash already stored.
   void put_source(const SourceRecord& source);
   std::optional<SourceRecord> find_source(const std::string& hash);

@@ -1,42 +1,7 @@
 // The dispatch rules: which tuned entry and which kernel serve a call. One definition, two users:
 // cm-tune compiles it into `query` and `export` (tuner/export/dispatch.cpp), and `cm-tune export`
 // pastes it into every generated header inside NS::detail, where sgemm uses it. So it stays plain
-// C++11 with no includes and no namespace of its own: the includer wraps it in one and provides
-// ::log and ::fabs (<math.h> in cm-tune, <cuda_runtime.h> in the header). Host code only.
-
-/// |ln(a/b)| for a, b >= 1.
-inline double log_term(long long a, long long b) {
-  return ::fabs(::log(static_cast<double>(a) / static_cast<double>(b)));
-}
-
-/// |ln(M/M')| + |ln(N/N')| + |ln(K/K')|: how far apart two problems are in shape and scale.
-inline double log_distance(long long m, long long n, long long k, long long m2, long long n2, long long k2) {
-  return log_term(m, m2) + log_term(n, n2) + log_term(k, k2);
-}
-
-/// Whether problem a comes before problem b in (M, N, K) order.
-template <class Problem>
-inline bool problem_before(const Problem& a, const Problem& b) {
-  if (a.m != b.m) return a.m < b.m;
-  if (a.n != b.n) return a.n < b.n;
-  return a.k < b.k;
-}
-
-/// The position of the entry nearest to M x N x K in log-distance, or -1 when count is 0. Entries
-/// are anything with .problem.m, .n and .k; of equally near entries the smallest problem wins.
-template <class Entry>
-inline int nearest_entry(const Entry* entries, int count, long long M, long long N, long long K) {
-  int best = -1;
-  double best_distance = 0;
-  for (int i = 0; i < count; ++i) {
-    const double d = log_distance(M, N, K, entries[i].problem.m, entries[i].problem.n, entries[i].problem.k);
-    if (best < 0 || d < best_distance || (d == best_distance && problem_before(entries[i].problem, entries[best].problem))) {
-      best = i;
-      best_distance = d;
-    }
-  }
-  return best;
-}
+// C++11 with no includes and no namespace of its own: the includer wraps it in one. Host code only.
 
 /// The largest power of two dividing every one of the addresses whose bits are OR-ed in `bits`,
 /// capped at 256 (what cudaMalloc guarantees).
@@ -53,10 +18,94 @@ inline bool requirements_met(long long align_bytes, long long ld_multiple, long 
   return alignment >= align_bytes && lda % multiple == 0 && ldb % multiple == 0 && ldc % multiple == 0;
 }
 
-/// Which kernel serves a call from its nearest entry: the entry's primary kernel when the call meets
-/// the primary's requirements, else the entry's portable kernel (no requirements), else the generic
-/// default. Kernels are indices; portable < 0 when the entry has none.
+/// Which kernel serves a call of a tuned problem from its entry: the entry's primary kernel when the
+/// call meets the primary's requirements, else the entry's portable kernel (no requirements), else
+/// the generic default. Kernels are indices; portable < 0 when the entry has none.
 inline int entry_kernel(int primary, bool primary_requirements_met, int portable, int generic) {
   if (primary_requirements_met) return primary;
   return portable >= 0 ? portable : generic;
+}
+
+// ---- the cost model (docs/EXPORT.md, "How the dispatch predicts") ----
+// A call no tuned problem matches exactly runs the exported kernel with the least predicted time.
+// Each kernel's prediction is a sum of four features of the call's shape, weighted by coefficients
+// fitted to that kernel's measured trials on the device: t = c0 + c1*work + c2*steps + c3*outputs.
+
+constexpr int k_model_terms = 4;
+
+/// ceil(a / b) for a >= 0, b >= 1.
+inline long long ceil_div_ll(long long a, long long b) { return (a + b - 1) / b; }
+
+/// The model's features for a kernel of tile_m x tile_n blocks, grid_z blocks per tile (K split
+/// among them) and blocks_per_sm resident blocks per SM, on sm_count SMs, at M x N x K:
+///  [0] 1: launch and fixed costs;
+///  [1] work: millions of multiply-adds the busiest SM does (its blocks x tile x K per block);
+///  [2] steps: thousands of k iterations on the critical path (waves x K per block), the latency a
+///      kernel pays when its SMs hold too few blocks to hide it;
+///  [3] outputs: thousands of C elements the busiest SM writes (tile set-up and the store of C).
+inline void model_features(long long M, long long N, long long K, int tile_m, int tile_n, int grid_z, int blocks_per_sm,
+                           int sm_count, double features[k_model_terms]) {
+  const long long z = grid_z > 1 ? grid_z : 1;
+  const long long sms = sm_count > 1 ? sm_count : 1;
+  const long long blocks = ceil_div_ll(M, tile_m) * ceil_div_ll(N, tile_n) * z;
+  const long long k_per_block = ceil_div_ll(K, z);
+  const long long busiest = ceil_div_ll(blocks, sms);
+  const long long waves = ceil_div_ll(blocks, sms * (blocks_per_sm > 1 ? blocks_per_sm : 1));
+  const double tile = static_cast<double>(tile_m) * static_cast<double>(tile_n);
+  features[0] = 1.0;
+  features[1] = static_cast<double>(busiest) * tile * static_cast<double>(k_per_block) * 1e-6;
+  features[2] = static_cast<double>(waves) * static_cast<double>(k_per_block) * 1e-3;
+  features[3] = static_cast<double>(busiest) / static_cast<double>(z) * tile * 1e-3;
+}
+
+/// Predicted microseconds: the coefficients' dot product with the features, in term order.
+inline double predicted_us(const double coef[k_model_terms], const double features[k_model_terms]) {
+  double t = 0;
+  for (int i = 0; i < k_model_terms; ++i) t += coef[i] * features[i];
+  return t;
+}
+
+/// Whether M x N x K lies in a model's domain: within a factor of two of the range of shapes its
+/// kernel was measured on, in each dimension. Outside it the fit is an extrapolation.
+template <class Model>
+inline bool in_model_domain(const Model& m, long long M, long long N, long long K) {
+  return 2 * M >= m.min_m && M <= 2LL * m.max_m && 2 * N >= m.min_n && N <= 2LL * m.max_n && 2 * K >= m.min_k &&
+         K <= 2LL * m.max_k;
+}
+
+/// The position (in models) of the model with the least predicted time at M x N x K among those
+/// whose kernel the call may run (`usable(kernel index)`) and whose domain holds the shape; when no
+/// domain holds it, among every usable model. Ties go to the earlier model. -1: none usable.
+/// Models are anything with .kernel, .blocks_per_sm, .coef[] and the domain's .min_m ... .max_k;
+/// kernels anything with .tile_m, .tile_n and .grid_z. *predicted gets the winner's time.
+template <class Model, class Kernel, class Usable>
+inline int best_predicted(const Model* models, int count, const Kernel* kernels, int sm_count, long long M, long long N,
+                          long long K, Usable usable, double* predicted) {
+  int best = -1;
+  double best_us = 0;
+  for (int pass = 0; pass < 2 && best < 0; ++pass) {
+    for (int i = 0; i < count; ++i) {
+      const Model& m = models[i];
+      if (pass == 0 && !in_model_domain(m, M, N, K)) continue;
+      if (!usable(m.kernel)) continue;
+      const Kernel& k = kernels[m.kernel];
+      double f[k_model_terms];
+      model_features(M, N, K, k.tile_m, k.tile_n, k.grid_z, m.blocks_per_sm, sm_count, f);
+      const double us = predicted_us(m.coef, f);
+      if (best < 0 || us < best_us) {
+        best = i;
+        best_us = us;
+      }
+    }
+  }
+  if (predicted != 0) *predicted = best_us;
+  return best;
+}
+
+/// The position of the entry tuned for exactly M x N x K, or -1.
+template <class Entry>
+inline int exact_entry(const Entry* entries, int count, long long M, long long N, long long K) {
+  for (int i = 0; i < count; ++i)
+    if (entries[i].problem.m == M && entries[i].problem.n == N && entries[i].problem.k == K) return i;
+  return -1;
 }

@@ -29,19 +29,50 @@ inline int alignment_of(const void* a, const void* b, const void* c) {
                                                            reinterpret_cast<size_t>(c)));
 }
 
+/// Whether a call may run a kernel: it meets the kernel's requirements.
+struct CallRequirements {
+  int lda, ldb, ldc, alignment;
+  bool operator()(int kernel) const {
+    const KernelInfo& k = k_kernels[kernel];
+    return requirements_met(k.align_bytes, k.ld_multiple, lda, ldb, ldc, alignment);
+  }
+};
+
 /// The kernel (index into k_kernels) sgemm launches on a device served by `table` (-1: none) for
-/// this call, by the dispatch rules: the nearest entry's primary kernel when the call meets its
-/// requirements, else the entry's portable kernel, else the generic default. `alignment` as
-/// alignment_of(A, B, C). Host only, no GPU: tests compare it with cm-tune's choose_kernel.
+/// this call, by the dispatch rules: for a tuned problem, its measured winner when the call meets
+/// the winner's requirements, else its best kernel without requirements; for any other shape, the
+/// kernel the table's cost model predicts fastest among those whose requirements the call meets;
+/// else the generic default. `alignment` as alignment_of(A, B, C). Host only, no GPU: tests compare
+/// it with cm-tune's choice.
 inline int select(int table, int M, int N, int K, int lda, int ldb, int ldc, int alignment) {
   if (table < 0 || table >= k_device_table_count) return k_generic_kernel;
   const DeviceTable& t = k_device_tables[table];
-  const int e = nearest_entry(t.entries, t.entry_count, M, N, K);
-  if (e < 0) return k_generic_kernel;
-  const Entry& entry = t.entries[e];
-  const KernelInfo& p = k_kernels[entry.primary];
-  return entry_kernel(entry.primary, requirements_met(p.align_bytes, p.ld_multiple, lda, ldb, ldc, alignment),
-                      entry.portable, k_generic_kernel);
+  const CallRequirements usable = {lda, ldb, ldc, alignment};
+  const int e = exact_entry(t.entries, t.entry_count, M, N, K);
+  if (e >= 0) return entry_kernel(t.entries[e].primary, usable(t.entries[e].primary), t.entries[e].portable, k_generic_kernel);
+  const int m = best_predicted(t.models, t.model_count, k_kernels, t.sm_count, M, N, K, usable, static_cast<double*>(0));
+  return m < 0 ? k_generic_kernel : t.models[m].kernel;
+}
+
+/// select, remembered per thread for the last few distinct calls (no locks: each thread has its own).
+inline int cached_select(int table, int M, int N, int K, int lda, int ldb, int ldc, int alignment) {
+  struct Slot {
+    int key[8];
+    int kernel;
+  };
+  constexpr int k_slots = 8;
+  static thread_local Slot slots[k_slots];   // zero: M = 0 never reaches here
+  static thread_local unsigned next_slot = 0;
+  const int key[8] = {table, M, N, K, lda, ldb, ldc, alignment};
+  for (int i = 0; i < k_slots; ++i) {
+    bool same = true;
+    for (int j = 0; j < 8 && same; ++j) same = slots[i].key[j] == key[j];
+    if (same) return slots[i].kernel;
+  }
+  Slot& slot = slots[next_slot++ % k_slots];
+  for (int j = 0; j < 8; ++j) slot.key[j] = key[j];
+  slot.kernel = select(table, M, N, K, lda, ldb, ldc, alignment);
+  return slot.kernel;
 }
 
 // Per-device state, computed once: which table serves the device, and per kernel whether its
@@ -133,7 +164,7 @@ inline cudaError_t launch_scale(int M, int N, float beta, float* C, int ldc, cud
 }  // namespace detail
 
 /// Row-major SGEMM, C = alpha * A * B + beta * C with A M x K (lda), B K x N (ldb), C M x N (ldc),
-/// on `stream`, using the kernel tuned for the nearest problem on this device. Returns
+/// on `stream`, using the kernel this device's table chooses (detail::select). Returns
 /// cudaErrorInvalidValue for bad arguments (negative sizes, lda < max(1,K), ldb or ldc < max(1,N),
 /// a null pointer that would be used), cudaSuccess without launching anything when M or N is 0,
 /// else the status of the launch. alpha == 0 or K == 0 only scales C (A and B are not read);
@@ -152,7 +183,7 @@ inline cudaError_t sgemm(int M, int N, int K, float alpha, const float* A, int l
   int device = 0, table = -1;
   cudaError_t err = detail::current_table(&device, &table);
   if (err != cudaSuccess) return err;
-  const int kernel = detail::select(table, M, N, K, lda, ldb, ldc, detail::alignment_of(A, B, C));
+  const int kernel = detail::cached_select(table, M, N, K, lda, ldb, ldc, detail::alignment_of(A, B, C));
   err = detail::prepare_kernel(device, kernel);
   if (err != cudaSuccess) return err;
   const detail::KernelInfo& info = detail::k_kernels[kernel];

@@ -29,12 +29,23 @@ struct Entry {
   int portable;         // the fastest without requirements; -1: none (the generic default runs)
 };
 
+/// One kernel's cost model on one device (dispatch rules, "the cost model"): predicted microseconds
+/// are coef . features(shape), trusted within a factor of two of the shapes it was measured on.
+struct KernelModel {
+  int kernel;              // index into k_kernels
+  int blocks_per_sm;       // resident blocks per SM on this device
+  double coef[4];          // fixed, per million multiply-adds, per thousand k steps, per thousand outputs
+  long long min_m, max_m, min_n, max_n, min_k, max_k;  // the shapes it was measured on
+};
+
 /// The dispatch table of one device, keyed by what cudaGetDeviceProperties reports.
 struct DeviceTable {
   const char* name;
   int cc_major, cc_minor, sm_count;
-  const Entry* entries;
+  const Entry* entries;    // tuned problems: a call of exactly one of these runs its measured winner
   int entry_count;
+  const KernelModel* models;  // every other call runs the kernel with the least predicted time
+  int model_count;
 };
 
 /// Every kernel has the SGEMM contract signature (templates/README.md).

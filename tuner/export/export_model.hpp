@@ -1,0 +1,98 @@
+// What an exported header holds, read from the database: its kernels, their sources, and per
+// device the tuned problems and every kernel's fitted cost model (export/cost_model.hpp). `query`,
+// `bench` and the header writer all work from this one model, so they decide alike.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/types.hpp"
+#include "space/template_desc.hpp"
+#include "store/store.hpp"
+
+namespace cmt {
+
+/// One kernel of the header: one instantiation of one source bundle.
+struct ExportKernel {
+  std::string source_hash;       // bundle hash (SourceRecord::hash)
+  std::string template_name;
+  std::string params;            // params_to_string
+  std::string name_expression;   // e.g. "cmt_sgemm_blocktile2d<64, 64, 8, 8, 4>"
+  LaunchShape shape;
+  Requirements requirements;
+  std::string binary_key;        // its NVRTC build in the compile cache (empty: the generic default)
+};
+
+/// One tuned problem of a device table; kernels are indices into ExportModel::kernels.
+struct ExportEntry {
+  Problem problem;
+  int primary = 0;
+  int portable = -1;             // -1: no kernel without requirements was tuned (generic default)
+};
+
+/// One kernel's cost model on one device (the header's KernelModel): predicted microseconds are
+/// coef . model_features(shape) (export/runtime/dispatch_rules.h), trusted within a factor of two of
+/// the shapes it was measured on.
+struct ExportKernelModel {
+  int kernel = 0;                      // index into ExportModel::kernels
+  int blocks_per_sm = 1;               // resident blocks per SM on this device (occupancy)
+  double coef[4] = {0, 0, 0, 0};
+  int64_t min_m = 0, max_m = 0, min_n = 0, max_n = 0, min_k = 0, max_k = 0;
+  int points = 0;                      // distinct problems it was fitted on
+  double rms_relative_error = 0;       // of the fit on those points
+};
+
+/// One dispatch table: the database devices sharing (name, compute capability, SM count).
+struct ExportDevice {
+  std::string name;
+  int cc_major = 0;
+  int cc_minor = 0;
+  int sm_count = 0;
+  std::vector<DeviceRecord> records;   // merged database devices, sorted by uuid
+  std::vector<ExportEntry> entries;    // sorted by problem
+  std::vector<ExportKernelModel> models;  // one per kernel measured on this device, by kernel index
+};
+
+/// A source bundle flattened into one text.
+struct ExportSource {
+  std::string hash;
+  std::string template_name;
+  std::string main_name;
+  std::vector<std::string> header_names;
+  std::string text;                    // flattened: includes inlined, #pragma once dropped
+  bool from_database = true;           // a winner was compiled from it
+  bool from_templates_folder = false;  // the generic default's bundle, read from the templates folder
+};
+
+/// Everything the header holds, sorted so that rendering is deterministic.
+struct ExportModel {
+  std::string tool_version;            // CMTUNE_VERSION
+  std::string content_hash;            // Store::content_hash()
+  std::vector<ExportSource> sources;   // sorted by hash
+  std::vector<ExportKernel> kernels;   // [k_generic_kernel_index] is the generic default; the rest sorted
+  std::vector<ExportDevice> devices;   // sorted by (name, cc, SM count)
+};
+
+/// Index of the generic default kernel in ExportModel::kernels (and k_generic_kernel in the header).
+constexpr int k_generic_kernel_index = 0;
+
+struct ExportOptions {
+  std::string name_space = "cmtune";   // C++ namespace of the header, e.g. "cmtune" or "app::gemm"
+  std::vector<int64_t> device_ids;     // database device ids to export; empty: every device with winners
+};
+
+/// Parameters of the generic default kernel: a fixed blocktile2d config valid on any arch, or the
+/// first valid point of the descriptor's grid if an edited descriptor rejects it.
+ParamValues generic_default_params(const TemplateDesc& blocktile2d);
+
+/// Reads the winners, their sources and the devices. UsageError when nothing is tuned, a device id has
+/// no winners, or a winner's binary or source is missing from the database.
+ExportModel build_export_model(Store& store, const ExportOptions& options, const TemplateDesc& blocktile2d);
+
+/// The namespace, under the header's detail, of a source bundle: src_ and a prefix of its hash.
+constexpr size_t k_namespace_hex_digits = 12;
+std::string source_namespace(const std::string& hash);
+
+}  // namespace cmt
