@@ -3,12 +3,16 @@
 // database (SQLite) are real. The real measurer is covered by the GPU tests.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <map>
+#include <set>
 
 #include "core/hash.hpp"
 #include "space/space.hpp"
 #include "test_support.hpp"
 #include "cuda/nvrtc_compiler.hpp"
+#include "tune/calibration.hpp"
 #include "tune/tuner.hpp"
 
 namespace cmt {
@@ -191,6 +195,65 @@ TEST_F(TunerResume, BudgetSamplesSeeded) {
   const TuneSummary s = run_tune(store, m_nvrtc, m, r, nullptr);
   EXPECT_EQ(s.candidates, 2);
   EXPECT_EQ(s.trials_measured, 4);
+}
+
+TEST_F(TunerResume, AppliesLimitsAFamilyAndCalibrationMeasuresLeadersOnItsShapes) {
+  // coalesced now serves only problems of at most 64 rows.
+  const auto desc = m_dir / "templates" / "coalesced.toml";
+  std::string text = test::read_file(desc);
+  text = "applies = \"M <= 64\"\n" + text;
+  std::ofstream(desc) << text;
+  m_templates = load_templates({m_dir / "templates"});
+  Store store(m_dir / "tune.db");
+  ScriptedMeasurer m;
+  TuneRequest r = request();
+  r.calibrate = true;
+  r.calibration_leaders = 1;
+  const TuneSummary s = run_tune(store, m_nvrtc, m, r, nullptr);
+  EXPECT_TRUE(s.stop_reason.empty()) << s.stop_reason;
+
+  const std::vector<CalibrationShape> shapes = calibration_shapes(r.problems);
+  ASSERT_FALSE(shapes.empty());
+  ASSERT_EQ(s.calibration.size(), shapes.size());
+  std::map<Problem, std::set<std::string>> measured;
+  for (const auto& t : store.trials(1)) measured[t.problem].insert(t.template_name + "[" + t.params + "]");
+  // The requested problems: coalesced only where it applies (64 x 64 x 64), naive everywhere.
+  const Problem small{64, 64, 64}, tall{100, 50, 30};
+  EXPECT_EQ(measured[small].size(), 3u);
+  EXPECT_EQ(measured[tall], (std::set<std::string>{"naive[BLOCK=16]"}));
+  // Calibration: the leader (naive, the best at 100 x 50 x 30 by default) on every shape, and the
+  // family with `applies` (both coalesced candidates) on the shapes it applies to only.
+  for (const auto& shape : shapes) {
+    const auto& names = measured[shape.problem];
+    EXPECT_TRUE(names.count("naive[BLOCK=16]")) << shape.problem.to_string();
+    const bool applies = shape.problem.m <= 64;
+    EXPECT_EQ(names.count("coalesced[BLOCK=32]") == 1, applies) << shape.problem.to_string();
+    EXPECT_EQ(names.count("coalesced[BLOCK=16]") == 1, applies) << shape.problem.to_string();
+  }
+  EXPECT_TRUE(std::any_of(shapes.begin(), shapes.end(), [](const auto& c) { return c.problem.m <= 64; }));
+  EXPECT_TRUE(std::any_of(shapes.begin(), shapes.end(), [](const auto& c) { return c.problem.m > 64; }));
+  // A rerun measures nothing again, calibration included.
+  ScriptedMeasurer again;
+  const TuneSummary s2 = run_tune(store, m_nvrtc, again, r, nullptr);
+  EXPECT_EQ(s2.trials_measured, 0);
+  EXPECT_EQ(again.measured, 0);
+}
+
+TEST(Calibration, ShapesCoverEveryClassAndAreDeterministic) {
+  const std::vector<Problem> requested = {{256, 256, 256}, {512, 512, 512}, {1024, 1024, 1024}, {2048, 2048, 2048},
+                                          {4096, 4096, 4096}};
+  const auto shapes = calibration_shapes(requested);
+  std::set<std::string> classes;
+  for (const auto& s : shapes) {
+    classes.insert(s.shape_class);
+    EXPECT_EQ(std::count(requested.begin(), requested.end(), s.problem), 0) << s.problem.to_string();
+    EXPECT_GE(s.problem.m, 1);
+  }
+  EXPECT_EQ(classes, (std::set<std::string>{"ragged", "rectangular", "skinny", "small-k", "large-k", "tiny"}));
+  const auto again = calibration_shapes(requested);
+  ASSERT_EQ(again.size(), shapes.size());
+  for (size_t i = 0; i < shapes.size(); ++i) EXPECT_EQ(again[i].problem, shapes[i].problem);
+  EXPECT_TRUE(calibration_shapes({}).empty());
 }
 
 }  // namespace

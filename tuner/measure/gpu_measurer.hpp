@@ -34,6 +34,7 @@ class GpuMeasurer final : public Measurer {
   SampleStats measure_cublas(const Problem& problem) override;
   std::vector<RetimeResult> retime(const std::vector<KernelUnderTest>& kernels, const Problem& problem) override;
   bool context_lost() const override { return m_context_lost; }
+  void release_problems() override { m_workspaces.clear(); }
 
   /// The stream every launch goes to.
   cudaStream_t stream() const { return m_stream->get(); }

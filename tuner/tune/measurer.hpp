@@ -54,6 +54,10 @@ class Measurer {
   virtual std::vector<RetimeResult> retime(const std::vector<KernelUnderTest>& kernels, const Problem& problem) = 0;
   /// True once a kernel has broken the CUDA context; nothing more can be measured in this process.
   virtual bool context_lost() const = 0;
+  /// Frees what was kept for the problems measured so far (their device buffers); a problem
+  /// measured again is set up afresh. The pipeline calls it between the requested problems and
+  /// the calibration shapes, so the two sets never need device memory at once.
+  virtual void release_problems() {}
 };
 
 }  // namespace cmt

@@ -6,6 +6,8 @@
 #include <spdlog/spdlog.h>
 
 #include "core/thread_pool.hpp"
+#include "space/target.hpp"
+#include "tune/calibration.hpp"
 #include "tune/compile_service.hpp"
 #include "tune/ranking.hpp"
 #include "tune/searcher.hpp"
@@ -82,6 +84,7 @@ TuneSummary run_tune(Store& store, const Compiler& compiler, Measurer& measurer,
   run.device_id = device_id;
   summary.run_id = store.begin_run(run);
   const TrialContext context{summary.run_id, device_id, req.device.uuid};
+  const Target target = target_of(req.device);
 
   // Each problem's trials, winners and baseline, read once.
   std::vector<ProblemState> states;
@@ -115,6 +118,7 @@ TuneSummary run_tune(Store& store, const Compiler& compiler, Measurer& measurer,
     for (ProblemState& state : states) {
       const Problem& p = state.problem();
       ++done;
+      if (!cand.tmpl->applies_to(cand.values, target, p)) continue;   // the family does not serve this shape
       if (!req.retune && state.has_trial(trial_key(req.device.uuid, compiled->binary.key, p))) {
         ++summary.trials_reused;
         continue;
@@ -176,8 +180,36 @@ TuneSummary run_tune(Store& store, const Compiler& compiler, Measurer& measurer,
     }
   }
   for (const ProblemState& state : states) summary.problems.push_back(state.summary());
-  summary.wall_seconds = elapsed();
   store.end_run(summary.run_id, run_status);
+
+  if (req.calibrate && summary.stop_reason.empty() && !measurer.context_lost()) {
+    TuneRequest calibration = req;
+    calibration.calibrate = false;
+    calibration.budget.reset();
+    calibration.problems.clear();
+    for (const auto& s : calibration_shapes(req.problems)) calibration.problems.push_back(s.problem);
+    std::vector<std::vector<TrialRecord>> trials;
+    for (const ProblemState& state : states) trials.push_back(state.trials());
+    calibration.candidates.clear();
+    for (const size_t i : calibration_candidates(trials, req.candidates, req.calibration_leaders))
+      calibration.candidates.push_back(req.candidates[i]);
+    if (req.time_limit_s) calibration.time_limit_s = std::max(1.0, *req.time_limit_s - elapsed());
+    calibration.command_line = req.command_line + "  # calibration";
+    spdlog::info("calibration: {} kernels on {} shapes", calibration.candidates.size(), calibration.problems.size());
+    if (!calibration.candidates.empty() && !calibration.problems.empty()) {
+      measurer.release_problems();
+      const TuneSummary c = run_tune(store, compiler, measurer, calibration, progress);
+      summary.calibration = c.problems;
+      summary.calibration_candidates = c.candidates;
+      summary.trials_measured += c.trials_measured;
+      summary.trials_reused += c.trials_reused;
+      summary.compile_cache_hits += c.compile_cache_hits;
+      summary.compiled += c.compiled;
+      summary.compile_failures += c.compile_failures;
+      if (!c.stop_reason.empty()) summary.stop_reason = "calibration: " + c.stop_reason;
+    }
+  }
+  summary.wall_seconds = elapsed();
   return summary;
 }
 

@@ -30,6 +30,10 @@ struct TuneRequest {
   std::optional<double> time_limit_s;      // stop starting new candidates after this long
   uint64_t seed = 0;                       // sampling order
   std::string command_line;
+  /// After the problems: measure their leaders and the shape-specific families on the calibration
+  /// shapes (tune/calibration.hpp), which the exported dispatch's cost model is fitted on.
+  bool calibrate = false;
+  int calibration_leaders = 3;             // best trials per problem that calibration measures
 };
 
 struct TuneSummary {
@@ -43,6 +47,8 @@ struct TuneSummary {
   double wall_seconds = 0;
   int64_t run_id = 0;
   std::string stop_reason;                 // empty when the whole space was searched
+  std::vector<ProblemSummary> calibration; // the calibration shapes, when calibrating
+  int64_t calibration_candidates = 0;
 };
 
 /// Called after every trial: done, total, and a status line (current best).

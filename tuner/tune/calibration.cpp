@@ -1,0 +1,98 @@
+#include "tune/calibration.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <map>
+#include <set>
+
+#include "tune/ranking.hpp"
+
+namespace cmt {
+
+namespace {
+
+constexpr int64_t k_min_scale = 64;
+constexpr int64_t k_max_scale = 8192;
+
+/// n rounded to a multiple of 16, at least 16.
+int64_t round16(double n) { return std::max<int64_t>(16, static_cast<int64_t>(std::llround(n / 16.0)) * 16); }
+
+/// The cube root of M*N*K: the size of the square problem of the same work.
+double scale_of(const Problem& p) {
+  return std::cbrt(static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k));
+}
+
+}  // namespace
+
+std::vector<CalibrationShape> calibration_shapes(const std::vector<Problem>& requested) {
+  if (requested.empty()) return {};
+  double lo_scale = 1e30, hi_scale = 0;
+  for (const auto& p : requested) {
+    lo_scale = std::min(lo_scale, scale_of(p));
+    hi_scale = std::max(hi_scale, scale_of(p));
+  }
+  const int64_t lo = std::clamp<int64_t>(round16(lo_scale), k_min_scale, k_max_scale);
+  const int64_t hi = std::clamp<int64_t>(round16(hi_scale), lo, k_max_scale);
+  const int64_t mid = round16(std::sqrt(static_cast<double>(lo) * static_cast<double>(hi)));
+
+  std::vector<CalibrationShape> out;
+  const auto add = [&](int64_t m, int64_t n, int64_t k, const char* shape_class) {
+    const Problem p{std::max<int64_t>(m, 1), std::max<int64_t>(n, 1), std::max<int64_t>(k, 1)};
+    if (std::find(requested.begin(), requested.end(), p) != requested.end()) return;
+    if (std::any_of(out.begin(), out.end(), [&](const auto& s) { return s.problem == p; })) return;
+    out.push_back({p, shape_class});
+  };
+  // Ragged squares: between the smallest and the largest scale, off every tile multiple, and one
+  // just past the largest (a last tile row and column of one).
+  for (const double f : {0.0, 0.25, 0.5, 0.75}) {
+    const double s = std::exp(std::log(static_cast<double>(lo)) + f * (std::log(static_cast<double>(hi)) - std::log(static_cast<double>(lo))));
+    const int64_t n = round16(s * 1.09) + 3;
+    add(n, n, n, "ragged");
+  }
+  add(hi + 1, hi + 1, hi + 1, "ragged");
+  // Rectangles: one short dimension at a time, and a wide output over a short K.
+  add(mid, hi, hi, "rectangular");
+  add(hi, mid, hi, "rectangular");
+  add(hi, hi, mid, "rectangular");
+  add(lo, 2 * hi, hi, "rectangular");
+  // GEMV-like: a few rows or columns over a long K.
+  add(1, hi, hi, "skinny");
+  add(8, hi, hi / 2, "skinny");
+  add(hi, 1, hi, "skinny");
+  add(hi, 8, hi / 2, "skinny");
+  add(32, hi, hi, "skinny");
+  // Small K: the time goes into writing C.
+  add(hi, hi, 1, "small-k");
+  add(hi, hi, 16, "small-k");
+  add(2 * hi, hi, 64, "small-k");
+  // Large K with a small output: too few tiles for the SMs unless K is split.
+  add(lo + 32, lo, 12 * hi, "large-k");
+  add(2 * lo, lo, 4 * hi, "large-k");
+  add(mid, mid, 4 * hi, "large-k");
+  // Tiny: launch-bound.
+  add(lo / 4, lo / 4, lo / 4, "tiny");
+  add(lo / 8 + 7, lo / 16 + 3, lo / 4 + 9, "tiny");
+  return out;
+}
+
+std::vector<size_t> calibration_candidates(const std::vector<std::vector<TrialRecord>>& trials_per_problem,
+                                           const std::vector<Candidate>& candidates, int leaders) {
+  std::map<std::string, size_t> by_id;
+  for (size_t i = 0; i < candidates.size(); ++i) by_id.emplace(candidates[i].id(), i);
+  std::set<size_t> chosen;
+  const auto take = [&](const TrialRecord& t) {
+    if (auto it = by_id.find(fmt::format("{}[{}]", t.template_name, t.params)); it != by_id.end()) chosen.insert(it->second);
+  };
+  for (const auto& trials : trials_per_problem) {
+    const std::vector<TrialRecord> ranked = ranked_passing(trials);
+    for (size_t i = 0; i < ranked.size() && i < static_cast<size_t>(std::max(leaders, 0)); ++i) take(ranked[i]);
+    const auto portable = std::find_if(ranked.begin(), ranked.end(), [](const auto& t) { return t.requirements.none(); });
+    if (portable != ranked.end()) take(*portable);
+  }
+  for (size_t i = 0; i < candidates.size(); ++i)
+    if (candidates[i].tmpl && candidates[i].tmpl->applies) chosen.insert(i);
+  return {chosen.begin(), chosen.end()};
+}
+
+}  // namespace cmt
