@@ -2,6 +2,9 @@
 
 #include "core/error.hpp"
 #include "cli/sizes.hpp"
+#include "test_support.hpp"
+
+#include <fstream>
 
 namespace cmt {
 namespace {
@@ -58,6 +61,39 @@ TEST(Sizes, BadTokensAreNamed) {
   expect_bad("12.5", "12.5");
   expect_bad("99999999999", "99999999999");
   EXPECT_THROW(parse_sizes(""), UsageError);
+}
+
+void write(const std::filesystem::path& file, const std::string& text) { std::ofstream(file) << text; }
+
+TEST(Sizes, FilesHoldOneSizePerLineWithComments) {
+  test::TempDir dir;
+  write(dir / "shapes.txt", "# a suite\n256x256x256\n\n  1x4096x8192   # GEMV-like\r\n1000\n256x256x256\n");
+  EXPECT_EQ(as_strings(parse_sizes("@" + (dir / "shapes.txt").string())),
+            (std::vector<std::string>{"256x256x256", "1x4096x8192", "1000x1000x1000"}));
+  // Mixed with other items; duplicates across them dropped.
+  EXPECT_EQ(as_strings(parse_sizes("512,@" + (dir / "shapes.txt").string() + ",256")),
+            (std::vector<std::string>{"512x512x512", "256x256x256", "1x4096x8192", "1000x1000x1000"}));
+}
+
+TEST(Sizes, BadFilesNameTheFileAndLine) {
+  test::TempDir dir;
+  write(dir / "bad.txt", "256x256x256\n# fine\n4096x1024\n");
+  const std::string bad = (dir / "bad.txt").string();
+  const std::string what = test::usage_error([&] { parse_sizes("@" + bad); });
+  EXPECT_NE(what.find(bad + ":3:"), std::string::npos) << what;
+  EXPECT_NE(what.find("'4096x1024'"), std::string::npos) << what;
+
+  write(dir / "empty.txt", "# nothing\n\n");
+  EXPECT_NE(test::usage_error([&] { parse_sizes("@" + (dir / "empty.txt").string()); }).find("holds no sizes"),
+            std::string::npos);
+  EXPECT_NE(test::usage_error([&] { parse_sizes("@" + (dir / "missing.txt").string()); }).find("cannot read it"),
+            std::string::npos);
+  EXPECT_NE(test::usage_error([&] { parse_sizes("@" + dir.path().string()); }).find("is a directory"),
+            std::string::npos);
+  EXPECT_NE(test::usage_error([&] { parse_sizes("@"); }).find("no file named"), std::string::npos);
+  write(dir / "nested.txt", "@other.txt\n");
+  EXPECT_NE(test::usage_error([&] { parse_sizes("@" + (dir / "nested.txt").string()); }).find("may not name another"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -46,6 +46,21 @@ std::vector<TemplateDesc> load_all_templates(const GlobalOptions& global) {
   return load_templates(dirs);
 }
 
+TemplateDesc generic_default_template(const GlobalOptions& global) {
+  for (auto& t : load_all_templates(global))
+    if (t.name == "blocktile2d") return t;
+  for (auto& t : load_templates({default_templates_dir()}))
+    if (t.name == "blocktile2d") return t;
+  throw UsageError(fmt::format("template blocktile2d (the generic default kernel of exported headers) is not in {}",
+                               default_templates_dir().string()));
+}
+
+ExportModel device_export_model(Store& store, int64_t device_id, const GlobalOptions& global) {
+  ExportOptions options;
+  options.device_ids = {device_id};
+  return build_export_model(store, options, generic_default_template(global));
+}
+
 void add_space_options(CLI::App& sub, SpaceOptions& options) {
   sub.add_option("--config", options.config, "Preset name (quick, default, full) or TOML file")->capture_default_str();
   sub.add_option("--template", options.only_template, "Only this template");

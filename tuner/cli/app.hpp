@@ -12,6 +12,7 @@
 #include "space/preset.hpp"
 #include "space/target.hpp"
 #include "space/template_desc.hpp"
+#include "export/export_model.hpp"
 #include "store/store.hpp"
 
 namespace cmt::cli {
@@ -63,6 +64,12 @@ SpaceChoice load_space_choice(const GlobalOptions& global, const SpaceOptions& o
 std::filesystem::path database_path(const GlobalOptions& global);
 /// Every template from --templates folders (or the built-in folder).
 std::vector<TemplateDesc> load_all_templates(const GlobalOptions& global);
+/// The blocktile2d descriptor of exported headers' generic default kernel: from --templates if it
+/// has one, else the built-in one.
+TemplateDesc generic_default_template(const GlobalOptions& global);
+/// What an exported header of one database device would hold (its dispatch table and models):
+/// `query` and `bench` decide from it as the header does.
+ExportModel device_export_model(Store& store, int64_t device_id, const GlobalOptions& global);
 /// --arch if given (checked against NVRTC), else the arch of the device; NoDeviceError when neither.
 std::string resolve_arch(const std::string& requested, int device);
 /// What `list` enumerates for: --arch if given, else GPU 0 when there is one, else k_default_arch.

@@ -44,7 +44,12 @@ class HeaderLibrary {
       src << fmt::format("#include \"{}\"\n", header_path.string())
           << "extern \"C\" cudaError_t cmt_bench_sgemm(int m, int n, int k, float alpha, const float* a, int lda,\n"
           << "    const float* b, int ldb, float beta, float* c, int ldc, cudaStream_t s) {\n"
-          << fmt::format("  return {}::sgemm(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, s);\n}}\n", name_space);
+          << fmt::format("  return {}::sgemm(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, s);\n}}\n", name_space)
+          << "extern \"C\" const char* cmt_bench_kernel_name(int m, int n, int k, int lda, int ldb, int ldc) {\n"
+          << "  const float* p = reinterpret_cast<const float*>(256);  // aligned as cudaMalloc's buffers\n"
+          << "  const char* name = nullptr;\n"
+          << fmt::format("  return {}::kernel_name(m, n, k, p, lda, p, ldb, p, ldc, &name) == cudaSuccess ? name : nullptr;\n}}\n",
+                         name_space);
     }
     const char* cuda_home = std::getenv("CUDA_HOME");
     const std::string nvcc = fmt::format("{}/bin/nvcc", cuda_home ? cuda_home : "/usr/local/cuda");
@@ -61,23 +66,35 @@ class HeaderLibrary {
     if (!m_handle) throw UsageError(fmt::format("cannot load the compiled header: {}", dlerror()));
     m_sgemm = reinterpret_cast<HeaderSgemm>(dlsym(m_handle, "cmt_bench_sgemm"));
     if (!m_sgemm) throw UsageError("the compiled header has no cmt_bench_sgemm");
+    m_kernel_name = reinterpret_cast<KernelName>(dlsym(m_handle, "cmt_bench_kernel_name"));
+    if (!m_kernel_name) throw UsageError("the compiled header has no cmt_bench_kernel_name");
   }
   ~HeaderLibrary() {
     std::error_code ec;
     std::filesystem::remove_all(m_dir, ec);  // the library stays mapped until exit
   }
   HeaderSgemm sgemm() const { return m_sgemm; }
+  /// The instantiation the header's dispatch runs for a tight call on aligned buffers.
+  std::string kernel_name(const Problem& p) const {
+    const char* name = m_kernel_name(static_cast<int>(p.m), static_cast<int>(p.n), static_cast<int>(p.k),
+                                     static_cast<int>(p.k), static_cast<int>(p.n), static_cast<int>(p.n));
+    return name ? name : "?";
+  }
 
  private:
   std::filesystem::path m_dir;
   void* m_handle = nullptr;
   HeaderSgemm m_sgemm = nullptr;
+  using KernelName = const char* (*)(int, int, int, int, int, int);
+  KernelName m_kernel_name = nullptr;
 };
 
 struct BenchRow {
   Problem problem;
-  std::string winner;            // template[params] that dispatch picks from the database
+  std::string winner;            // template[params] that the dispatch picks (the header's choice too)
   std::string dispatch_note;
+  bool tuned = false;            // the problem was tuned; else the cost model chose
+  std::string header_kernel;     // template[params] the header dispatched, when it differs
   double winner_tflops = 0, header_tflops = 0, cublas_tflops = 0;
   bool winner_valid = false, header_valid = false;
 };
@@ -95,8 +112,9 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
   Store store(database_path(global));
   const DeviceInfo device = select_device(o.device);
   const DeviceRecord db_device = resolve_db_device(store, std::to_string(o.device));
-  const auto entries = dispatch_entries(store, db_device.id);
-  if (entries.empty()) throw UsageError(fmt::format("no winners stored for {}; run cm-tune tune first", device.name));
+  if (store.winners(db_device.id).empty())
+    throw UsageError(fmt::format("no winners stored for {}; run cm-tune tune first", device.name));
+  const ExportModel model = device_export_model(store, db_device.id, global);
   std::unique_ptr<HeaderLibrary> header;
   if (!o.header.empty()) header = std::make_unique<HeaderLibrary>(o.header, o.name_space, device.arch());
 
@@ -119,18 +137,28 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
   for (const Problem& p : problems) {
     BenchRow row;
     row.problem = p;
-    const DispatchChoice choice = choose_kernel(entries, tight_call(p));
+    const DispatchChoice choice = choose_kernel(model, 0, tight_call(p));
     row.dispatch_note = choice.why;
-    if (!choice.kernel) throw UsageError(fmt::format("{}: {}", p.to_string(), choice.why));
-    const WinnerRecord& w = *choice.kernel;
-    row.winner = fmt::format("{}[{}]", w.template_name, w.params);
-    auto binary = store.find_binary(w.binary_key);
+    row.tuned = choice.exact;
+    const ExportKernel& k = model.kernels.at(static_cast<size_t>(choice.kernel));
+    row.winner = fmt::format("{}[{}]", k.template_name, k.params);
+    if (k.binary_key.empty())
+      throw UsageError(fmt::format("{}: the dispatch runs the generic default kernel ({}), which is not in the database; "
+                                   "tune this device first",
+                                   p.to_string(), choice.why));
+    auto binary = store.find_binary(k.binary_key);
     if (!binary || !binary->ok) throw UsageError(fmt::format("the binary of {} is missing from the database", row.winner));
     binaries.push_back(std::move(*binary));
     std::string why_not;
-    const auto winner = measurer.kernel_launcher({&binaries.back(), w.shape, w.requirements, row.winner}, &why_not);
+    const auto winner = measurer.kernel_launcher({&binaries.back(), k.shape, k.requirements, row.winner}, &why_not);
     if (!winner) throw UsageError(fmt::format("{}: {} cannot run here: {}", p.to_string(), row.winner, why_not));
 
+    if (header) {
+      const std::string ran = header->kernel_name(p);
+      row.header_kernel = ran;
+      for (const auto& mk : model.kernels)
+        if (mk.name_expression == ran) row.header_kernel = fmt::format("{}[{}]", mk.template_name, mk.params);
+    }
     row.winner_valid = measurer.validate(*winner, p).passed;
     if (header) row.header_valid = measurer.validate(header_launch, p).passed;
     std::vector<GemmLauncher> launches{*winner, cublas};
@@ -168,11 +196,13 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
     for (const auto& r : rows)
       out.push_back({{"problem", r.problem.to_string()},
                      {"winner", r.winner},
+                     {"tuned", r.tuned},
                      {"dispatch", r.dispatch_note},
                      {"winner_tflops", r.winner_tflops},
                      {"winner_valid", r.winner_valid},
                      {"cublas_tflops", r.cublas_tflops},
                      {"winner_ratio", r.winner_tflops / r.cublas_tflops},
+                     {"header_kernel", r.header_kernel},
                      {"header_tflops", header ? nlohmann::json(r.header_tflops) : nlohmann::json()},
                      {"header_valid", header ? nlohmann::json(r.header_valid) : nlohmann::json()},
                      {"header_ratio", header ? nlohmann::json(r.header_tflops / r.cublas_tflops) : nlohmann::json()},
@@ -187,14 +217,16 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
   } else {
     fmt::print("{} ({}), driver {}, runtime {}, median of {} interleaved rounds, L2 flushed\n", device.name, device.arch(),
                device.driver_version, device.runtime_version, o.rounds);
-    fmt::print("{:<16} {:>9} {:>9} {:>9} {:>8} {:>8}  {}\n", "problem", "winner", "header", "cuBLAS", "w/cuBLAS",
-               "h/cuBLAS", "winner kernel");
+    fmt::print("{:<18} {:>9} {:>9} {:>9} {:>8} {:>8}  {}\n", "problem", "kernel", "header", "cuBLAS", "k/cuBLAS",
+               "h/cuBLAS", "dispatched kernel (* = chosen by the cost model: not tuned)");
     for (const auto& r : rows)
-      fmt::print("{:<16} {:>9.2f} {:>9} {:>9.2f} {:>7.3f}x {:>8}  {}{}\n", r.problem.to_string(), r.winner_tflops,
+      fmt::print("{:<18} {:>9.2f} {:>9} {:>9.2f} {:>7.3f}x {:>8}  {}{}{}\n", r.problem.to_string() + (r.tuned ? "" : " *"),
+                 r.winner_tflops,
                  header ? fmt::format("{:.2f}", r.header_tflops) : "-", r.cublas_tflops, r.winner_tflops / r.cublas_tflops,
                  header ? fmt::format("{:.3f}x", r.header_tflops / r.cublas_tflops) : "-", r.winner,
+                 r.header_kernel.empty() || r.header_kernel == r.winner ? "" : fmt::format("  (header ran {})", r.header_kernel),
                  r.winner_valid && (!header || r.header_valid) ? "" : "  (VALIDATION FAILED)");
-    fmt::print("{:<16} {:>9} {:>9} {:>9} {:>7.3f}x {:>8}\n", "geomean", "", "", "", geomean(winner_ratios),
+    fmt::print("{:<18} {:>9} {:>9} {:>9} {:>7.3f}x {:>8}\n", "geomean", "", "", "", geomean(winner_ratios),
                header ? fmt::format("{:.3f}x", geomean(header_ratios)) : "-");
   }
   for (const auto& r : rows)
@@ -208,7 +240,10 @@ void add_bench_command(CLI::App& app, GlobalOptions& global, Action& action) {
   auto* sub = app.add_subcommand("bench", "Time the database winner, the exported header and cuBLAS, interleaved");
   auto o = std::make_shared<BenchOptions>();
   sub->add_option("--device,-d", o->device, "CUDA device index")->capture_default_str();
-  sub->add_option("--sizes,-s", o->sizes, "Sizes, as for tune")->required();
+  sub->add_option("--sizes,-s", o->sizes,
+                  "Sizes, as for tune (@FILE: one MxNxK per line, # comments); untuned shapes run what the dispatch "
+                  "predicts fastest")
+      ->required();
   sub->add_option("--header", o->header, "Exported header to build (nvcc) and time through its dispatch");
   sub->add_option("--namespace", o->name_space, "Namespace of the header's sgemm")->capture_default_str();
   sub->add_option("--rounds", o->rounds, "Interleaved rounds (samples per implementation)")->capture_default_str();

@@ -20,16 +20,6 @@ struct ExportCommandOptions {
   bool check = false;
 };
 
-/// The blocktile2d descriptor for the generic default: from --templates if it has one, else built in.
-TemplateDesc generic_template(const GlobalOptions& global) {
-  for (auto& t : load_all_templates(global))
-    if (t.name == "blocktile2d") return t;
-  for (auto& t : load_templates({default_templates_dir()}))
-    if (t.name == "blocktile2d") return t;
-  throw UsageError(fmt::format("template blocktile2d (the generic default kernel of exported headers) is not in {}",
-                               default_templates_dir().string()));
-}
-
 std::optional<std::string> read_if_exists(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) return std::nullopt;
@@ -65,7 +55,7 @@ int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
   ExportOptions options;
   options.name_space = o.name_space;
   if (o.device != "all") options.device_ids.push_back(resolve_db_device(store, o.device).id);
-  const TemplateDesc blocktile2d = generic_template(global);
+  const TemplateDesc blocktile2d = generic_default_template(global);
   const ExportModel model = build_export_model(store, options, blocktile2d);
   const std::string header = render_header(model, o.name_space);
   const std::filesystem::path out(o.out);

@@ -1,4 +1,5 @@
-// cm-tune query: the best configurations stored for a device and problem, or the fallback dispatch.
+// cm-tune query: which kernel the exported dispatch runs for a problem and why (predicted times and
+// runners-up), and the best configurations measured on it.
 #include <algorithm>
 #include <fmt/format.h>
 
@@ -31,8 +32,29 @@ int run_query(const GlobalOptions& global, const QueryOptions& o) {
     throw UsageError(fmt::format("database {} does not exist; run cm-tune tune first", database_path(global).string()));
   Store store(database_path(global));
   const DeviceRecord device = resolve_db_device(store, o.device);
-  const auto entries = dispatch_entries(store, device.id);
-  const DispatchChoice choice = choose_kernel(entries, tight_call(p));
+  if (store.winners(device.id).empty()) {
+    if (o.json)
+      print_json({{"device", {{"name", device.name}, {"uuid", device.uuid}}}, {"problem", p.to_string()}, {"dispatch", nullptr}});
+    else
+      fmt::print("{} on {} ({})\nnothing tuned for this device yet\n", p.to_string(), device.name, device.uuid);
+    return 0;
+  }
+  const ExportModel model = device_export_model(store, device.id, global);
+  const DispatchChoice choice = choose_kernel(model, 0, tight_call(p));
+  const ExportKernel& chosen = model.kernels.at(static_cast<size_t>(choice.kernel));
+  const auto kernel_label = [&](int index) {
+    const ExportKernel& k = model.kernels.at(static_cast<size_t>(index));
+    return fmt::format("{}[{}]", k.template_name, k.params);
+  };
+  const auto tflops_at = [&](double us) { return p.flops() / (us * 1e-6) / 1e12; };
+  // Runners-up: the best predictions after the chosen kernel's, among kernels the call may run.
+  std::vector<Prediction> runners_up;
+  for (const auto& pr : choice.predictions)
+    if (pr.usable && pr.kernel != choice.kernel && static_cast<int>(runners_up.size()) < std::max(0, o.top))
+      runners_up.push_back(pr);
+  std::optional<double> chosen_us = choice.predicted_us;
+  for (const auto& pr : choice.predictions)
+    if (!chosen_us && pr.kernel == choice.kernel) chosen_us = pr.us;
 
   // The top trials of this exact problem, in the order tune chooses winners by.
   std::vector<TrialRecord> top = ranked_passing(store.trials(device.id, p));
@@ -48,28 +70,42 @@ int run_query(const GlobalOptions& global, const QueryOptions& o) {
                       {"tflops", p.flops() / rank_time(t) / 1e9},
                       {"ratio_to_cublas", t.ratio_to_cublas ? nlohmann::json(*t.ratio_to_cublas) : nlohmann::json()},
                       {"requirements", t.requirements.to_string()}});
+    nlohmann::json predictions = nlohmann::json::array();
+    for (const auto& pr : choice.predictions)
+      predictions.push_back({{"kernel", kernel_label(pr.kernel)},
+                             {"predicted_us", pr.us},
+                             {"usable", pr.usable},
+                             {"in_domain", pr.in_domain}});
     print_json({{"device", {{"name", device.name}, {"uuid", device.uuid}}},
                 {"problem", p.to_string()},
                 {"tuned", choice.exact},
-                {"dispatch", choice.kernel ? winner_json(*choice.kernel) : nlohmann::json()},
+                {"dispatch", {{"kernel", kernel_label(choice.kernel)},
+                              {"template", chosen.template_name},
+                              {"params", chosen.params},
+                              {"name_expression", chosen.name_expression},
+                              {"requirements", chosen.requirements.to_string()},
+                              {"predicted_us", chosen_us ? nlohmann::json(*chosen_us) : nlohmann::json()}}},
                 {"dispatch_reason", choice.why},
+                {"predictions", predictions},
                 {"cublas_tflops", baseline ? nlohmann::json(baseline->gflops / 1e3) : nlohmann::json()},
                 {"top", rows}});
     return 0;
   }
   fmt::print("{} on {} ({})\n", p.to_string(), device.name, device.uuid);
-  if (!choice.entry) {
-    fmt::print("nothing tuned for this device yet\n");
-    return 0;
-  }
-  if (!choice.exact) fmt::print("not tuned; ");
   fmt::print("dispatch: {}\n", choice.why);
-  if (choice.kernel)
-    fmt::print("  {}[{}]  {:.2f} TF/s on {} ({:.3f}x cuBLAS), requirements: {}\n", choice.kernel->template_name,
-               choice.kernel->params, choice.kernel->gflops / 1e3, choice.kernel->problem.to_string(),
-               choice.kernel->ratio_to_cublas, choice.kernel->requirements.to_string());
+  fmt::print("  {}{}, requirements: {}\n", kernel_label(choice.kernel),
+             chosen_us ? fmt::format("  predicted {:.1f} us ({:.2f} TF/s)", *chosen_us, tflops_at(*chosen_us)) : "",
+             chosen.requirements.to_string());
+  if (!runners_up.empty()) {
+    fmt::print("\nrunners-up by predicted time (of {} modelled kernels; {} the call can run):\n", choice.predictions.size(),
+               std::count_if(choice.predictions.begin(), choice.predictions.end(), [](const auto& x) { return x.usable; }));
+    for (const auto& pr : runners_up)
+      fmt::print("  {:<70} {:>9.1f} us {:>8.2f} TF/s{}{}\n", kernel_label(pr.kernel), pr.us, tflops_at(pr.us),
+                 chosen_us ? fmt::format("  {:+.1f}%", 100.0 * (pr.us / *chosen_us - 1.0)) : "",
+                 pr.in_domain ? "" : "  (extrapolated: not measured near this shape)");
+  }
   if (!top.empty()) {
-    fmt::print("\ntop {} of {}{}:\n", top.size(), p.to_string(),
+    fmt::print("\nmeasured on {}: top {}{}:\n", p.to_string(), top.size(),
                baseline ? fmt::format(" (cuBLAS {:.2f} TF/s)", baseline->gflops / 1e3) : "");
     fmt::print("  {:<18} {:<52} {:>8} {:>8}  {}\n", "template", "parameters", "TF/s", "ratio", "requirements");
     for (const auto& t : top)
@@ -89,7 +125,7 @@ void add_query_command(CLI::App& app, GlobalOptions& global, Action& action) {
   sub->add_option("--m", o->m, "Rows of A and C");
   sub->add_option("--n", o->n, "Columns of B and C");
   sub->add_option("--k", o->k, "Columns of A, rows of B");
-  sub->add_option("--top", o->top, "How many of the best trials to list")->capture_default_str();
+  sub->add_option("--top", o->top, "How many runners-up and best trials to list")->capture_default_str();
   sub->add_flag("--json", o->json, "Machine-readable output");
   add_db_option(*sub, global);
   sub->callback([&action, &global, o] { action = [&global, o] { return run_query(global, *o); }; });

@@ -11,6 +11,7 @@
 #include "cuda/nvrtc_compiler.hpp"
 #include "measure/gpu_measurer.hpp"
 #include "space/space.hpp"
+#include "tune/calibration.hpp"
 #include "tune/tuner.hpp"
 
 namespace cmt::cli {
@@ -26,6 +27,7 @@ struct TuneOptions {
   int64_t budget = 0;
   double time_limit = 0;
   uint64_t seed = 0;
+  bool no_calibrate = false;
   bool json = false;
 };
 
@@ -34,7 +36,13 @@ void print_summary(const TuneSummary& s, const DeviceInfo& device) {
              s.candidates, s.trials_measured, s.trials_reused, s.wall_seconds);
   fmt::print("{:<16} {:<18} {:<44} {:>8} {:>8} {:>7}  {}\n", "problem", "best template", "parameters", "TF/s",
              "cuBLAS", "ratio", "ok/wrong/failed/abandoned/skipped");
-  for (const auto& p : s.problems) {
+  std::vector<ProblemSummary> rows = s.problems;
+  rows.insert(rows.end(), s.calibration.begin(), s.calibration.end());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const ProblemSummary& p = rows[i];
+    if (i == s.problems.size())
+      fmt::print("calibration ({} kernels on {} shapes, for the exported dispatch's cost model):\n", s.calibration_candidates,
+                 s.calibration.size());
     const std::string counts = fmt::format("{}/{}/{}/{}/{}", p.ok, p.wrong, p.failed, p.abandoned, p.skipped);
     const std::string cublas = p.baseline ? fmt::format("{:.2f}", p.baseline->gflops / 1e3) : "-";
     if (p.winner)
@@ -58,14 +66,20 @@ int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const
   const SearchSpace space = enumerate_space(templates, preset, target_of(device), only);
   // Every problem's buffers stay resident for the whole run: check they fit before allocating.
   const size_t flush = std::max<size_t>(2 * static_cast<size_t>(device.l2_bytes), 64u << 20);
-  const size_t needed = workspace_bytes(problems) + flush + (256u << 20);
+  // Calibration measures its shapes after the requested ones have released their buffers.
+  std::vector<Problem> calibration;
+  if (!opts.no_calibrate)
+    for (const auto& c : calibration_shapes(problems)) calibration.push_back(c.problem);
+  const bool calibration_larger = workspace_bytes(calibration) > workspace_bytes(problems);
+  const std::vector<Problem>& resident = calibration_larger ? calibration : problems;
+  const size_t needed = workspace_bytes(resident) + flush + (256u << 20);
   if (needed > device.free_memory_bytes) {
-    const Problem* largest = &problems.front();
-    for (const auto& p : problems)
+    const Problem* largest = &resident.front();
+    for (const auto& p : resident)
       if (ProblemWorkspace::bytes_needed(p) > ProblemWorkspace::bytes_needed(*largest)) largest = &p;
     throw UsageError(fmt::format(
-        "--sizes needs {:.1f} GiB of device memory ({} alone needs {:.1f} GiB); device {} ({}) has {:.1f} GiB free",
-        needed / 1073741824.0, largest->to_string(), ProblemWorkspace::bytes_needed(*largest) / 1073741824.0,
+        "--sizes{} needs {:.1f} GiB of device memory ({} alone needs {:.1f} GiB); device {} ({}) has {:.1f} GiB free",
+        calibration_larger ? " (its calibration shapes; --no-calibrate skips them)" : "", needed / 1073741824.0, largest->to_string(), ProblemWorkspace::bytes_needed(*largest) / 1073741824.0,
         device.index, device.name, device.free_memory_bytes / 1073741824.0));
   }
 
@@ -81,6 +95,7 @@ int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const
   if (opts.time_limit > 0) req.time_limit_s = opts.time_limit;
   req.seed = opts.seed ? opts.seed : std::random_device{}();
   req.command_line = command_line;
+  req.calibrate = !opts.no_calibrate;
 
   spdlog::info("tuning {} candidates of '{}' x {} problems on device {} ({}, {}), database {}", space.candidates.size(),
                preset.name, problems.size(), device.index, device.name, device.arch(), database_path(global).string());
@@ -108,6 +123,12 @@ int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const
       row["portable_winner"] = p.portable ? winner_json(*p.portable) : nlohmann::json();
       rows.push_back(row);
     }
+    nlohmann::json calibration = nlohmann::json::array();
+    for (const auto& p : summary.calibration)
+      calibration.push_back({{"problem", p.problem.to_string()},
+                             {"ok", p.ok},
+                             {"winner", p.winner ? winner_json(*p.winner) : nlohmann::json()},
+                             {"cublas_tflops", p.baseline ? nlohmann::json(p.baseline->gflops / 1e3) : nlohmann::json()}});
     print_json({{"device", {{"index", device.index}, {"name", device.name}, {"uuid", device.uuid}, {"arch", device.arch()}}},
                 {"preset", preset.name},
                 {"run_id", summary.run_id},
@@ -119,7 +140,8 @@ int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const
                 {"compile_failures", summary.compile_failures},
                 {"wall_seconds", summary.wall_seconds},
                 {"stopped_early", summary.stop_reason},
-                {"problems", rows}});
+                {"problems", rows},
+                {"calibration", calibration}});
   } else {
     print_summary(summary, device);
   }
@@ -132,7 +154,7 @@ void add_tune_command(CLI::App& app, GlobalOptions& global, Action& action) {
   auto* sub = app.add_subcommand("tune", "Search, validate, time and store the best kernels for each size");
   auto opts = std::make_shared<TuneOptions>();
   sub->add_option("--device,-d", opts->device, "CUDA device index")->capture_default_str();
-  sub->add_option("--sizes,-s", opts->sizes, "Sizes: 256..4096, 256..4096:256, 1000,1023, 4096x1024x512, or a mix")
+  sub->add_option("--sizes,-s", opts->sizes, "Sizes: 256..4096, 256..4096:256, 1000,1023, 4096x1024x512, @FILE (one per line), or a mix")
       ->required();
   add_space_options(*sub, opts->space);
   sub->add_option("--jobs,-j", opts->jobs, "Compiler threads (default: all cores)");
@@ -140,6 +162,8 @@ void add_tune_command(CLI::App& app, GlobalOptions& global, Action& action) {
   sub->add_option("--budget", opts->budget, "Sample this many candidates at random (seeded)");
   sub->add_option("--time-limit", opts->time_limit, "Stop starting candidates after this many seconds");
   sub->add_option("--seed", opts->seed, "Seed for sampling and input data (default: random)");
+  sub->add_flag("--no-calibrate", opts->no_calibrate,
+                "Skip calibration (timing the leaders on shapes of every class for the exported dispatch's model)");
   sub->add_flag("--json", opts->json, "Machine-readable summary on stdout");
   add_db_option(*sub, global);
   sub->callback([&action, &global, opts] {

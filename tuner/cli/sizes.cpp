@@ -1,7 +1,12 @@
 #include "cli/sizes.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <fmt/format.h>
 
 #include "core/error.hpp"
@@ -33,18 +38,52 @@ std::string_view trim(std::string_view s) {
 
 }  // namespace
 
+std::vector<Problem> read_sizes_file(const std::string& path) {
+  if (path.empty()) throw UsageError("--sizes @FILE: no file named after '@'");
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw UsageError(fmt::format("--sizes @{}: is a directory, not a file", path));
+  std::ifstream in(path);
+  if (!in) throw UsageError(fmt::format("--sizes @{}: cannot read it: {}", path, std::strerror(errno)));
+  std::vector<Problem> out;
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    std::string_view item = line;
+    if (const size_t hash = item.find('#'); hash != std::string_view::npos) item = item.substr(0, hash);
+    while (!item.empty() && (item.back() == '\r' || item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+    item = trim(item);
+    if (item.empty()) continue;
+    if (item.front() == '@') throw UsageError(fmt::format("{}:{}: a sizes file may not name another (@)", path, number));
+    try {
+      for (const Problem& p : parse_sizes(item))
+        if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+    } catch (const UsageError& e) {
+      throw UsageError(fmt::format("{}:{}: {}", path, number, e.what()));
+    }
+  }
+  if (in.bad()) throw UsageError(fmt::format("--sizes @{}: read error", path));
+  if (out.empty()) throw UsageError(fmt::format("--sizes @{}: holds no sizes (only comments or blank lines)", path));
+  return out;
+}
+
 std::vector<Problem> parse_sizes(std::string_view text) {
   std::vector<Problem> out;
   const auto add = [&](Problem p) {
     if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
   };
   if (trim(text).empty()) throw UsageError("--sizes is empty");
+
   size_t pos = 0;
   while (pos <= text.size()) {
     const size_t comma = text.find(',', pos);
     const std::string_view token = trim(text.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos));
     pos = comma == std::string_view::npos ? text.size() + 1 : comma + 1;
     if (token.empty()) bad(token, "empty item (two commas in a row?)");
+    if (token.front() == '@') {
+      for (const Problem& p : read_sizes_file(std::string(token.substr(1)))) add(p);
+      continue;
+    }
 
     if (const size_t dots = token.find(".."); dots != std::string_view::npos) {
       const std::string_view lo_text = token.substr(0, dots);
