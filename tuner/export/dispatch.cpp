@@ -76,8 +76,9 @@ DispatchChoice choose_kernel(const ExportModel& model, size_t device, const Call
   }
 
   double us = 0;
+  int pass = 0;
   const int best = rules::best_predicted(dev.models.data(), static_cast<int>(dev.models.size()), tiles.data(),
-                                         dev.sm_count, p.m, p.n, p.k, usable, &us);
+                                         dev.sm_count, p.m, p.n, p.k, usable, &us, &pass);
   if (best < 0) {
     c.why = dev.models.empty() ? "no kernel has a cost model on this device: the generic default kernel runs"
                                : "the call meets no modelled kernel's requirements: the generic default kernel runs";
@@ -86,10 +87,12 @@ DispatchChoice choose_kernel(const ExportModel& model, size_t device, const Call
   const ExportKernelModel& m = dev.models[static_cast<size_t>(best)];
   c.kernel = m.kernel;
   c.predicted_us = us;
-  const bool in_domain = rules::in_model_domain(m, p.m, p.n, p.k);
-  c.why = fmt::format("not tuned: least predicted time of {} kernel{}{}", dev.models.size(), dev.models.size() == 1 ? "" : "s",
-                      in_domain ? " whose measured shapes cover this one (within 2x per dimension)"
-                                : "; no kernel was measured near this shape, so every model extrapolates");
+  const long long factor = rules::domain_factor(pass);
+  c.why = factor > 0 ? fmt::format("not tuned: least predicted time of the kernels measured within {}x of this shape "
+                                   "in each dimension",
+                                   factor)
+                     : "not tuned: least predicted time of every kernel (none was measured within 64x of this "
+                       "shape, so every model extrapolates)";
   return c;
 }
 

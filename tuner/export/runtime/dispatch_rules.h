@@ -65,28 +65,35 @@ inline double predicted_us(const double coef[k_model_terms], const double featur
   return t;
 }
 
-/// Whether M x N x K lies in a model's domain: within a factor of two of the range of shapes its
-/// kernel was measured on, in each dimension. Outside it the fit is an extrapolation.
+/// Whether M x N x K lies in a model's domain widened by `factor`: within that factor of the range of
+/// shapes its kernel was measured on, in each dimension. Outside it the fit is an extrapolation.
 template <class Model>
-inline bool in_model_domain(const Model& m, long long M, long long N, long long K) {
-  return 2 * M >= m.min_m && M <= 2LL * m.max_m && 2 * N >= m.min_n && N <= 2LL * m.max_n && 2 * K >= m.min_k &&
-         K <= 2LL * m.max_k;
+inline bool in_model_domain(const Model& m, long long M, long long N, long long K, long long factor = 2) {
+  return factor * M >= m.min_m && M <= factor * m.max_m && factor * N >= m.min_n && N <= factor * m.max_n &&
+         factor * K >= m.min_k && K <= factor * m.max_k;
 }
 
+/// The domain widenings best_predicted tries in turn; the last admits every model.
+constexpr int k_domain_passes = 4;
+inline long long domain_factor(int pass) { return pass == 0 ? 2 : pass == 1 ? 8 : pass == 2 ? 64 : 0; }
+
 /// The position (in models) of the model with the least predicted time at M x N x K among those
-/// whose kernel the call may run (`usable(kernel index)`) and whose domain holds the shape; when no
-/// domain holds it, among every usable model. Ties go to the earlier model. -1: none usable.
-/// Models are anything with .kernel, .blocks_per_sm, .coef[] and the domain's .min_m ... .max_k;
-/// kernels anything with .tile_m, .tile_n and .grid_z. *predicted gets the winner's time.
+/// whose kernel the call may run (`usable(kernel index)`) and whose domain holds the shape: first
+/// within a factor of 2 of the shapes each was measured on, else 8, else 64, else among every
+/// usable model. Ties go to the earlier model. -1: none usable. Models are anything with .kernel,
+/// .blocks_per_sm, .coef[] and the domain's .min_m ... .max_k; kernels anything with .tile_m,
+/// .tile_n and .grid_z. *predicted gets the winner's time, *pass the widening that admitted it.
 template <class Model, class Kernel, class Usable>
 inline int best_predicted(const Model* models, int count, const Kernel* kernels, int sm_count, long long M, long long N,
-                          long long K, Usable usable, double* predicted) {
+                          long long K, Usable usable, double* predicted, int* pass_used = 0) {
   int best = -1;
   double best_us = 0;
-  for (int pass = 0; pass < 2 && best < 0; ++pass) {
+  int pass = 0;
+  for (; pass < k_domain_passes && best < 0; ++pass) {
+    const long long factor = domain_factor(pass);
     for (int i = 0; i < count; ++i) {
       const Model& m = models[i];
-      if (pass == 0 && !in_model_domain(m, M, N, K)) continue;
+      if (factor > 0 && !in_model_domain(m, M, N, K, factor)) continue;
       if (!usable(m.kernel)) continue;
       const Kernel& k = kernels[m.kernel];
       double f[k_model_terms];
@@ -99,6 +106,7 @@ inline int best_predicted(const Model* models, int count, const Kernel* kernels,
     }
   }
   if (predicted != 0) *predicted = best_us;
+  if (pass_used != 0) *pass_used = pass - 1;
   return best;
 }
 
