@@ -37,18 +37,18 @@ std::vector<CalibrationShape> calibration_shapes(const std::vector<Problem>& req
   const int64_t mid = round16(std::sqrt(static_cast<double>(lo) * static_cast<double>(hi)));
 
   std::vector<CalibrationShape> out;
-  const auto add = [&](int64_t m, int64_t n, int64_t k, const char* shape_class) {
+  const auto add = [&](int64_t m, int64_t n, int64_t k, const char* shape_class, bool full_search = false) {
     const Problem p{std::max<int64_t>(m, 1), std::max<int64_t>(n, 1), std::max<int64_t>(k, 1)};
     if (std::find(requested.begin(), requested.end(), p) != requested.end()) return;
     if (std::any_of(out.begin(), out.end(), [&](const auto& s) { return s.problem == p; })) return;
-    out.push_back({p, shape_class});
+    out.push_back({p, shape_class, full_search});
   };
   // Ragged squares: between the smallest and the largest scale, off every tile multiple, and one
   // just past the largest (a last tile row and column of one).
   for (const double f : {0.0, 0.25, 0.5, 0.75}) {
     const double s = std::exp(std::log(static_cast<double>(lo)) + f * (std::log(static_cast<double>(hi)) - std::log(static_cast<double>(lo))));
     const int64_t n = round16(s * 1.09) + 3;
-    add(n, n, n, "ragged");
+    add(n, n, n, "ragged", f >= 0.5);
   }
   add(hi + 1, hi + 1, hi + 1, "ragged");
   // Rectangles: one short dimension at a time, and a wide output over a short K.
@@ -61,10 +61,10 @@ std::vector<CalibrationShape> calibration_shapes(const std::vector<Problem>& req
   add(8, hi, hi / 2, "skinny");
   add(hi, 1, hi, "skinny");
   add(hi, 8, hi / 2, "skinny");
-  add(32, hi, hi, "skinny");
+  add(24, hi, hi, "skinny");
   // Small K: the time goes into writing C.
   add(hi, hi, 1, "small-k");
-  add(hi, hi, 16, "small-k");
+  add(hi, hi, 12, "small-k");
   add(2 * hi, hi, 64, "small-k");
   // Large K with a small output: too few tiles for the SMs unless K is split.
   add(lo + 32, lo, 12 * hi, "large-k");

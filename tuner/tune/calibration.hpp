@@ -19,6 +19,9 @@ namespace cmt {
 struct CalibrationShape {
   Problem problem;
   std::string shape_class;   // "ragged", "rectangular", "skinny", "small-k", "large-k", "tiny"
+  /// Searched over the whole space, not only the leaders: two mid-range ragged squares, whose
+  /// best tiles (shapes that fit the SMs off every power of two) the requested squares never find.
+  bool full_search = false;
 };
 
 /// The calibration shapes for a set of requested problems: a few per class, scaled to the range of

@@ -183,30 +183,46 @@ TuneSummary run_tune(Store& store, const Compiler& compiler, Measurer& measurer,
   store.end_run(summary.run_id, run_status);
 
   if (req.calibrate && summary.stop_reason.empty() && !measurer.context_lost()) {
-    TuneRequest calibration = req;
-    calibration.calibrate = false;
-    calibration.budget.reset();
-    calibration.problems.clear();
-    for (const auto& s : calibration_shapes(req.problems)) calibration.problems.push_back(s.problem);
     std::vector<std::vector<TrialRecord>> trials;
     for (const ProblemState& state : states) trials.push_back(state.trials());
-    calibration.candidates.clear();
-    for (const size_t i : calibration_candidates(trials, req.candidates, req.calibration_leaders))
-      calibration.candidates.push_back(req.candidates[i]);
-    if (req.time_limit_s) calibration.time_limit_s = std::max(1.0, *req.time_limit_s - elapsed());
-    calibration.command_line = req.command_line + "  # calibration";
-    spdlog::info("calibration: {} kernels on {} shapes", calibration.candidates.size(), calibration.problems.size());
-    if (!calibration.candidates.empty() && !calibration.problems.empty()) {
-      measurer.release_problems();
-      const TuneSummary c = run_tune(store, compiler, measurer, calibration, progress);
-      summary.calibration = c.problems;
-      summary.calibration_candidates = c.candidates;
+    const auto absorb = [&](const TuneSummary& c) {
+      summary.calibration.insert(summary.calibration.end(), c.problems.begin(), c.problems.end());
+      summary.calibration_candidates = std::max(summary.calibration_candidates, c.candidates);
       summary.trials_measured += c.trials_measured;
       summary.trials_reused += c.trials_reused;
       summary.compile_cache_hits += c.compile_cache_hits;
       summary.compiled += c.compiled;
       summary.compile_failures += c.compile_failures;
       if (!c.stop_reason.empty()) summary.stop_reason = "calibration: " + c.stop_reason;
+      for (const auto& p : c.problems) trials.push_back(store.trials(device_id, p.problem));
+    };
+    TuneRequest calibration = req;
+    calibration.calibrate = false;
+    calibration.budget.reset();
+    calibration.command_line = req.command_line + "  # calibration";
+    const std::vector<CalibrationShape> shapes = calibration_shapes(req.problems);
+    measurer.release_problems();
+    // First the shapes searched over the whole space; their leaders join the requested problems'.
+    calibration.problems.clear();
+    for (const auto& s : shapes)
+      if (s.full_search) calibration.problems.push_back(s.problem);
+    if (!calibration.problems.empty()) {
+      if (req.time_limit_s) calibration.time_limit_s = std::max(1.0, *req.time_limit_s - elapsed());
+      spdlog::info("calibration: the whole space on {} shapes", calibration.problems.size());
+      absorb(run_tune(store, compiler, measurer, calibration, progress));
+      measurer.release_problems();
+    }
+    calibration.problems.clear();
+    for (const auto& s : shapes)
+      if (!s.full_search) calibration.problems.push_back(s.problem);
+    calibration.candidates.clear();
+    for (const size_t i : calibration_candidates(trials, req.candidates, req.calibration_leaders))
+      calibration.candidates.push_back(req.candidates[i]);
+    if (summary.stop_reason.empty() && !measurer.context_lost() && !calibration.candidates.empty() &&
+        !calibration.problems.empty()) {
+      if (req.time_limit_s) calibration.time_limit_s = std::max(1.0, *req.time_limit_s - elapsed());
+      spdlog::info("calibration: {} kernels on {} shapes", calibration.candidates.size(), calibration.problems.size());
+      absorb(run_tune(store, compiler, measurer, calibration, progress));
     }
   }
   summary.wall_seconds = elapsed();
