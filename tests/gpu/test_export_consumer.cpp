@@ -48,10 +48,11 @@ TEST(ExportConsumer, HeaderIsCorrectEverywhereAndAsFastAsRecorded) {
   EXPECT_GT(misaligned, 0);
   EXPECT_GT(ragged, 0);
 
+  // The tuned sizes (not the calibration shapes, whose winners are measured more briefly).
   Store store(db);
   int compared = 0;
   for (const auto& w : store.winners()) {
-    if (w.scope != "overall") continue;
+    if (w.scope != "overall" || !(w.problem == Problem{1024, 1024, 1024} || w.problem == Problem{2048, 2048, 2048})) continue;
     for (const auto& t : result["timings"]) {
       if (t["m"].get<int64_t>() != w.problem.m || t["n"].get<int64_t>() != w.problem.n || t["k"].get<int64_t>() != w.problem.k)
         continue;
