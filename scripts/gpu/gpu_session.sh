@@ -8,6 +8,8 @@
 #   tune        cold tune of $CMTUNE_SIZES into $CMTUNE_SESSION_DB (deleted first unless CMTUNE_KEEP_DB is
 #               set), then the same command again (warm)
 #   bench       export the header, then cm-tune bench of winner, header and cuBLAS on $CMTUNE_BENCH_SIZES
+#   shapes      export the header, then cm-tune bench --header on the shapes file $CMTUNE_SHAPES (default
+#               ../shared/shapes/public.txt): every shape, tuned or not, through the header's dispatch
 #   consumer    export the header, build tests/consumer (the exported-header correctness harness) against it, run it
 #   example     export the header, build examples/consumer against it, run it
 #   rawmetrics  summarize ncu reports carried in .devstage-x/ (no new profiling)
@@ -27,6 +29,7 @@ db="${CMTUNE_SESSION_DB:-/tmp/cm-tune-session.db}"
 benchmark_sizes="256..4096,1000,1023,1025,2049,1024x1025x1025,1025x1024x1025"
 sizes="${CMTUNE_SIZES:-$benchmark_sizes}"
 bench_sizes="${CMTUNE_BENCH_SIZES:-$benchmark_sizes}"
+shapes_file="${CMTUNE_SHAPES:-$root/../shared/shapes/public.txt}"
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(tests tune bench)
 export PATH=/usr/local/cuda/bin:$PATH
@@ -76,6 +79,12 @@ for phase in "${phases[@]}"; do
         2>&1 | tee "$out/bench.txt"
       "$bin" --db "$db" --quiet bench --device 0 --sizes "$bench_sizes" "${header_args[@]}" --json --rounds 100 \
         > "$out/bench.json" 2>&1
+      ;;
+    shapes)
+      log "bench on the shapes of $shapes_file"
+      "$bin" --db "$db" export --out "$out/tuned_sgemm.cuh"
+      "$bin" --db "$db" bench --device 0 --sizes "@$shapes_file" --header "$out/tuned_sgemm.cuh" \
+        --rounds "${CMTUNE_ROUNDS:-100}" 2>&1 | tee "$out/shapes-bench.txt"
       ;;
     consumer)
       log "exported-header correctness harness (tests/consumer)"
