@@ -46,6 +46,25 @@ CMT_DEVICE float4 cmt_load_shared4(unsigned addr) {
   return v;
 }
 
+// W (1, 2 or 4) consecutive floats of shared memory at a 32-bit address aligned to 4*W bytes.
+template <int W>
+CMT_DEVICE void cmt_load_shared_vec(unsigned addr, float* out) {
+  if (W == 4) {
+    const float4 v = cmt_load_shared4(addr);
+    out[0] = v.x;
+    out[1] = v.y;
+    out[2] = v.z;
+    out[3] = v.w;
+  } else if (W == 2) {
+    float x, y;
+    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(x), "=f"(y) : "r"(addr) : "memory");
+    out[0] = x;
+    out[1] = y;
+  } else {
+    out[0] = cmt_load_shared(addr);
+  }
+}
+
 // cp.async: asynchronous global -> shared copies (sm_80+). A source size below the copy size
 // zero-fills the rest, which is how out-of-range elements become zeros without a branch.
 CMT_DEVICE void cmt_cp_async_4_to(unsigned dst, const float* src, bool inside) {

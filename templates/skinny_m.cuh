@@ -27,25 +27,6 @@
 // Rows of C per block (grid.y = ceil(M / 64)): M up to 65535 * 64 fits the grid.
 #define CMT_SKM_ROW_TILE 64
 
-// W (1, 2 or 4) consecutive floats of shared memory at a 32-bit address aligned to 4*W bytes.
-template <int W>
-CMT_DEVICE void cmt_skm_load_shared(unsigned addr, float* out) {
-  if (W == 4) {
-    const float4 v = cmt_load_shared4(addr);
-    out[0] = v.x;
-    out[1] = v.y;
-    out[2] = v.z;
-    out[3] = v.w;
-  } else if (W == 2) {
-    float x, y;
-    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(x), "=f"(y) : "r"(addr) : "memory");
-    out[0] = x;
-    out[1] = y;
-  } else {
-    out[0] = cmt_load_shared(addr);
-  }
-}
-
 // Copies rows 0..MT-1, k in [k0, k0 + KC) of A (a_rows = row m0 of A) into the MT x KC buffer at
 // dst (row-major, KC floats a row) with cp.async, one warp (lane 0..31). Rows at or past `rows` and
 // k at or past K are zero-filled and not read. VEC = 4: 16-byte copies (A 16-byte aligned, lda and
@@ -122,7 +103,7 @@ CMT_DEVICE void cmt_skm_chunk(float (&acc)[MT][VEC], unsigned a_buf, const float
       float a[UNROLL];
 #pragma unroll
       for (int u = 0; u < UNROLL; u += AW)
-        cmt_skm_load_shared<AW>(a_lane + (unsigned)(m * KC + u) * 4u, a + u);
+        cmt_load_shared_vec<AW>(a_lane + (unsigned)(m * KC + u) * 4u, a + u);
 #pragma unroll
       for (int u = 0; u < UNROLL; ++u)
 #pragma unroll

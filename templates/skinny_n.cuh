@@ -33,25 +33,6 @@ CMT_DEVICE void cmt_skn_cp_async(unsigned dst, const float* src, int src_bytes) 
                "r"(src_bytes));
 }
 
-// W (1, 2 or 4) consecutive floats of shared memory at a 32-bit address aligned to 4*W bytes.
-template <int W>
-CMT_DEVICE void cmt_skn_load_shared(unsigned addr, float* out) {
-  if (W == 4) {
-    const float4 v = cmt_load_shared4(addr);
-    out[0] = v.x;
-    out[1] = v.y;
-    out[2] = v.z;
-    out[3] = v.w;
-  } else if (W == 2) {
-    float x, y;
-    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(x), "=f"(y) : "r"(addr) : "memory");
-    out[0] = x;
-    out[1] = y;
-  } else {
-    out[0] = cmt_load_shared(addr);
-  }
-}
-
 // The shared-memory layout of one chunk of B (KC rows of k, NT columns), in floats. Columns come
 // in NG groups of NTV (a vector read); within a group, k is split into VEC planes by k % VEC, each
 // plane (KC/VEC) vectors long plus PAD floats. Element (k, n) lives at
@@ -137,7 +118,7 @@ CMT_DEVICE void cmt_skn_fma(float (&acc)[ROWS][NT], const float (&a)[ROWS][UNROL
 #pragma unroll
       for (int g = 0; g < L::NG; ++g) {
         float b[L::NTV];
-        cmt_skn_load_shared<L::NTV>(
+        cmt_load_shared_vec<L::NTV>(
             b_lane + (unsigned)((g * VEC + v) * L::PLANE + u * LK * L::NTV) * 4u, b);
 #pragma unroll
         for (int r = 0; r < ROWS; ++r)
