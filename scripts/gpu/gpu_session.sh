@@ -64,6 +64,9 @@ for phase in "${phases[@]}"; do
       SECONDS=0; "$bin" --db "$db" --log-file "$out/tune.log" tune --device 0 --sizes "$sizes" \
         --config "${CMTUNE_CONFIG:-default}" ${CMTUNE_TUNE_ARGS:-} --json > "$out/tune-cold.json" 2> "$out/tune-cold.err"; echo "cold wall ${SECONDS}s" | tee "$out/tune-times.txt"
       echo "rc=$?"; tail -3 "$out/tune-cold.err"
+      if [[ "${CMTUNE_TUNE_ARGS:-}" == *--time-limit* || "${CMTUNE_TUNE_ARGS:-}" == *--budget* ]]; then
+        log "no warm rerun: a cut-off search would go on sampling"; continue
+      fi
       log "tune $sizes, warm"
       SECONDS=0; "$bin" --db "$db" tune --device 0 --sizes "$sizes" --config "${CMTUNE_CONFIG:-default}" ${CMTUNE_TUNE_ARGS:-} \
         > "$out/tune-warm.txt" 2>&1; echo "warm wall ${SECONDS}s" | tee -a "$out/tune-times.txt"
