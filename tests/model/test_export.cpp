@@ -90,14 +90,19 @@ class DbBuilder {
   }
 
   /// A winner of `scope` for a problem on a device, with the trial and binary behind it.
+  /// The compile-cache key the fixture gives a kernel's binary.
+  static std::string binary_key_of(const KernelSpec& k) {
+    Hasher bh;
+    bh.field("test-binary").field(k.source_hash).field(k.name_expression);
+    return bh.hex();
+  }
+
   /// A passing trial of kernel k on problem p taking ms; its id. `tag` keeps trial keys unique.
   int64_t add_trial(const std::string& uuid, const Problem& p, const std::string& tag, const KernelSpec& k, double ms) {
     if (!m_devices.count(uuid))   // a device stored by an earlier builder on the same file
       for (const auto& d : m_store.devices()) m_devices[d.uuid] = d.id;
     const int64_t device_id = m_devices.at(uuid);
-    Hasher bh;
-    bh.field("test-binary").field(k.source_hash).field(k.name_expression);
-    const std::string binary_key = bh.hex();
+    const std::string binary_key = binary_key_of(k);
     if (!m_store.find_binary(binary_key)) {
       BinaryRecord b;
       b.key = binary_key;
@@ -138,9 +143,6 @@ class DbBuilder {
   void add_winner(const std::string& uuid, const Problem& p, const std::string& scope, const KernelSpec& k, double ms) {
     const int64_t trial_id = add_trial(uuid, p, scope, k, ms);
     const int64_t device_id = m_devices.at(uuid);
-    Hasher bh;
-    bh.field("test-binary").field(k.source_hash).field(k.name_expression);
-    const std::string binary_key = bh.hex();
     WinnerRecord w;
     w.device_id = device_id;
     w.problem = p;
@@ -154,7 +156,7 @@ class DbBuilder {
     w.ratio_to_cublas = 0.9;
     w.requirements = k.requirements;
     w.shape = k.shape;
-    w.binary_key = binary_key;
+    w.binary_key = binary_key_of(k);
     m_store.put_winner(w);
   }
 

@@ -43,12 +43,9 @@ DispatchChoice choose_kernel(const ExportModel& model, size_t device, const Call
   for (const auto& m : dev.models) {
     Prediction pr;
     pr.kernel = m.kernel;
-    double f[rules::k_model_terms];
-    const KernelTiles& t = tiles[static_cast<size_t>(m.kernel)];
-    rules::model_features(p.m, p.n, p.k, t.tile_m, t.tile_n, t.grid_z, m.blocks_per_sm, dev.sm_count, f);
-    pr.us = rules::predicted_us(m.coef, f);
+    pr.us = rules::model_us(m, tiles.data(), dev.sm_count, p.m, p.n, p.k);
     pr.usable = usable(m.kernel);
-    pr.in_domain = rules::in_model_domain(m, p.m, p.n, p.k);
+    pr.in_domain = rules::in_model_domain(m, p.m, p.n, p.k, rules::domain_factor(0));
     c.predictions.push_back(pr);
   }
   std::stable_sort(c.predictions.begin(), c.predictions.end(), [](const Prediction& a, const Prediction& b) {

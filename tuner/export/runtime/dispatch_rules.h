@@ -68,7 +68,7 @@ inline double predicted_us(const double coef[k_model_terms], const double featur
 /// Whether M x N x K lies in a model's domain widened by `factor`: within that factor of the range of
 /// shapes its kernel was measured on, in each dimension. Outside it the fit is an extrapolation.
 template <class Model>
-inline bool in_model_domain(const Model& m, long long M, long long N, long long K, long long factor = 2) {
+inline bool in_model_domain(const Model& m, long long M, long long N, long long K, long long factor) {
   return factor * M >= m.min_m && M <= factor * m.max_m && factor * N >= m.min_n && N <= factor * m.max_n &&
          factor * K >= m.min_k && K <= factor * m.max_k;
 }
@@ -76,6 +76,15 @@ inline bool in_model_domain(const Model& m, long long M, long long N, long long 
 /// The domain widenings best_predicted tries in turn; the last admits every model.
 constexpr int k_domain_passes = 4;
 inline long long domain_factor(int pass) { return pass == 0 ? 2 : pass == 1 ? 8 : pass == 2 ? 64 : 0; }
+
+/// A model's predicted microseconds at M x N x K, for its kernel (kernels[m.kernel]).
+template <class Model, class Kernel>
+inline double model_us(const Model& m, const Kernel* kernels, int sm_count, long long M, long long N, long long K) {
+  const Kernel& k = kernels[m.kernel];
+  double f[k_model_terms];
+  model_features(M, N, K, k.tile_m, k.tile_n, k.grid_z, m.blocks_per_sm, sm_count, f);
+  return predicted_us(m.coef, f);
+}
 
 /// The position (in models) of the model with the least predicted time at M x N x K among those
 /// whose kernel the call may run (`usable(kernel index)`) and whose domain holds the shape: first
@@ -95,10 +104,7 @@ inline int best_predicted(const Model* models, int count, const Kernel* kernels,
       const Model& m = models[i];
       if (factor > 0 && !in_model_domain(m, M, N, K, factor)) continue;
       if (!usable(m.kernel)) continue;
-      const Kernel& k = kernels[m.kernel];
-      double f[k_model_terms];
-      model_features(M, N, K, k.tile_m, k.tile_n, k.grid_z, m.blocks_per_sm, sm_count, f);
-      const double us = predicted_us(m.coef, f);
+      const double us = model_us(m, kernels, sm_count, M, N, K);
       if (best < 0 || us < best_us) {
         best = i;
         best_us = us;
