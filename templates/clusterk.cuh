@@ -15,12 +15,13 @@
 #include "cmt_warp_tile.cuh"
 #include "multistage.cuh"
 
+// The body of the cluster split-K kernels (clusterk here, clusterk_deep): a __global__ with
+// CMT_CLUSTER_Z(CLUSTER_K) and the block size of CmtMultistageShape calls it.
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES, int VEC, int PAD, int SPLITK,
           int CLUSTER_K, int SWIZZLE, int THIN_EDGE>
-__global__ void __launch_bounds__(CmtMultistageShape<BM, BN, BK, WM, WN, STAGES, PAD, SPLITK>::THREADS,
-                                  THIN_EDGE > 0 ? 1 : 0) CMT_CLUSTER_Z(CLUSTER_K)
-    cmt_sgemm_clusterk(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
-                       const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc) {
+__device__ __forceinline__ void cmt_clusterk_body(int M, int N, int K, float alpha, const float* __restrict__ A,
+                                                  int lda, const float* __restrict__ B, int ldb, float beta,
+                                                  float* __restrict__ C, int ldc) {
   using Shape = CmtMultistageShape<BM, BN, BK, WM, WN, STAGES, PAD, SPLITK>;
   constexpr int TILE_THREADS = Shape::TILE_THREADS, THREADS = Shape::THREADS, RING_FLOATS = Shape::RING_FLOATS;
   float* smem = cmt_dynamic_smem_floats();
@@ -61,4 +62,14 @@ __global__ void __launch_bounds__(CmtMultistageShape<BM, BN, BK, WM, WN, STAGES,
   if (tid < TILE_THREADS) tile.store(C, ldc, M, N, block_m, block_n, alpha, beta, interior, VEC == 4);
 #endif
   if (THIN_EDGE > 0) share_thin_edges();
+}
+
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES, int VEC, int PAD, int SPLITK,
+          int CLUSTER_K, int SWIZZLE, int THIN_EDGE>
+__global__ void __launch_bounds__(CmtMultistageShape<BM, BN, BK, WM, WN, STAGES, PAD, SPLITK>::THREADS,
+                                  THIN_EDGE > 0 ? 1 : 0) CMT_CLUSTER_Z(CLUSTER_K)
+    cmt_sgemm_clusterk(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
+                       const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc) {
+  cmt_clusterk_body<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, VEC, PAD, SPLITK, CLUSTER_K, SWIZZLE, THIN_EDGE>(
+      M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }

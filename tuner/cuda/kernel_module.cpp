@@ -19,6 +19,11 @@ LoadedKernel::LoadedKernel(const std::vector<char>& cubin, const std::string& lo
     m_attributes.static_smem = static_cast<int>(attr.sharedSizeBytes);
     m_attributes.local_bytes = static_cast<int>(attr.localSizeBytes);
     m_attributes.max_threads_per_block = attr.maxThreadsPerBlock;
+    // Clusters of more than 8 blocks (clusterk's CLUSTER_K up to 16) launch only with this set. It
+    // is refused on GPUs without clusters; the launch then fails and is recorded as the reason.
+    if (cudaFuncSetAttribute(reinterpret_cast<const void*>(m_kernel), cudaFuncAttributeNonPortableClusterSizeAllowed,
+                             1) != cudaSuccess)
+      cudaGetLastError();
   } catch (...) {
     cudaLibraryUnload(m_library);
     throw;

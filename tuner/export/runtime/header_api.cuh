@@ -82,7 +82,7 @@ constexpr int k_max_cached_devices = 64;   // higher ordinals are identified on 
 
 struct DeviceState {
   int table_plus_2;                 // 0: not identified yet; else table + 2
-  int smem_raised[k_kernel_count];  // 1: cudaFuncSetAttribute done on this device
+  int smem_raised[k_kernel_count];  // 1: prepare_kernel's attributes set on this device
 };
 
 inline DeviceState* device_state(int device) {
@@ -131,14 +131,18 @@ inline cudaError_t current_table(int* device, int* table) {
   return table_of_device(*device, table);
 }
 
-/// Raises a kernel's dynamic shared memory limit on a device, once, when it needs more than 48 KiB.
+/// Sets a kernel's attributes on a device, once: a dynamic shared memory limit above 48 KiB, and
+/// clusters of more than the portable 8 blocks.
 inline cudaError_t prepare_kernel(int device, int kernel) {
   const KernelInfo& info = k_kernels[kernel];
-  if (info.dynamic_smem <= 48 * 1024) return cudaSuccess;
+  if (info.dynamic_smem <= 48 * 1024 && info.grid_z <= 8) return cudaSuccess;
   DeviceState* state = device_state(device);
   if (state != nullptr && load_flag(&state->smem_raised[kernel]) != 0) return cudaSuccess;
-  const cudaError_t err =
-      cudaFuncSetAttribute(kernel_function(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize, info.dynamic_smem);
+  cudaError_t err = cudaSuccess;
+  if (info.dynamic_smem > 48 * 1024)
+    err = cudaFuncSetAttribute(kernel_function(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize, info.dynamic_smem);
+  if (err == cudaSuccess && info.grid_z > 8)
+    err = cudaFuncSetAttribute(kernel_function(kernel), cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
   if (err == cudaSuccess && state != nullptr) store_flag(&state->smem_raised[kernel], 1);
   return err;
 }
