@@ -784,6 +784,37 @@ TEST(CostModel, FewPointsKeepTheSimplestNonNegativeFit) {
   for (double c : odd.coef) EXPECT_GE(c, 0.0);
 }
 
+TEST(CostModel, WeightsKeepTheFitRightWhereItsKernelCompetes) {
+  LaunchShape shape;
+  shape.threads = 256;
+  shape.tile_m = 128;
+  shape.tile_n = 128;
+  shape.grid_z = 1;
+  ExportKernelModel truth;
+  truth.blocks_per_sm = 1;
+  truth.coef[0] = 4;
+  truth.coef[1] = 0.02;
+  std::vector<ModelPoint> points;
+  for (const Problem& p : std::vector<Problem>{{512, 512, 512}, {1024, 1024, 1024}, {2048, 2048, 2048}, {4096, 4096, 4096}})
+    points.push_back({p, predict_us(truth, shape, 132, p)});
+  // A shape where the kernel runs 3x slower than the work term says, and others win by far.
+  const Problem odd{8192, 8192, 16};
+  points.push_back({odd, 3 * predict_us(truth, shape, 132, odd)});
+  const auto worst_error = [&](const ExportKernelModel& fit) {
+    double worst = 0;
+    for (size_t i = 0; i + 1 < points.size(); ++i)
+      worst = std::max(worst, std::fabs(predict_us(fit, shape, 132, points[i].problem) / points[i].us - 1));
+    return worst;
+  };
+  const ExportKernelModel even = fit_kernel_model(points, shape, 0, 1, 132);
+  points.back().weight = 1.0 / 9.0;  // (fastest / this)^2 where another kernel is 3x faster
+  const ExportKernelModel weighted = fit_kernel_model(points, shape, 0, 1, 132);
+  EXPECT_LT(worst_error(weighted), worst_error(even));
+  points.back().weight = 0;  // no weight is read as 1, not as "drop the point"
+  const ExportKernelModel zero = fit_kernel_model(points, shape, 0, 1, 132);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(zero.coef[i], even.coef[i]);
+}
+
 TEST(CostModel, ExportFitsEveryExportedKernelOnItsTrialsDeterministically) {
   test::TempDir dir;
   DbBuilder db(dir / "t.db");

@@ -57,20 +57,23 @@ ExportKernelModel fit_kernel_model(std::vector<ModelPoint> points, const LaunchS
                                    int blocks_per_sm, int sm_count) {
   if (points.empty()) throw std::logic_error("fit_kernel_model needs at least one point");
   // One point per problem: the fastest.
-  std::map<Problem, double> best;
+  std::map<Problem, ModelPoint> best;
   for (const auto& p : points) {
-    auto [it, inserted] = best.emplace(p.problem, p.us);
-    if (!inserted) it->second = std::min(it->second, p.us);
+    auto [it, inserted] = best.emplace(p.problem, p);
+    if (!inserted && p.us < it->second.us) it->second = p;
   }
   std::vector<Features> rows;
-  std::vector<double> times;
+  std::vector<double> times, weights;
+  double weight_sum = 0;
   ExportKernelModel model;
   model.kernel = kernel;
   model.blocks_per_sm = std::max(blocks_per_sm, 1);
   bool first = true;
-  for (const auto& [problem, us] : best) {
+  for (const auto& [problem, point] : best) {
     rows.push_back(features_of(shape, model.blocks_per_sm, sm_count, problem));
-    times.push_back(us);
+    times.push_back(point.us);
+    weights.push_back(point.weight > 0 && std::isfinite(point.weight) ? point.weight : 1.0);
+    weight_sum += weights.back();
     model.min_m = first ? problem.m : std::min(model.min_m, problem.m);
     model.max_m = first ? problem.m : std::max(model.max_m, problem.m);
     model.min_n = first ? problem.n : std::min(model.min_n, problem.n);
@@ -93,14 +96,14 @@ ExportKernelModel fit_kernel_model(std::vector<ModelPoint> points, const LaunchS
       if (mask & (1 << t)) terms.push_back(t);
     const size_t k = terms.size();
     if (k > n) continue;
-    // Weighted least squares on relative error: rows scaled by 1/t, target 1.
+    // Weighted least squares on relative error: rows scaled by 1/t, target 1, each row weighted.
     std::vector<std::vector<double>> ata(k, std::vector<double>(k, 0.0));
     std::vector<double> atb(k, 0.0);
     for (size_t i = 0; i < n; ++i) {
       for (size_t a = 0; a < k; ++a) {
         const double fa = rows[i][static_cast<size_t>(terms[a])] / times[i];
-        atb[a] += fa;
-        for (size_t b = 0; b < k; ++b) ata[a][b] += fa * rows[i][static_cast<size_t>(terms[b])] / times[i];
+        atb[a] += weights[i] * fa;
+        for (size_t b = 0; b < k; ++b) ata[a][b] += weights[i] * fa * rows[i][static_cast<size_t>(terms[b])] / times[i];
       }
     }
     const auto x = solve(ata, atb);
@@ -109,8 +112,9 @@ ExportKernelModel fit_kernel_model(std::vector<ModelPoint> points, const LaunchS
     for (size_t i = 0; i < n; ++i) {
       double t = 0;
       for (size_t a = 0; a < k; ++a) t += (*x)[a] * rows[i][static_cast<size_t>(terms[a])];
-      rss += (t / times[i] - 1.0) * (t / times[i] - 1.0);
+      rss += weights[i] * (t / times[i] - 1.0) * (t / times[i] - 1.0);
     }
+    rss *= static_cast<double>(n) / weight_sum;  // the weighted mean square, per point
     // Akaike's criterion with the mean squared error floored at 0.1% rms: exact fits do not win by
     // -infinity, and each term must buy its keep.
     const double score = static_cast<double>(n) * std::log(std::max(rss / static_cast<double>(n), 1e-6)) + 2.0 * static_cast<double>(k);

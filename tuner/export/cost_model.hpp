@@ -10,14 +10,17 @@
 
 namespace cmt {
 
-/// One measurement of a kernel: a problem and its time in microseconds.
+/// One measurement of a kernel: a problem, its time in microseconds, and how much the fit should
+/// heed it. export_model weighs a point by (fastest time at the problem / this time)^2: the model
+/// must be right where its kernel competes, and only roughly where another kernel wins by far.
 struct ModelPoint {
   Problem problem;
   double us = 0;
+  double weight = 1.0;
 };
 
 /// Fits one kernel's model to its points (at least one; several of one problem keep the fastest).
-/// Non-negative coefficients minimising the squared relative error, over every subset of the
+/// Non-negative coefficients minimising the weighted squared relative error, over every subset of the
 /// features; the subset with the best Akaike score wins (a term must earn its place), ties to the
 /// smaller subset. `kernel` and `blocks_per_sm` are copied into the result.
 ExportKernelModel fit_kernel_model(std::vector<ModelPoint> points, const LaunchShape& shape, int kernel,

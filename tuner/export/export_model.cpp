@@ -129,8 +129,19 @@ std::vector<ExportKernelModel> fit_device_models(Store& store, const ExportDevic
   const SmLimits sm = sm_limits(dev.cc_major, dev.cc_minor);
   std::map<int, std::vector<ModelPoint>> points;
   std::map<int, int> blocks_per_sm;
+  std::vector<std::vector<TrialRecord>> trials;
+  std::map<Problem, double> fastest_us;  // over every passing trial of the device, exported or not
   for (const DeviceRecord& record : dev.records) {
-    for (const TrialRecord& t : store.trials(record.id)) {
+    trials.push_back(store.trials(record.id));
+    for (const TrialRecord& t : trials.back()) {
+      if (!passed(t)) continue;
+      const double us = (t.retime_median_ms ? *t.retime_median_ms : *t.median_ms) * 1e3;
+      auto [it, inserted] = fastest_us.emplace(t.problem, us);
+      if (!inserted) it->second = std::min(it->second, us);
+    }
+  }
+  for (const auto& record_trials : trials) {
+    for (const TrialRecord& t : record_trials) {
       if (!passed(t)) continue;
       const auto source = binary_sources.find(t.binary_key);
       if (source == binary_sources.end()) continue;
@@ -141,8 +152,9 @@ std::vector<ExportKernelModel> fit_device_models(Store& store, const ExportDevic
       k.requirements = t.requirements;
       const auto index = index_of.find(kernel_key(k));
       if (index == index_of.end()) continue;
-      const double ms = t.retime_median_ms ? *t.retime_median_ms : *t.median_ms;
-      points[index->second].push_back({t.problem, ms * 1e3});
+      const double us = (t.retime_median_ms ? *t.retime_median_ms : *t.median_ms) * 1e3;
+      const double competitive = fastest_us.at(t.problem) / us;
+      points[index->second].push_back({t.problem, us, competitive * competitive});
       blocks_per_sm.emplace(index->second,
                             resident_blocks(sm, t.shape.threads, t.registers, t.smem_bytes > 0 ? t.smem_bytes : t.shape.dynamic_smem));
     }
