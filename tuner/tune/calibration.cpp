@@ -4,7 +4,6 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
-#include <set>
 
 #include "tune/ranking.hpp"
 
@@ -76,13 +75,13 @@ std::vector<CalibrationShape> calibration_shapes(const std::vector<Problem>& req
   return out;
 }
 
-std::vector<size_t> calibration_candidates(const std::vector<std::vector<TrialRecord>>& trials_per_problem,
-                                           const std::vector<Candidate>& candidates, int leaders) {
+std::vector<CalibrationCandidate> calibration_candidates(const std::vector<std::vector<TrialRecord>>& trials_per_problem,
+                                                         const std::vector<Candidate>& candidates, int leaders) {
   std::map<std::string, size_t> by_id;
   for (size_t i = 0; i < candidates.size(); ++i) by_id.emplace(candidates[i].id(), i);
-  std::set<size_t> chosen;
+  std::map<size_t, bool> chosen;  // index -> leader
   const auto take = [&](const TrialRecord& t) {
-    if (auto it = by_id.find(fmt::format("{}[{}]", t.template_name, t.params)); it != by_id.end()) chosen.insert(it->second);
+    if (auto it = by_id.find(fmt::format("{}[{}]", t.template_name, t.params)); it != by_id.end()) chosen[it->second] = true;
   };
   for (const auto& trials : trials_per_problem) {
     const std::vector<TrialRecord> ranked = ranked_passing(trials);
@@ -91,8 +90,10 @@ std::vector<size_t> calibration_candidates(const std::vector<std::vector<TrialRe
     if (portable != ranked.end()) take(*portable);
   }
   for (size_t i = 0; i < candidates.size(); ++i)
-    if (candidates[i].tmpl && candidates[i].tmpl->applies) chosen.insert(i);
-  return {chosen.begin(), chosen.end()};
+    if (candidates[i].tmpl && candidates[i].tmpl->applies) chosen.emplace(i, false);
+  std::vector<CalibrationCandidate> out;
+  for (const auto& [index, leader] : chosen) out.push_back({index, leader});
+  return out;
 }
 
 }  // namespace cmt

@@ -29,11 +29,19 @@ struct CalibrationShape {
 /// requested problems themselves. Deterministic: the same problems give the same shapes.
 std::vector<CalibrationShape> calibration_shapes(const std::vector<Problem>& requested);
 
-/// Which candidates (indices into `candidates`) calibration measures: of each requested problem's
-/// passing trials, the `leaders` best (tune/ranking.hpp) and the best without input requirements;
-/// and every candidate of a family that declares `applies` (it serves only some shapes, and is
-/// measured where it applies). Sorted, each once.
-std::vector<size_t> calibration_candidates(const std::vector<std::vector<TrialRecord>>& trials_per_problem,
-                                           const std::vector<Candidate>& candidates, int leaders);
+/// A candidate calibration measures. A leader is measured on every calibration shape, also where
+/// its family's `applies` is false: the exported dispatch may run it at any shape, so its model
+/// must see the shapes it does not serve well.
+struct CalibrationCandidate {
+  size_t index = 0;   // into the candidates
+  bool leader = false;
+};
+
+/// Which candidates calibration measures: of each requested problem's passing trials, the
+/// `leaders` best (tune/ranking.hpp) and the best without input requirements (leaders); and every
+/// candidate of a family that declares `applies` (it serves only some shapes, and is measured
+/// where it applies). Sorted by index, each once.
+std::vector<CalibrationCandidate> calibration_candidates(const std::vector<std::vector<TrialRecord>>& trials_per_problem,
+                                                         const std::vector<Candidate>& candidates, int leaders);
 
 }  // namespace cmt

@@ -118,7 +118,8 @@ TuneSummary run_tune(Store& store, const Compiler& compiler, Measurer& measurer,
     for (ProblemState& state : states) {
       const Problem& p = state.problem();
       ++done;
-      if (!cand.tmpl->applies_to(cand.values, target, p)) continue;   // the family does not serve this shape
+      const bool everywhere = compiled->index < req.ignore_applies.size() && req.ignore_applies[compiled->index];
+      if (!everywhere && !cand.tmpl->applies_to(cand.values, target, p)) continue;   // the family does not serve this shape
       if (!req.retune && state.has_trial(trial_key(req.device.uuid, compiled->binary.key, p))) {
         ++summary.trials_reused;
         continue;
@@ -216,8 +217,11 @@ TuneSummary run_tune(Store& store, const Compiler& compiler, Measurer& measurer,
     for (const auto& s : shapes)
       if (!s.full_search) calibration.problems.push_back(s.problem);
     calibration.candidates.clear();
-    for (const size_t i : calibration_candidates(trials, req.candidates, req.calibration_leaders))
-      calibration.candidates.push_back(req.candidates[i]);
+    calibration.ignore_applies.clear();
+    for (const CalibrationCandidate& c : calibration_candidates(trials, req.candidates, req.calibration_leaders)) {
+      calibration.candidates.push_back(req.candidates[c.index]);
+      calibration.ignore_applies.push_back(c.leader);
+    }
     if (summary.stop_reason.empty() && !measurer.context_lost() && !calibration.candidates.empty() &&
         !calibration.problems.empty()) {
       if (req.time_limit_s) calibration.time_limit_s = std::max(1.0, *req.time_limit_s - elapsed());

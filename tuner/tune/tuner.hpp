@@ -34,6 +34,9 @@ struct TuneRequest {
   /// shapes (tune/calibration.hpp), which the exported dispatch's cost model is fitted on.
   bool calibrate = false;
   int calibration_leaders = 3;             // best trials per problem that calibration measures
+  /// Per candidate (empty: none): measure it also on problems where its family's `applies` is
+  /// false (calibration's leaders, which the exported dispatch may run at any shape).
+  std::vector<bool> ignore_applies;
 };
 
 struct TuneSummary {
