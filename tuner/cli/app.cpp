@@ -1,8 +1,15 @@
 #include "cli/app.hpp"
 
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <iostream>
+#include <limits>
 #include <spdlog/spdlog.h>
 #include <cuda_runtime_api.h>
 #include <sqlite3.h>
@@ -27,10 +34,124 @@ std::string version_text() {
                      (CUDART_VERSION % 1000) / 10, nvrtc, sqlite3_libversion());
 }
 
+bool is_whole_number(const std::string& s) {
+  const size_t digits = !s.empty() && (s[0] == '-' || s[0] == '+') ? 1 : 0;
+  return s.size() > digits && std::all_of(s.begin() + static_cast<std::ptrdiff_t>(digits), s.end(),
+                                          [](unsigned char c) { return c >= '0' && c <= '9'; });
+}
+
+/// Checks text as a whole number of type T within [min, max]; empty when it is one, else why not.
+template <typename T>
+std::string check_whole_number(const std::string& text, T min, T max) {
+  if (!is_whole_number(text)) return fmt::format("'{}' is not a whole number", text);
+  const bool negative = text[0] == '-';
+  const char* begin = text.data() + (text[0] == '+' ? 1 : 0);
+  T value{};
+  const auto [ptr, ec] = std::from_chars(begin, text.data() + text.size(), value);
+  if (ec != std::errc{} || ptr != text.data() + text.size()) {
+    if (negative) return fmt::format("'{}' must be at least {}", text, min);  // too negative, or a sign on unsigned
+    return fmt::format("'{}' is out of range (at most {})", text, max);
+  }
+  if (value < min) return fmt::format("'{}' must be at least {}", text, min);
+  if (value > max) return fmt::format("'{}' is out of range (at most {})", text, max);
+  return "";
+}
+
+/// Edit distance, for "did you mean".
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string one_line(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  return text;
+}
+
+/// One line for a parse error CLI11 reports (help and version excepted), naming what is wrong.
+std::string parse_error_line(const CLI::App& app, const CLI::ParseError& e) {
+  const std::string what = e.what();
+  if (app.get_subcommands().empty()) {
+    // No command chosen: a misspelled one is left over as an unexpected argument.
+    std::vector<std::string> names;
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) names.push_back(sub->get_name());
+    const std::string commands = fmt::format("commands: {}", fmt::join(names, ", "));
+    for (const std::string& arg : app.remaining()) {
+      if (!arg.empty() && arg[0] == '-') return fmt::format("unknown option {} ({}; --help lists the options)", arg, commands);
+      std::string line = fmt::format("unknown command '{}' ({})", arg, commands);
+      const auto nearest = std::min_element(names.begin(), names.end(), [&](const auto& a, const auto& b) {
+        return edit_distance(arg, a) < edit_distance(arg, b);
+      });
+      if (nearest != names.end() && edit_distance(arg, *nearest) <= 2) line += fmt::format("; did you mean '{}'?", *nearest);
+      return line;
+    }
+    if (e.get_name() == "RequiredError" && what.rfind("A subcommand", 0) == 0) return fmt::format("no command given ({})", commands);
+  }
+  const std::string not_expected = "not expected: ";
+  if (const size_t at = what.find(not_expected); at != std::string::npos) {
+    const std::string args = one_line(what.substr(at + not_expected.size()));
+    const bool option = !args.empty() && args[0] == '-';
+    const std::string command = app.get_subcommands().empty() ? "" : " for " + app.get_subcommands().front()->get_name();
+    return fmt::format("{} '{}'{}", option ? "unknown option" : "unexpected argument", args, command);
+  }
+  const std::string convert = "Could not convert: ";
+  if (e.get_name() == "ConversionError" && what.rfind(convert, 0) == 0) {
+    const std::string rest = what.substr(convert.size());
+    const size_t eq = rest.find(" = ");
+    if (eq != std::string::npos) return fmt::format("{}: '{}' is not a valid value", rest.substr(0, eq), one_line(rest.substr(eq + 3)));
+  }
+  // "--size: 1 required INT missing"
+  if (const size_t colon = what.find(": "); colon != std::string::npos && what.size() > 8 &&
+                                            what.compare(what.size() - 8, 8, " missing") == 0 &&
+                                            what.find(" required ", colon) != std::string::npos)
+    return fmt::format("{} needs a value", what.substr(0, colon));
+  return one_line(what);
+}
+
 }  // namespace
 
+CLI::Validator whole_number(int64_t min, int64_t max) {
+  return CLI::Validator([min, max](std::string& text) { return check_whole_number<int64_t>(text, min, max); }, "");
+}
+
+CLI::Validator unsigned_number(uint64_t min) {
+  return CLI::Validator(
+      [min](std::string& text) { return check_whole_number<uint64_t>(text, min, std::numeric_limits<uint64_t>::max()); },
+      "");
+}
+
+CLI::Validator positive_seconds() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const double value = text.empty() ? 0.0 : std::strtod(text.c_str(), &end);
+        if (text.empty() || end != text.c_str() + text.size()) return fmt::format("'{}' is not a number of seconds", text);
+        if (!std::isfinite(value) || errno == ERANGE) return fmt::format("'{}' is not a finite number of seconds", text);
+        if (value <= 0) return fmt::format("'{}' must be more than 0 seconds", text);
+        return "";
+      },
+      "");
+}
+
+CLI::Validator non_empty_path() {
+  return CLI::Validator([](std::string& text) { return text.empty() ? std::string("the file name is empty") : std::string(); }, "");
+}
+
 void add_db_option(CLI::App& sub, GlobalOptions& global) {
-  sub.add_option("--db", global.db, "SQLite database (default: $CMTUNE_DB or ~/.cache/cm-tune/cm-tune.db)");
+  sub.add_option("--db", global.db, "SQLite database (default: $CMTUNE_DB or ~/.cache/cm-tune/cm-tune.db)")
+      ->check(non_empty_path());
 }
 
 std::filesystem::path database_path(const GlobalOptions& global) {
@@ -96,8 +217,10 @@ int run(int argc, char** argv) {
   GlobalOptions global;
   app.add_flag("-v,--verbose", global.verbose, "Log debug detail");
   app.add_flag("-q,--quiet", global.quiet, "Log warnings and errors only");
-  app.add_option("--log-file", global.log_file, "Also write the full log to FILE");
-  app.add_option("--db", global.db, "SQLite database (default: $CMTUNE_DB or ~/.cache/cm-tune/cm-tune.db)");
+  app.add_option("--log-file", global.log_file, "Also write the full log to FILE (its folder must exist)")
+      ->check(non_empty_path());
+  app.add_option("--db", global.db, "SQLite database (default: $CMTUNE_DB or ~/.cache/cm-tune/cm-tune.db)")
+      ->check(non_empty_path());
   app.add_option("--templates", global.template_dirs, "Template folder(s) (default: the built-in templates/)");
 
   for (int i = 0; i < argc; ++i) global.command_line += (i ? " " : "") + std::string(argv[i]);
@@ -113,7 +236,9 @@ int run(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help, --version
+    fmt::print(stderr, "cm-tune: error: {}\n", parse_error_line(app, e));
+    return k_exit_usage;
   }
   try {
     setup_logging(global.verbose ? Verbosity::verbose : global.quiet ? Verbosity::quiet : Verbosity::normal,
@@ -121,16 +246,16 @@ int run(int argc, char** argv) {
     return action ? action() : 0;
   } catch (const UsageError& e) {
     fmt::print(stderr, "cm-tune: error: {}\n", e.what());
-    return 2;
+    return k_exit_usage;
   } catch (const NoDeviceError& e) {
     fmt::print(stderr, "cm-tune: error: {}\n", e.what());
-    return 3;
+    return k_exit_no_device;
   } catch (const InfraError& e) {
     fmt::print(stderr, "cm-tune: error: {}\n", e.what());
-    return 4;
+    return k_exit_infra;
   } catch (const std::exception& e) {
     fmt::print(stderr, "cm-tune: error: {}\n", e.what());
-    return 1;
+    return k_exit_failure;
   }
 }
 

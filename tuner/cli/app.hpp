@@ -52,6 +52,19 @@ void add_query_command(CLI::App& app, GlobalOptions& global, Action& action);
 void add_export_command(CLI::App& app, GlobalOptions& global, Action& action);
 void add_bench_command(CLI::App& app, GlobalOptions& global, Action& action);
 
+/// Checks of option values, run while parsing (before anything touches a GPU). A bad value fails the
+/// parse with "--option: '<value>' <why>", which run() prints as one line with exit code 2.
+/// A whole number from min to max: "is not a whole number", "must be at least MIN", "is out of range (at most MAX)".
+CLI::Validator whole_number(int64_t min, int64_t max);
+/// The same for an unsigned 64-bit value (no sign allowed).
+CLI::Validator unsigned_number(uint64_t min);
+/// A finite number of seconds above 0 (rejects nan, inf, 0 and negatives).
+CLI::Validator positive_seconds();
+/// A file name that is not empty.
+CLI::Validator non_empty_path();
+/// Most compiler threads --jobs accepts.
+constexpr int k_max_jobs = 1024;
+
 /// Adds --db FILE to a subcommand (the global one may be given before or after it).
 void add_db_option(CLI::App& sub, GlobalOptions& global);
 
@@ -87,6 +100,15 @@ std::string describe_db_devices(Store& store);
 nlohmann::json winner_json(const WinnerRecord& w);
 /// Prints JSON to stdout, pretty.
 void print_json(const nlohmann::json& j);
+
+/// Exit codes (README "Exit codes"): success; a failure the command reports itself (tune stopped
+/// early, bench validation failed, export --check found a stale header) or an unexpected error;
+/// bad input (flags, values, sizes, presets, files); no usable GPU; the machinery underneath.
+constexpr int k_exit_success = 0;
+constexpr int k_exit_failure = 1;
+constexpr int k_exit_usage = 2;
+constexpr int k_exit_no_device = 3;
+constexpr int k_exit_infra = 4;
 
 /// Parses and runs; maps errors to one line on stderr and an exit code.
 int run(int argc, char** argv);

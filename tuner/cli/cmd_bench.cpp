@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <spdlog/spdlog.h>
 
@@ -108,7 +109,6 @@ double geomean(const std::vector<double>& v) {
 
 int run_bench(const GlobalOptions& global, const BenchOptions& o) {
   const auto problems = parse_sizes(o.sizes);
-  if (o.rounds < 5) throw UsageError("--rounds must be at least 5");
   Store store(database_path(global));
   const DeviceInfo device = select_device(o.device);
   const DeviceRecord db_device = resolve_db_device(store, std::to_string(o.device));
@@ -239,14 +239,18 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
 void add_bench_command(CLI::App& app, GlobalOptions& global, Action& action) {
   auto* sub = app.add_subcommand("bench", "Time the database winner, the exported header and cuBLAS, interleaved");
   auto o = std::make_shared<BenchOptions>();
-  sub->add_option("--device,-d", o->device, "CUDA device index")->capture_default_str();
+  sub->add_option("--device,-d", o->device, "CUDA device index")
+      ->capture_default_str()
+      ->check(whole_number(0, std::numeric_limits<int>::max()));
   sub->add_option("--sizes,-s", o->sizes,
                   "Sizes, as for tune (@FILE: one MxNxK per line, # comments); untuned shapes run what the dispatch "
                   "predicts fastest")
       ->required();
   sub->add_option("--header", o->header, "Exported header to build (nvcc) and time through its dispatch");
   sub->add_option("--namespace", o->name_space, "Namespace of the header's sgemm")->capture_default_str();
-  sub->add_option("--rounds", o->rounds, "Interleaved rounds (samples per implementation)")->capture_default_str();
+  sub->add_option("--rounds", o->rounds, "Interleaved rounds (samples per implementation), at least 5")
+      ->capture_default_str()
+      ->check(whole_number(5, std::numeric_limits<int>::max()));
   sub->add_flag("--json", o->json, "Machine-readable output");
   add_db_option(*sub, global);
   sub->callback([&action, &global, o] { action = [&global, o] { return run_bench(global, *o); }; });

@@ -1,6 +1,7 @@
 // cm-tune compile: JIT-compile every valid candidate of a preset into the compile cache.
 #include <chrono>
 #include <fmt/format.h>
+#include <limits>
 #include <spdlog/spdlog.h>
 
 #include "cli/app.hpp"
@@ -89,8 +90,11 @@ void add_compile_command(CLI::App& app, GlobalOptions& global, Action& action) {
   auto opts = std::make_shared<CompileOptions>();
   add_space_options(*sub, opts->space);
   sub->add_option("--arch", opts->arch, "Target architecture, e.g. sm_90 (default: the device's)");
-  sub->add_option("--device", opts->device, "Device whose arch is the default target")->capture_default_str();
-  sub->add_option("--jobs,-j", opts->jobs, "Compiler threads (default: all cores)");
+  sub->add_option("--device", opts->device, "Device whose arch is the default target")
+      ->capture_default_str()
+      ->check(whole_number(0, std::numeric_limits<int>::max()));
+  sub->add_option("--jobs,-j", opts->jobs, fmt::format("Compiler threads, 1 to {} (default: all cores)", k_max_jobs))
+      ->check(whole_number(1, k_max_jobs));
   sub->add_flag("--json", opts->json, "Machine-readable summary");
   add_db_option(*sub, global);
   sub->callback([&action, &global, opts] { action = [&global, opts] { return run_compile(global, *opts); }; });

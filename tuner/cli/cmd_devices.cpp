@@ -60,19 +60,29 @@ void print_device(const DeviceInfo& d) {
 void add_devices_command(CLI::App& app, GlobalOptions& /*global*/, Action& action) {
   auto* sub = app.add_subcommand("devices", "List the CUDA devices and their properties");
   auto json = std::make_shared<bool>(false);
-  sub->add_flag("--json", *json, "Machine-readable output");
+  sub->add_flag("--json", *json, "Machine-readable output: {\"devices\": [...]}, plus \"error\" when there is no usable GPU");
   sub->callback([&action, json] {
     action = [json] {
-      const auto devices = query_devices();
+      std::vector<DeviceInfo> devices;
+      std::string error;
+      try {
+        devices = query_devices();
+        if (devices.empty()) error = "no CUDA device present";
+      } catch (const NoDeviceError& e) {
+        if (!*json) throw;
+        error = e.what();
+      }
       if (*json) {
+        // {"devices": [...]}; without a usable GPU also "error", and the same exit code and line as without --json.
         nlohmann::json arr = nlohmann::json::array();
         for (const auto& d : devices) arr.push_back(device_json(d));
-        print_json(arr);
-      } else if (devices.empty()) {
-        throw NoDeviceError("no CUDA device present");
-      } else {
-        for (const auto& d : devices) print_device(d);
+        nlohmann::json doc = {{"devices", arr}};
+        if (!error.empty()) doc["error"] = error;
+        print_json(doc);
       }
+      if (!error.empty()) throw NoDeviceError(error);
+      if (!*json)
+        for (const auto& d : devices) print_device(d);
       return 0;
     };
   });

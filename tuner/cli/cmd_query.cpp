@@ -2,8 +2,10 @@
 // runners-up), and the best configurations measured on it.
 #include <algorithm>
 #include <fmt/format.h>
+#include <limits>
 
 #include "cli/app.hpp"
+#include "cli/sizes.hpp"
 #include "core/error.hpp"
 #include "export/dispatch.hpp"
 #include "tune/ranking.hpp"
@@ -121,11 +123,15 @@ void add_query_command(CLI::App& app, GlobalOptions& global, Action& action) {
   auto* sub = app.add_subcommand("query", "Show the best stored configurations for a device and problem");
   auto o = std::make_shared<QueryOptions>();
   sub->add_option("--device,-d", o->device, "CUDA index, database device position, UUID or name")->capture_default_str();
-  sub->add_option("--size", o->size, "Square problem N x N x N");
-  sub->add_option("--m", o->m, "Rows of A and C");
-  sub->add_option("--n", o->n, "Columns of B and C");
-  sub->add_option("--k", o->k, "Columns of A, rows of B");
-  sub->add_option("--top", o->top, "How many runners-up and best trials to list")->capture_default_str();
+  // The same limits as tune's --sizes.
+  const auto dimension = whole_number(1, k_max_dimension);
+  sub->add_option("--size", o->size, "Square problem N x N x N")->check(dimension);
+  sub->add_option("--m", o->m, "Rows of A and C")->check(dimension);
+  sub->add_option("--n", o->n, "Columns of B and C")->check(dimension);
+  sub->add_option("--k", o->k, "Columns of A, rows of B")->check(dimension);
+  sub->add_option("--top", o->top, "How many runners-up and best trials to list")
+      ->capture_default_str()
+      ->check(whole_number(0, std::numeric_limits<int>::max()));
   sub->add_flag("--json", o->json, "Machine-readable output");
   add_db_option(*sub, global);
   sub->callback([&action, &global, o] { action = [&global, o] { return run_query(global, *o); }; });

@@ -1,5 +1,6 @@
 // cm-tune tune: search, validate, time and store, for one device and a list of sizes.
 #include <fmt/format.h>
+#include <limits>
 #include <random>
 #include <spdlog/spdlog.h>
 
@@ -58,9 +59,6 @@ int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const
   const std::vector<Problem> problems = parse_sizes(opts.sizes);
   const SpaceChoice choice = load_space_choice(global, opts.space);  // a bad preset is reported without a GPU
   const auto& [templates, preset, only] = choice;
-  if (opts.budget < 0) throw UsageError("--budget must be positive");
-  if (opts.time_limit < 0) throw UsageError("--time-limit must be positive");
-
 
   const DeviceInfo device = select_device(opts.device);
   const SearchSpace space = enumerate_space(templates, preset, target_of(device), only);
@@ -153,15 +151,21 @@ int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const
 void add_tune_command(CLI::App& app, GlobalOptions& global, Action& action) {
   auto* sub = app.add_subcommand("tune", "Search, validate, time and store the best kernels for each size");
   auto opts = std::make_shared<TuneOptions>();
-  sub->add_option("--device,-d", opts->device, "CUDA device index")->capture_default_str();
+  sub->add_option("--device,-d", opts->device, "CUDA device index")
+      ->capture_default_str()
+      ->check(whole_number(0, std::numeric_limits<int>::max()));
   sub->add_option("--sizes,-s", opts->sizes, "Sizes: 256..4096, 256..4096:256, 1000,1023, 4096x1024x512, @FILE (one per line), or a mix")
       ->required();
   add_space_options(*sub, opts->space);
-  sub->add_option("--jobs,-j", opts->jobs, "Compiler threads (default: all cores)");
+  sub->add_option("--jobs,-j", opts->jobs, fmt::format("Compiler threads, 1 to {} (default: all cores)", k_max_jobs))
+      ->check(whole_number(1, k_max_jobs));
   sub->add_flag("--retune", opts->retune, "Measure again trials already in the database");
-  sub->add_option("--budget", opts->budget, "Sample this many candidates at random (seeded)");
-  sub->add_option("--time-limit", opts->time_limit, "Stop starting candidates after this many seconds");
-  sub->add_option("--seed", opts->seed, "Seed for sampling and input data (default: random)");
+  sub->add_option("--budget", opts->budget, "Sample this many candidates at random (seeded)")
+      ->check(whole_number(1, std::numeric_limits<int64_t>::max()));
+  sub->add_option("--time-limit", opts->time_limit, "Stop starting candidates after this many seconds")
+      ->check(positive_seconds());
+  sub->add_option("--seed", opts->seed, "Seed for sampling and input data, 1 or more (default: random)")
+      ->check(unsigned_number(1));
   sub->add_flag("--no-calibrate", opts->no_calibrate,
                 "Skip calibration (timing the leaders on shapes of every class for the exported dispatch's model)");
   sub->add_flag("--json", opts->json, "Machine-readable summary on stdout");

@@ -15,17 +15,17 @@ namespace cmt {
 
 namespace {
 
-constexpr int64_t k_max_dimension = 1 << 20;  // also keeps M*ld within int64 and grid limits sane
-
 [[noreturn]] void bad(std::string_view token, std::string_view why) {
   throw UsageError(fmt::format("bad size '{}' in --sizes: {}", token, why));
 }
 
-int64_t parse_dim(std::string_view text, std::string_view token) {
+int64_t parse_dim(std::string_view text, std::string_view token, std::string_view what = "sizes") {
   int64_t value = 0;
   const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (!text.empty() && ec == std::errc::result_out_of_range && ptr == text.data() + text.size())
+    bad(token, fmt::format("'{}' is out of range (the largest supported dimension is {})", text, k_max_dimension));
   if (text.empty() || ec != std::errc{} || ptr != text.data() + text.size()) bad(token, fmt::format("'{}' is not a whole number", text));
-  if (value < 1) bad(token, "sizes must be at least 1");
+  if (value < 1) bad(token, fmt::format("{} must be at least 1", what));
   if (value > k_max_dimension) bad(token, fmt::format("{} exceeds the largest supported dimension {}", value, k_max_dimension));
   return value;
 }
@@ -98,7 +98,7 @@ std::vector<Problem> parse_sizes(std::string_view text) {
       if (step_text.empty()) {
         for (int64_t s = lo; s <= hi; s *= 2) add({s, s, s});
       } else {
-        const int64_t step = parse_dim(step_text, token);
+        const int64_t step = parse_dim(step_text, token, "the step");
         if ((hi - lo) / step > 10000) bad(token, "more than 10000 sizes");
         for (int64_t s = lo; s <= hi; s += step) add({s, s, s});
       }

@@ -9,6 +9,10 @@
 
 namespace cmt {
 
+/// The largest M, N or K accepted (--sizes, query's --size/--m/--n/--k); also keeps M*ld within
+/// int64 and grid limits sane.
+constexpr int64_t k_max_dimension = 1 << 20;
+
 /// Parses a size list. A..B doubles from A up to B; A..B:S steps by S; N is N x N x N;
 /// MxNxK is rectangular; @FILE reads a sizes file (read_sizes_file). Duplicates are dropped, first
 /// occurrence kept. Throws UsageError naming the bad token (and a file's line).

@@ -1,5 +1,6 @@
 #include "core/log.hpp"
 
+#include <filesystem>
 #include <memory>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -20,6 +21,13 @@ void setup_logging(Verbosity verbosity, const std::string& log_file) {
                                                      : spdlog::level::info);
   sinks.push_back(console);
   if (!log_file.empty()) {
+    // spdlog would create missing folders: a mistyped path must fail instead.
+    const std::filesystem::path file(log_file);
+    std::error_code ec;
+    if (std::filesystem::is_directory(file, ec))
+      throw UsageError("cannot open --log-file " + log_file + ": it is a directory");
+    if (file.has_parent_path() && !std::filesystem::is_directory(file.parent_path(), ec))
+      throw UsageError("cannot open --log-file " + log_file + ": folder " + file.parent_path().string() + " does not exist");
     try {
       auto file = std::make_shared<spdlog::sinks::basic_file_sink_mt>(log_file, false);
       file->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%l] %v");

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <system_error>
+
+#include "core/error.hpp"
 #include "core/hash.hpp"
 
 namespace cmt {
@@ -68,7 +71,14 @@ void CompileService::submit(const Candidate& cand, size_t index) {
   rec.nvrtc_version = m_version;
   rec.options = fmt::format("{}", fmt::join(m_options, " "));
   rec.source_hash = hash;
-  if (!m_pool) m_pool = std::make_unique<ThreadPool>(m_jobs);
+  if (!m_pool) {
+    try {
+      m_pool = std::make_unique<ThreadPool>(m_jobs);
+    } catch (const std::system_error& e) {  // the system refused a thread (process or memory limits)
+      throw InfraError("std::thread", fmt::format("start {} compiler threads", m_jobs),
+                       fmt::format("{}; try a smaller --jobs", e.what()), __FILE__, __LINE__);
+    }
+  }
   ++m_pending;
   m_pool->submit([this, index, &cand, &bundle, rec = std::move(rec)]() mutable {
     const CompileRequest req{cand.tmpl->name_expression(cand.values), &bundle, m_arch, m_options};
