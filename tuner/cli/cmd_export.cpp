@@ -1,4 +1,5 @@
 // cm-tune export: the database's winners as one self-contained CUDA header (docs/EXPORT.md).
+#include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
 #include <optional>
@@ -7,6 +8,7 @@
 
 #include "cli/app.hpp"
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "export/header_writer.hpp"
 
 namespace cmt::cli {
@@ -28,29 +30,43 @@ std::optional<std::string> read_if_exists(const std::filesystem::path& file) {
   return text.str();
 }
 
-/// Writes through a temporary file and a rename, so a reader never sees half a header.
-void write_atomically(const std::filesystem::path& file, const std::string& text) {
-  const std::filesystem::path temp = file.string() + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) throw UsageError(fmt::format("cannot write {}", temp.string()));
-  }
+/// Which of the database's own files `file` is (the database, or SQLite's -wal, -shm or -journal file
+/// next to it), however either path is spelt; nullopt when none. A header written over any of them
+/// would lose tuning results.
+std::optional<std::string> database_file_kind(const std::filesystem::path& file, const std::filesystem::path& db_file) {
+  std::error_code ec;   // equivalent() fails, so is false, when either file is missing
+  if (std::filesystem::equivalent(file, db_file, ec)) return "the database " + db_file.string() + " itself";
+  for (const char* suffix : {"-wal", "-shm", "-journal"})
+    if (std::filesystem::equivalent(file, db_file.string() + suffix, ec))
+      return fmt::format("the {} file of the database {}", suffix + 1, db_file.string());
+  return std::nullopt;
+}
+
+/// The file --out writes: through symbolic links, to their destination, which must be no folder, no
+/// file of the database and no SQLite database at all (--out naming a .db by mistake).
+std::filesystem::path output_destination(const std::filesystem::path& out, const std::filesystem::path& db_file) {
+  const std::filesystem::path destination = symlink_destination(out);
+  const std::string through = destination == out ? "" : fmt::format(" (a symbolic link to {})", destination.string());
+  const auto refuse = [&](const std::string& why) {
+    return UsageError(fmt::format("--out {}{}: {}", out.string(), through, why));
+  };
   std::error_code ec;
-  std::filesystem::rename(temp, file, ec);
-  if (ec) {
-    std::filesystem::remove(temp, ec);
-    throw UsageError(fmt::format("cannot write {}: {}", file.string(), ec.message()));
-  }
+  if (std::filesystem::is_directory(destination, ec))
+    throw refuse("is a folder; name the header file to write, e.g. tuned_sgemm.cuh");
+  if (const auto kind = database_file_kind(destination, db_file))
+    throw refuse(fmt::format("is {}; refusing to overwrite it with a header", *kind));
+  if (is_sqlite_file(destination))
+    throw refuse("is a SQLite database, not a header; refusing to overwrite it");
+  return destination;
 }
 
 int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
-  if (!valid_namespace_name(o.name_space))
-    throw UsageError(fmt::format("--namespace '{}' is not a C++ namespace name (identifiers joined by ::)", o.name_space));
+  check_namespace_name(o.name_space);
   const std::filesystem::path db_file = database_path(global);
   if (!std::filesystem::exists(db_file))
     throw UsageError(fmt::format("database {} does not exist; run cm-tune tune first", db_file.string()));
+  const std::filesystem::path out(o.out);
+  const std::filesystem::path destination = output_destination(out, db_file);
   Store store(db_file);
   ExportOptions options;
   options.name_space = o.name_space;
@@ -58,9 +74,8 @@ int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
   const TemplateDesc blocktile2d = generic_default_template(global);
   const ExportModel model = build_export_model(store, options, blocktile2d);
   const std::string header = render_header(model, o.name_space);
-  const std::filesystem::path out(o.out);
 
-  const auto existing = read_if_exists(out);
+  const auto existing = read_if_exists(destination);
   if (o.check) {
     if (existing && *existing == header) {
       fmt::print("{} is up to date with {}\n", out.string(), db_file.string());
@@ -83,9 +98,10 @@ int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
     fmt::print("{} unchanged: {}\n", out.string(), summary);  // not rewritten, so builds stay up to date
     return 0;
   }
-  if (out.has_parent_path() && !std::filesystem::is_directory(out.parent_path()))
-    throw UsageError(fmt::format("cannot write {}: folder {} does not exist", out.string(), out.parent_path().string()));
-  write_atomically(out, header);
+  if (destination.has_parent_path() && !std::filesystem::is_directory(destination.parent_path()))
+    throw UsageError(
+        fmt::format("cannot write {}: folder {} does not exist", out.string(), destination.parent_path().string()));
+  write_file_atomically(destination, header);   // replaces the link's destination, so the link stays
   fmt::print("wrote {}: {}\n", out.string(), summary);
   return 0;
 }

@@ -1,4 +1,5 @@
-// Reading whole files, with the user-facing error cm-tune gives when one cannot be read.
+// Reading and writing whole files, with the user-facing errors cm-tune gives when one cannot be
+// read or written.
 #pragma once
 
 #include <filesystem>
@@ -8,5 +9,18 @@ namespace cmt {
 
 /// The file's bytes; UsageError "cannot read WHAT 'FILE'" when it cannot be read.
 std::string read_text_file(const std::filesystem::path& file, const std::string& what);
+
+/// Whether the file starts with SQLite's 16-byte magic "SQLite format 3\0" (false when unreadable).
+bool is_sqlite_file(const std::filesystem::path& file);
+
+/// The file a write to `file` must replace: `file` itself, or the end of its chain of symbolic
+/// links (relative targets resolved against their link's folder), so that replacing it keeps the
+/// links. The result may not exist (a dangling link). UsageError for a loop of links.
+std::filesystem::path symlink_destination(const std::filesystem::path& file);
+
+/// Writes through a temporary file in the same folder and a rename, so a reader never sees half a
+/// file and a failed write leaves the old one as it was. `file` must be no symbolic link (rename
+/// would replace the link): pass symlink_destination's result. UsageError when it cannot be written.
+void write_file_atomically(const std::filesystem::path& file, const std::string& text);
 
 }  // namespace cmt

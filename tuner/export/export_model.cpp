@@ -82,6 +82,8 @@ class KernelCollector {
   }
 
   std::map<std::string, ExportSource>& sources() { return m_sources; }
+  /// Hashes whose stored source no longer hashes to them.
+  const std::set<std::string>& mismatched() const { return m_mismatched; }
 
  private:
   void add_source(const std::string& hash, const WinnerRecord& w, const std::string& device_name) {
@@ -97,14 +99,38 @@ class KernelCollector {
     s.template_name = source->template_name;
     s.main_name = source->main_name;
     for (const auto& h : source->headers) s.header_names.push_back(h.first);
-    s.text = flatten_source(SourceBundle{source->main_name, source->main_text, source->headers});
+    const SourceBundle bundle{source->main_name, source->main_text, source->headers};
+    // Sources are stored under their hash, so one edited in the file (SQLite still finds it sound)
+    // would be pasted into the header silently. Not flattened: its text may not even parse.
+    if (source_bundle_hash(bundle) != hash)
+      m_mismatched.insert(hash);
+    else
+      s.text = flatten_source(bundle);
     m_sources.emplace(hash, std::move(s));
   }
 
   Store& m_store;
   std::map<std::string, std::string> m_binary_source;   // binary key -> source hash
   std::map<std::string, ExportSource> m_sources;        // by hash
+  std::set<std::string> m_mismatched;
 };
+
+/// UsageError naming a stored source that no longer matches its hash, and every exported template
+/// compiled from it, so the header never carries a source other than the one that was measured.
+void check_source_hashes(const KernelCollector& collector, const std::vector<ExportKernel>& kernels) {
+  for (const std::string& hash : collector.mismatched()) {
+    std::set<std::string> templates;
+    for (const auto& k : kernels)
+      if (k.source_hash == hash) templates.insert(k.template_name);
+    if (templates.empty()) continue;   // no exported kernel uses it
+    std::string names;
+    for (const auto& t : templates) names += (names.empty() ? "" : ", ") + t;
+    throw UsageError(fmt::format(
+        "the database's source for template{} {} does not match its hash {} (the database was modified outside "
+        "cm-tune); nothing was exported",
+        templates.size() == 1 ? "" : "s", names, hash));
+  }
+}
 
 /// The faster of two optional winners; ties go to the one seen first (devices come sorted by uuid).
 /// Of two winners of one problem on devices that share a table, keeps the one whose trial ranks first
@@ -311,6 +337,7 @@ ExportModel build_export_model(Store& store, const ExportOptions& options, const
     index_of[kernel_key(k)] = static_cast<int>(model.kernels.size());
     model.kernels.push_back(std::move(k));
   }
+  check_source_hashes(collector, model.kernels);
   for (const auto& k : model.kernels) {
     for (const int64_t v : {k.shape.threads, k.shape.tile_m, k.shape.tile_n, k.shape.dynamic_smem, k.shape.grid_z,
                             k.requirements.align_bytes, k.requirements.ld_multiple})

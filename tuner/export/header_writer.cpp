@@ -79,9 +79,57 @@ std::vector<std::string> defined_macros(const std::string& text) {
 
 }  // namespace
 
-bool valid_namespace_name(const std::string& text) {
-  static const std::regex k_name(R"re(^[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*$)re");
-  return std::regex_match(text, k_name);
+namespace {
+
+/// The C++20 keywords and alternative tokens: none can name a namespace.
+bool is_cpp_keyword(const std::string& word) {
+  static const std::set<std::string> k_keywords = {
+      "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
+      "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr",
+      "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype", "default", "delete",
+      "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for",
+      "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
+      "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register", "reinterpret_cast",
+      "requires", "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast", "struct",
+      "switch", "template", "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename",
+      "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq"};
+  return k_keywords.count(word) > 0;
+}
+
+/// Why one ::-separated part cannot name a namespace, or nullopt when it can. `global`: the part is
+/// declared at global scope, where every name starting with an underscore is the implementation's.
+std::optional<std::string> namespace_part_problem(const std::string& part, bool global) {
+  static const std::regex k_identifier(R"re(^[A-Za-z_][A-Za-z0-9_]*$)re");
+  if (part.empty()) return std::string("is empty");
+  if (!std::regex_match(part, k_identifier))
+    return std::string("is not a C++ identifier (a letter or _, then letters, digits and _)");
+  if (is_cpp_keyword(part)) return std::string("is a C++ keyword");
+  if (part.find("__") != std::string::npos) return std::string("is reserved to the compiler (it contains __)");
+  if (part.size() > 1 && part[0] == '_' && part[1] >= 'A' && part[1] <= 'Z')
+    return std::string("is reserved to the compiler (_ followed by an uppercase letter)");
+  if (global && part[0] == '_') return std::string("is reserved to the compiler (_ at global scope)");
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> namespace_name_problem(const std::string& text) {
+  size_t start = 0;
+  for (bool global = true;; global = false) {
+    const size_t end = text.find("::", start);
+    const std::string part = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (const auto problem = namespace_part_problem(part, global)) return fmt::format("'{}' {}", part, *problem);
+    if (end == std::string::npos) return std::nullopt;
+    start = end + 2;
+  }
+}
+
+bool valid_namespace_name(const std::string& text) { return !namespace_name_problem(text); }
+
+void check_namespace_name(const std::string& text) {
+  if (const auto problem = namespace_name_problem(text))
+    throw UsageError(fmt::format("--namespace '{}': {}, so the header would not compile; give identifiers joined by ::",
+                                 text, *problem));
 }
 
 std::string render_dispatch_tables(const ExportModel& model) {
@@ -169,8 +217,7 @@ std::string bundle_files(const ExportSource& s) {
 }  // namespace
 
 std::string render_header(const ExportModel& model, const std::string& name_space) {
-  if (!valid_namespace_name(name_space))
-    throw UsageError(fmt::format("--namespace '{}' is not a C++ namespace name (identifiers joined by ::)", name_space));
+  check_namespace_name(name_space);
   const auto [ns_open, ns_close] = namespace_braces(name_space);
   const ExportKernel& generic = model.kernels.at(k_generic_kernel_index);
   bool cp_async = false;
@@ -252,9 +299,7 @@ std::string render_header(const ExportModel& model, const std::string& name_spac
 }
 
 std::string export_header(Store& store, const ExportOptions& options, const TemplateDesc& blocktile2d) {
-  if (!valid_namespace_name(options.name_space))
-    throw UsageError(
-        fmt::format("--namespace '{}' is not a C++ namespace name (identifiers joined by ::)", options.name_space));
+  check_namespace_name(options.name_space);
   return render_header(build_export_model(store, options, blocktile2d), options.name_space);
 }
 

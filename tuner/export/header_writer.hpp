@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,8 +15,17 @@
 
 namespace cmt {
 
-/// Whether text is a C++ namespace name: identifiers joined by "::".
+/// Why text cannot name the header's namespace, or nullopt when it can: it must be identifiers joined
+/// by "::", none a C++20 keyword or alternative token (class, and, not, ...) and none reserved to the
+/// compiler (containing __, _ and an uppercase letter first, or _ first at global scope). The reason
+/// names the offending part, e.g. "'class' is a C++ keyword".
+std::optional<std::string> namespace_name_problem(const std::string& text);
+
+/// Whether text is a usable C++ namespace name (namespace_name_problem finds nothing).
 bool valid_namespace_name(const std::string& text);
+
+/// UsageError "--namespace 'TEXT': 'PART' REASON, ..." unless text is a usable namespace name.
+void check_namespace_name(const std::string& text);
 
 /// The dispatch-table section alone (kernel table, device tables, kernel functions), as in the header.
 std::string render_dispatch_tables(const ExportModel& model);

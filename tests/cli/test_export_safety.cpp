@@ -1,0 +1,254 @@
+// `cm-tune export --out` never destroys what it is pointed at (issue 18): not the database, not any
+// other SQLite file, not a folder, not a symbolic link; and a bad --namespace or a source edited in
+// the database gives one line and writes nothing. Runs the real binary on a database built through
+// the Store API.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <string>
+#include <vector>
+
+#include "core/hash.hpp"
+#include "core/source_bundle.hpp"
+#include "store/sqlite.hpp"
+#include "store/store.hpp"
+#include "test_support.hpp"
+
+namespace fs = std::filesystem;
+
+namespace cmt {
+namespace {
+
+const std::string k_header_start = "// SGEMM kernels tuned by cm-tune";
+
+/// A database with one tuned problem of one synthetic kernel, stored as the tuner stores it; the
+/// hash of that kernel's source.
+std::string build_database(const fs::path& file) {
+  Store store(file);
+  const int64_t run = store.begin_run(RunRecord{});
+  DeviceRecord d;
+  d.uuid = "GPU-export-safety";
+  d.name = "NVIDIA H100 80GB HBM3";
+  d.cc_major = 9;
+  d.sm_count = 132;
+  const int64_t device = store.upsert_device(d);
+  SourceBundle bundle;
+  bundle.main_name = "fast.cuh";
+  bundle.main_text =
+      "template <int V>\n__global__ void cmt_sgemm_fast(int M, int N, int K, float alpha, const float* A, int lda,\n"
+      "    const float* B, int ldb, float beta, float* C, int ldc) {}\n";
+  const std::string hash = source_bundle_hash(bundle);
+  store.put_source(SourceRecord{hash, "fast", bundle.main_name, bundle.main_text, bundle.headers});
+  BinaryRecord b;
+  b.key = hash_hex("binary-fast");
+  b.template_name = "fast";
+  b.params = "V=1";
+  b.arch = "sm_90";
+  b.source_hash = hash;
+  b.ok = true;
+  b.lowered_name = "_Z4fast";
+  store.put_binary(b);
+  const Problem p{1024, 1024, 1024};
+  TrialRecord t;
+  t.trial_key = "trial-fast";
+  t.run_id = run;
+  t.device_id = device;
+  t.template_name = "fast";
+  t.params = "V=1";
+  t.name_expression = "cmt_sgemm_fast<1>";
+  t.binary_key = b.key;
+  t.problem = p;
+  t.lda = p.k;
+  t.ldb = t.ldc = p.n;
+  t.outcome = Outcome::ok;
+  t.median_ms = 1.0;
+  t.gflops = p.flops() / 1e6;
+  t.threads = 128;
+  t.registers = 64;
+  t.shape = {128, 64, 64, 0};
+  WinnerRecord w;
+  w.device_id = device;
+  w.problem = p;
+  w.scope = "overall";
+  w.trial_id = store.insert_trial(t);
+  w.template_name = "fast";
+  w.params = t.params;
+  w.name_expression = t.name_expression;
+  w.median_ms = 1.0;
+  w.gflops = p.flops() / 1e6;
+  w.ratio_to_cublas = 1.0;
+  w.shape = t.shape;
+  w.binary_key = b.key;
+  store.put_winner(w);
+  return hash;
+}
+
+/// The folder's entries, sorted: what an export left behind (temporary files included).
+std::vector<std::string> entries(const fs::path& folder) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(folder)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// A tuned database in a fresh folder, and `cm-tune export` run in that folder on it.
+class ExportSafety : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    db = dir / "tune.db";
+    source_hash = build_database(db);
+    db_bytes = test::read_file(db);
+  }
+
+  /// `cm-tune export --db DB ARGS`, run in the database's folder.
+  test::CommandResult export_with(const std::string& args) {
+    return test::run_command(fmt::format("cd '{}' && {} --quiet export --db '{}' {}", dir.path().string(),
+                                         test::cmtune_binary(), db.string(), args));
+  }
+
+  /// The run failed as a usage error with exactly this one line, and left the database as it was.
+  void expect_refused(const test::CommandResult& r, const std::string& line) {
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_EQ(r.output, "cm-tune: error: " + line + "\n");
+    EXPECT_EQ(test::read_file(db), db_bytes) << "the database changed";
+  }
+
+  test::TempDir dir;
+  fs::path db;
+  std::string source_hash;
+  std::string db_bytes;
+};
+
+TEST_F(ExportSafety, OutNamingTheDatabaseIsRefusedAndTheDatabaseKept) {
+  fs::create_directory(dir / "sub");
+  const std::vector<std::string> before = entries(dir.path());
+  const std::string refusal =
+      fmt::format("is the database {} itself; refusing to overwrite it with a header", db.string());
+  expect_refused(export_with("--out " + db.string()), fmt::format("--out {}: {}", db.string(), refusal));
+  expect_refused(export_with("--out tune.db"), "--out tune.db: " + refusal);                 // relative
+  expect_refused(export_with("--out ./sub/../tune.db"), "--out ./sub/../tune.db: " + refusal);
+  expect_refused(export_with("--check --out tune.db"), "--out tune.db: " + refusal);
+  EXPECT_EQ(entries(dir.path()), before) << "a file was created or removed";
+}
+
+TEST_F(ExportSafety, OutLinkingToTheDatabaseIsRefusedAndTheLinkKept) {
+  fs::create_symlink("tune.db", dir / "tuned.cuh");
+  fs::create_symlink("tuned.cuh", dir / "again.cuh");
+  const std::string refusal =
+      fmt::format("is the database {} itself; refusing to overwrite it with a header", db.string());
+  expect_refused(export_with("--out tuned.cuh"),
+                 "--out tuned.cuh (a symbolic link to tune.db): " + refusal);
+  expect_refused(export_with("--out again.cuh"),
+                 "--out again.cuh (a symbolic link to tune.db): " + refusal);
+  EXPECT_TRUE(fs::is_symlink(dir / "tuned.cuh"));
+  EXPECT_EQ(fs::read_symlink(dir / "tuned.cuh"), "tune.db");
+  EXPECT_TRUE(fs::is_symlink(dir / "again.cuh"));
+}
+
+TEST_F(ExportSafety, OutNamingAnotherSqliteFileIsRefused) {
+  Database(dir / "other.db").exec("CREATE TABLE t (x); INSERT INTO t VALUES (1)");
+  const std::string other = test::read_file(dir / "other.db");
+  ASSERT_EQ(other.substr(0, 16), std::string("SQLite format 3\0", 16));
+  expect_refused(export_with("--out other.db"),
+                 "--out other.db: is a SQLite database, not a header; refusing to overwrite it");
+  EXPECT_EQ(test::read_file(dir / "other.db"), other);
+}
+
+TEST_F(ExportSafety, OutNamingTheDatabaseJournalIsRefused) {
+  test::write_file(dir / "tune.db-wal", "not a header");   // SQLite's companion files of the database
+  expect_refused(export_with("--out tune.db-wal"),
+                 fmt::format("--out tune.db-wal: is the wal file of the database {}; refusing to overwrite it with a "
+                             "header",
+                             db.string()));
+  EXPECT_EQ(test::read_file(dir / "tune.db-wal"), "not a header");
+}
+
+TEST_F(ExportSafety, OutNamingAFolderIsRefused) {
+  fs::create_directory(dir / "include");
+  expect_refused(export_with("--out include"),
+                 "--out include: is a folder; name the header file to write, e.g. tuned_sgemm.cuh");
+  EXPECT_TRUE(fs::is_directory(dir / "include"));
+  EXPECT_TRUE(fs::is_empty(dir / "include"));
+}
+
+TEST_F(ExportSafety, PlainOutIsWrittenWithNoTemporaryFileLeft) {
+  const auto r = export_with("--out tuned.cuh");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(test::read_file(dir / "tuned.cuh").rfind(k_header_start, 0), 0u);
+  EXPECT_EQ(entries(dir.path()), (std::vector<std::string>{"tune.db", "tuned.cuh"}));
+}
+
+TEST_F(ExportSafety, OutThroughSymbolicLinksReplacesTheTargetAndKeepsTheLinks) {
+  fs::create_directories(dir / "real");
+  fs::create_directories(dir / "links");
+  test::write_file(dir / "real" / "tuned.cuh", "old header\n");
+  fs::create_symlink("../real/tuned.cuh", dir / "links" / "first.cuh");   // relative, resolved from links/
+  fs::create_symlink("links/first.cuh", dir / "second.cuh");               // a chain of two
+  const auto r = export_with("--out second.cuh");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "wrote second.cuh: 1 device table, 1 tuned problem, 2 kernels (incl. the generic default)\n");
+  ASSERT_TRUE(fs::is_symlink(dir / "second.cuh"));
+  ASSERT_TRUE(fs::is_symlink(dir / "links" / "first.cuh"));
+  EXPECT_EQ(fs::read_symlink(dir / "second.cuh"), "links/first.cuh");
+  EXPECT_EQ(fs::read_symlink(dir / "links" / "first.cuh"), "../real/tuned.cuh");
+  const std::string header = test::read_file(dir / "real" / "tuned.cuh");
+  EXPECT_EQ(header.rfind(k_header_start, 0), 0u) << header.substr(0, 200);
+  EXPECT_EQ(entries(dir / "real"), std::vector<std::string>{"tuned.cuh"}) << "temporary file left behind";
+  EXPECT_EQ(entries(dir / "links"), std::vector<std::string>{"first.cuh"});
+  EXPECT_EQ(test::read_file(db), db_bytes);
+
+  // Unchanged through the link: --check agrees, and a second export leaves the file alone.
+  const auto check = export_with("--check --out second.cuh");
+  EXPECT_EQ(check.exit_code, 0) << check.output;
+  EXPECT_EQ(export_with("--out second.cuh").exit_code, 0);
+  EXPECT_TRUE(fs::is_symlink(dir / "second.cuh"));
+}
+
+TEST_F(ExportSafety, OutDanglingLinkCreatesItsTargetAndKeepsTheLink) {
+  fs::create_symlink("made.cuh", dir / "link.cuh");
+  const auto r = export_with("--out link.cuh");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::is_symlink(dir / "link.cuh"));
+  EXPECT_EQ(test::read_file(dir / "made.cuh").rfind(k_header_start, 0), 0u);
+}
+
+TEST_F(ExportSafety, OutLinkLoopIsRefused) {
+  fs::create_symlink("b.cuh", dir / "a.cuh");
+  fs::create_symlink("a.cuh", dir / "b.cuh");
+  expect_refused(export_with("--out a.cuh"), "cannot write a.cuh: too many levels of symbolic links");
+  EXPECT_TRUE(fs::is_symlink(dir / "a.cuh"));
+  EXPECT_TRUE(fs::is_symlink(dir / "b.cuh"));
+}
+
+TEST_F(ExportSafety, KeywordNamespaceIsRefusedAndNothingWritten) {
+  expect_refused(export_with("--out tuned.cuh --namespace class"),
+                 "--namespace 'class': 'class' is a C++ keyword, so the header would not compile; give identifiers "
+                 "joined by ::");
+  expect_refused(export_with("--out tuned.cuh --namespace app::and"),
+                 "--namespace 'app::and': 'and' is a C++ keyword, so the header would not compile; give identifiers "
+                 "joined by ::");
+  expect_refused(export_with("--out tuned.cuh --namespace app::_Gemm"),
+                 "--namespace 'app::_Gemm': '_Gemm' is reserved to the compiler (_ followed by an uppercase letter), "
+                 "so the header would not compile; give identifiers joined by ::");
+  EXPECT_FALSE(fs::exists(fs::symlink_status(dir / "tuned.cuh")));
+  const auto ok = export_with("--out tuned.cuh --namespace app::klass");
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(test::read_file(dir / "tuned.cuh").find("namespace klass {"), std::string::npos);
+}
+
+TEST_F(ExportSafety, SourceEditedInTheDatabaseIsRefusedAndNothingWritten) {
+  Database(db).exec("UPDATE sources SET main_text = replace(main_text, 'int M', 'long M')");
+  db_bytes = test::read_file(db);
+  const std::string line = fmt::format(
+      "the database's source for template fast does not match its hash {} (the database was modified outside "
+      "cm-tune); nothing was exported",
+      source_hash);
+  expect_refused(export_with("--out tuned.cuh"), line);
+  expect_refused(export_with("--check --out tuned.cuh"), line);
+  EXPECT_FALSE(fs::exists(fs::symlink_status(dir / "tuned.cuh")));
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"tune.db"});
+}
+
+}  // namespace
+}  // namespace cmt

@@ -1,0 +1,209 @@
+// Export's guards on what it reads (issue 18): a --namespace that would not compile, and a stored
+// source that no longer matches the hash it is stored under. Both give one line and export nothing.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/hash.hpp"
+#include "core/source_bundle.hpp"
+#include "export/header_writer.hpp"
+#include "space/template_desc.hpp"
+#include "store/sqlite.hpp"
+#include "store/store.hpp"
+#include "test_support.hpp"
+
+namespace fs = std::filesystem;
+
+namespace cmt {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// --namespace
+// ---------------------------------------------------------------------------------------------
+
+std::string problem_of(const std::string& name) { return namespace_name_problem(name).value_or("<accepted>"); }
+
+TEST(ExportGuards, NamespaceAcceptsIdentifiersJoinedByColons) {
+  for (const char* name : {"cmtune", "app::gemm_v2", "App::Gemm", "a::_x", "a::_1", "classy", "not_a_keyword", "x1::y2::z3"})
+    EXPECT_EQ(problem_of(name), "<accepted>") << name;
+}
+
+TEST(ExportGuards, NamespaceRefusesKeywordsAndAlternativeTokensNamingThePart) {
+  for (const char* keyword : {"class", "namespace", "int", "and", "or", "not", "xor_eq", "bitand", "compl", "co_await",
+                              "char8_t", "consteval", "constinit", "requires", "concept", "export", "nullptr"}) {
+    EXPECT_EQ(problem_of(keyword), fmt::format("'{}' is a C++ keyword", keyword));
+    EXPECT_EQ(problem_of(fmt::format("app::{}::gemm", keyword)), fmt::format("'{}' is a C++ keyword", keyword));
+  }
+}
+
+TEST(ExportGuards, NamespaceRefusesReservedNames) {
+  EXPECT_EQ(problem_of("__x"), "'__x' is reserved to the compiler (it contains __)");
+  EXPECT_EQ(problem_of("app::a__b"), "'a__b' is reserved to the compiler (it contains __)");
+  EXPECT_EQ(problem_of("app::_Gemm"), "'_Gemm' is reserved to the compiler (_ followed by an uppercase letter)");
+  EXPECT_EQ(problem_of("_gemm::app"), "'_gemm' is reserved to the compiler (_ at global scope)");
+}
+
+TEST(ExportGuards, NamespaceRefusesWhatIsNoIdentifier) {
+  EXPECT_EQ(problem_of(""), "'' is empty");
+  EXPECT_EQ(problem_of("a::"), "'' is empty");
+  EXPECT_EQ(problem_of("::a"), "'' is empty");
+  EXPECT_EQ(problem_of("a:::b"), "':b' is not a C++ identifier (a letter or _, then letters, digits and _)");
+  EXPECT_EQ(problem_of("1abc"), "'1abc' is not a C++ identifier (a letter or _, then letters, digits and _)");
+  EXPECT_EQ(problem_of("a b"), "'a b' is not a C++ identifier (a letter or _, then letters, digits and _)");
+  EXPECT_EQ(problem_of("app::gemm-v2"), "'gemm-v2' is not a C++ identifier (a letter or _, then letters, digits and _)");
+}
+
+TEST(ExportGuards, NamespaceErrorIsOneLineNamingTheOptionAndThePart) {
+  EXPECT_FALSE(valid_namespace_name("app::class"));
+  EXPECT_TRUE(valid_namespace_name("app::klass"));
+  EXPECT_EQ(test::usage_error([] { check_namespace_name("app::class"); }),
+            "--namespace 'app::class': 'class' is a C++ keyword, so the header would not compile; give identifiers "
+            "joined by ::");
+  EXPECT_EQ(test::usage_error([] { check_namespace_name("app::gemm"); }), "<no UsageError thrown>");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sources that no longer match their hash
+// ---------------------------------------------------------------------------------------------
+
+const TemplateDesc& fixture_blocktile2d() {
+  static const std::vector<TemplateDesc> templates =
+      load_templates({fs::path(CMTUNE_TEST_FIXTURES) / "export" / "templates"});
+  return templates.at(0);
+}
+
+/// A synthetic kernel source with one include (so the source_headers table is used too).
+SourceBundle synthetic_bundle(const std::string& tmpl) {
+  SourceBundle b;
+  b.main_name = tmpl + ".cuh";
+  b.main_text = fmt::format(
+      "#include \"common.cuh\"\ntemplate <int V>\n__global__ void cmt_sgemm_{}(int M, int N, int K, float alpha, "
+      "const float* A, int lda, const float* B,\n    int ldb, float beta, float* C, int ldc) {{}}\n",
+      tmpl);
+  b.headers = {{"common.cuh", "#pragma once\n#define CMT_COMMON 1\n"}};
+  return b;
+}
+
+/// A database with winners of two templates ("fast", "port") on one device, built through the Store
+/// API as the tuner stores them; the hashes of their sources.
+struct TwoTemplateDb {
+  std::string fast_hash, port_hash;
+
+  explicit TwoTemplateDb(const fs::path& file) {
+    Store store(file);
+    const int64_t run = store.begin_run(RunRecord{});
+    DeviceRecord d;
+    d.uuid = "GPU-guards";
+    d.name = "NVIDIA H100 80GB HBM3";
+    d.cc_major = 9;
+    d.sm_count = 132;
+    const int64_t device = store.upsert_device(d);
+    fast_hash = add_winner(store, run, device, "fast", {1024, 1024, 1024});
+    port_hash = add_winner(store, run, device, "port", {2048, 2048, 2048});
+  }
+
+  static std::string add_winner(Store& store, int64_t run, int64_t device, const std::string& tmpl, const Problem& p) {
+    const SourceBundle bundle = synthetic_bundle(tmpl);
+    const std::string hash = source_bundle_hash(bundle);
+    store.put_source(SourceRecord{hash, tmpl, bundle.main_name, bundle.main_text, bundle.headers});
+    BinaryRecord b;
+    b.key = hash_hex("binary-" + tmpl);
+    b.template_name = tmpl;
+    b.params = "V=1";
+    b.arch = "sm_90";
+    b.source_hash = hash;
+    b.ok = true;
+    b.lowered_name = "_Z" + tmpl;
+    store.put_binary(b);
+    TrialRecord t;
+    t.trial_key = "trial-" + tmpl;
+    t.run_id = run;
+    t.device_id = device;
+    t.template_name = tmpl;
+    t.params = "V=1";
+    t.name_expression = fmt::format("cmt_sgemm_{}<1>", tmpl);
+    t.binary_key = b.key;
+    t.problem = p;
+    t.lda = p.k;
+    t.ldb = t.ldc = p.n;
+    t.outcome = Outcome::ok;
+    t.median_ms = 1.0;
+    t.gflops = p.flops() / 1e6;
+    t.threads = 128;
+    t.registers = 64;
+    t.shape = {128, 64, 64, 0};
+    t.requirements = Requirements{4, 1};
+    WinnerRecord w;
+    w.device_id = device;
+    w.problem = p;
+    w.scope = "overall";
+    w.trial_id = store.insert_trial(t);
+    w.template_name = tmpl;
+    w.params = t.params;
+    w.name_expression = t.name_expression;
+    w.median_ms = 1.0;
+    w.gflops = p.flops() / 1e6;
+    w.ratio_to_cublas = 1.0;
+    w.requirements = t.requirements;
+    w.shape = t.shape;
+    w.binary_key = b.key;
+    store.put_winner(w);
+    return hash;
+  }
+};
+
+std::string export_error(const fs::path& file) {
+  Store store(file);
+  return test::usage_error([&] { export_header(store, {}, fixture_blocktile2d()); });
+}
+
+TEST(ExportGuards, IntactSourcesExport) {
+  test::TempDir dir;
+  TwoTemplateDb db(dir / "t.db");
+  Store store(dir / "t.db");
+  const std::string header = export_header(store, {}, fixture_blocktile2d());
+  EXPECT_NE(header.find("cmt_sgemm_fast"), std::string::npos);
+  EXPECT_NE(header.find("cmt_sgemm_port"), std::string::npos);
+}
+
+TEST(ExportGuards, SourceEditedInTheDatabaseIsRefusedNamingHashAndTemplate) {
+  test::TempDir dir;
+  TwoTemplateDb db(dir / "t.db");
+  Database(dir / "t.db").exec("UPDATE sources SET main_text = main_text || '// edited' WHERE template_name = 'fast'");
+  EXPECT_EQ(export_error(dir / "t.db"),
+            fmt::format("the database's source for template fast does not match its hash {} (the database was "
+                        "modified outside cm-tune); nothing was exported",
+                        db.fast_hash));
+}
+
+TEST(ExportGuards, IncludedFileEditedInTheDatabaseIsRefused) {
+  test::TempDir dir;
+  TwoTemplateDb db(dir / "t.db");
+  Database(dir / "t.db").exec(
+      fmt::format("UPDATE source_headers SET text = '#define CMT_COMMON 2\n' WHERE source_hash = '{}'", db.port_hash));
+  EXPECT_EQ(export_error(dir / "t.db"),
+            fmt::format("the database's source for template port does not match its hash {} (the database was "
+                        "modified outside cm-tune); nothing was exported",
+                        db.port_hash));
+}
+
+TEST(ExportGuards, SourceSharedByTemplatesNamesEveryTemplate) {
+  test::TempDir dir;
+  const fs::path file = dir / "t.db";
+  TwoTemplateDb db(file);
+  // A third template compiled from port's source (descriptors may share a .cuh), then port's source edited.
+  {
+    Database sql(file);
+    sql.exec(fmt::format("UPDATE binaries SET source_hash = '{}' WHERE template_name = 'fast'", db.port_hash));
+    sql.exec("UPDATE sources SET main_name = 'renamed.cuh' WHERE template_name = 'port'");
+  }
+  EXPECT_EQ(export_error(file),
+            fmt::format("the database's source for templates fast, port does not match its hash {} (the database was "
+                        "modified outside cm-tune); nothing was exported",
+                        db.port_hash));
+}
+
+}  // namespace
+}  // namespace cmt
