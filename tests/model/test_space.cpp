@@ -436,6 +436,12 @@ TEST_F(SpaceEnumerate, OnlyTemplate) {
   const Preset narrow = load_preset(k_fixtures / "presets" / "toy_only.toml");
   const std::string absent = usage_error([&] { (void)enumerate_space(m_templates, narrow, test::sm90(), std::string("other")); });
   EXPECT_NE(absent.find("template 'other' is not in preset 'toy_only'"), std::string::npos) << absent;
+
+  // A template with several grids is named once among the preset's templates.
+  Preset twice = narrow;
+  twice.templates.push_back(twice.templates.front());
+  const std::string listed = usage_error([&] { (void)enumerate_space(m_templates, twice, test::sm90(), std::string("other")); });
+  EXPECT_NE(listed.find("its templates: toy)"), std::string::npos) << listed;
 }
 
 TEST_F(SpaceEnumerate, FindTemplate) {

@@ -19,9 +19,12 @@ std::string template_names(const std::vector<TemplateDesc>& templates) {
   return out.empty() ? "none" : out;
 }
 
+/// The preset's template names, each once (a template may have several grids), sorted.
 std::string preset_template_names(const Preset& preset) {
+  std::set<std::string> names;
+  for (const auto& t : preset.templates) names.insert(t.name);
   std::string out;
-  for (const auto& t : preset.templates) out += (out.empty() ? "" : ", ") + t.name;
+  for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
   return out;
 }
 
