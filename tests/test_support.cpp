@@ -9,7 +9,11 @@
 #include <stdexcept>
 #include <sys/wait.h>
 
+#include "core/hash.hpp"
+#include "core/source_bundle.hpp"
 #include "space/template_desc.hpp"
+#include "store/store.hpp"
+#include <fmt/format.h>
 
 namespace fs = std::filesystem;
 
@@ -73,6 +77,67 @@ std::string nvcc_path() {
     if (const char* v = std::getenv(var); v && *v) return v;
   if (std::filesystem::exists("/usr/local/cuda/bin/nvcc")) return "/usr/local/cuda/bin/nvcc";
   return "nvcc";
+}
+
+/// A synthetic kernel source with one include (so the source_headers table is used too).
+static SourceBundle synthetic_bundle(const std::string& tmpl) {
+  SourceBundle b;
+  b.main_name = tmpl + ".cuh";
+  b.main_text = fmt::format(
+      "#include \"common.cuh\"\ntemplate <int V>\n__global__ void cmt_sgemm_{}(int M, int N, int K, float alpha, "
+      "const float* A, int lda, const float* B,\n    int ldb, float beta, float* C, int ldc) {{}}\n",
+      tmpl);
+  b.headers = {{"common.cuh", "#pragma once\n#define CMT_COMMON 1\n"}};
+  return b;
+}
+
+std::string add_synthetic_winner(Store& store, int64_t run, int64_t device, const std::string& tmpl, const Problem& p) {
+  const SourceBundle bundle = synthetic_bundle(tmpl);
+  const std::string hash = source_bundle_hash(bundle);
+  store.put_source(SourceRecord{hash, tmpl, bundle.main_name, bundle.main_text, bundle.headers});
+  BinaryRecord b;
+  b.key = hash_hex("binary-" + tmpl);
+  b.template_name = tmpl;
+  b.params = "V=1";
+  b.arch = "sm_90";
+  b.source_hash = hash;
+  b.ok = true;
+  b.lowered_name = "_Z" + tmpl;
+  store.put_binary(b);
+  TrialRecord t;
+  t.trial_key = "trial-" + tmpl;
+  t.run_id = run;
+  t.device_id = device;
+  t.template_name = tmpl;
+  t.params = "V=1";
+  t.name_expression = fmt::format("cmt_sgemm_{}<1>", tmpl);
+  t.binary_key = b.key;
+  t.problem = p;
+  t.lda = p.k;
+  t.ldb = t.ldc = p.n;
+  t.outcome = Outcome::ok;
+  t.median_ms = 1.0;
+  t.gflops = p.flops() / 1e6;
+  t.threads = 128;
+  t.registers = 64;
+  t.shape = {128, 64, 64, 0};
+  t.requirements = Requirements{4, 1};
+  WinnerRecord w;
+  w.device_id = device;
+  w.problem = p;
+  w.scope = "overall";
+  w.trial_id = store.insert_trial(t);
+  w.template_name = tmpl;
+  w.params = t.params;
+  w.name_expression = t.name_expression;
+  w.median_ms = 1.0;
+  w.gflops = p.flops() / 1e6;
+  w.ratio_to_cublas = 1.0;
+  w.requirements = t.requirements;
+  w.shape = t.shape;
+  w.binary_key = b.key;
+  store.put_winner(w);
+  return hash;
 }
 
 }  // namespace cmt::test

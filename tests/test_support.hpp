@@ -5,9 +5,19 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/types.hpp"
 #include "space/target.hpp"
 
+namespace cmt {
+class Store;
+}
+
 namespace cmt::test {
+
+/// Stores, as the tuner does, a synthetic template's source (an empty cmt_sgemm_<tmpl><V> that
+/// includes one header), its sm_90 binary, one passing trial at p and that trial as p's winner.
+/// Returns the source's hash.
+std::string add_synthetic_winner(Store& store, int64_t run, int64_t device, const std::string& tmpl, const Problem& p);
 
 /// The message of the UsageError thrown by f, or "<no UsageError thrown>" when none is (other
 /// exceptions propagate and fail the test).

@@ -33,55 +33,7 @@ std::string build_database(const fs::path& file) {
   d.cc_major = 9;
   d.sm_count = 132;
   const int64_t device = store.upsert_device(d);
-  SourceBundle bundle;
-  bundle.main_name = "fast.cuh";
-  bundle.main_text =
-      "template <int V>\n__global__ void cmt_sgemm_fast(int M, int N, int K, float alpha, const float* A, int lda,\n"
-      "    const float* B, int ldb, float beta, float* C, int ldc) {}\n";
-  const std::string hash = source_bundle_hash(bundle);
-  store.put_source(SourceRecord{hash, "fast", bundle.main_name, bundle.main_text, bundle.headers});
-  BinaryRecord b;
-  b.key = hash_hex("binary-fast");
-  b.template_name = "fast";
-  b.params = "V=1";
-  b.arch = "sm_90";
-  b.source_hash = hash;
-  b.ok = true;
-  b.lowered_name = "_Z4fast";
-  store.put_binary(b);
-  const Problem p{1024, 1024, 1024};
-  TrialRecord t;
-  t.trial_key = "trial-fast";
-  t.run_id = run;
-  t.device_id = device;
-  t.template_name = "fast";
-  t.params = "V=1";
-  t.name_expression = "cmt_sgemm_fast<1>";
-  t.binary_key = b.key;
-  t.problem = p;
-  t.lda = p.k;
-  t.ldb = t.ldc = p.n;
-  t.outcome = Outcome::ok;
-  t.median_ms = 1.0;
-  t.gflops = p.flops() / 1e6;
-  t.threads = 128;
-  t.registers = 64;
-  t.shape = {128, 64, 64, 0};
-  WinnerRecord w;
-  w.device_id = device;
-  w.problem = p;
-  w.scope = "overall";
-  w.trial_id = store.insert_trial(t);
-  w.template_name = "fast";
-  w.params = t.params;
-  w.name_expression = t.name_expression;
-  w.median_ms = 1.0;
-  w.gflops = p.flops() / 1e6;
-  w.ratio_to_cublas = 1.0;
-  w.shape = t.shape;
-  w.binary_key = b.key;
-  store.put_winner(w);
-  return hash;
+  return test::add_synthetic_winner(store, run, device, "fast", {1024, 1024, 1024});
 }
 
 /// The folder's entries, sorted: what an export left behind (temporary files included).
