@@ -734,12 +734,11 @@ TEST(DispatchChoice, NothingUsableOrNoDeviceRunsTheGenericDefault) {
 // The cost model: fitting
 // ---------------------------------------------------------------------------------------------
 
+/// The launch shape of a kernel with square tiles, one block per tile (no K split).
+LaunchShape square_tile_shape(int64_t threads, int64_t tile) { return LaunchShape{threads, tile, tile, 0, 1}; }
+
 TEST(CostModel, RecoversTheCoefficientsThatGeneratedItsPoints) {
-  LaunchShape shape;
-  shape.threads = 256;
-  shape.tile_m = 128;
-  shape.tile_n = 128;
-  shape.grid_z = 1;
+  const LaunchShape shape = square_tile_shape(256, 128);
   ExportKernelModel truth;
   truth.blocks_per_sm = 2;
   truth.coef[0] = 5;
@@ -764,11 +763,7 @@ TEST(CostModel, RecoversTheCoefficientsThatGeneratedItsPoints) {
 }
 
 TEST(CostModel, FewPointsKeepTheSimplestNonNegativeFit) {
-  LaunchShape shape;
-  shape.threads = 128;
-  shape.tile_m = 64;
-  shape.tile_n = 64;
-  shape.grid_z = 1;
+  const LaunchShape shape = square_tile_shape(128, 64);
   // One point: the work term alone reproduces it.
   const ExportKernelModel one = fit_kernel_model({{{1024, 1024, 1024}, 100.0}}, shape, 1, 1, 132);
   EXPECT_EQ(one.coef[0], 0.0);
@@ -785,11 +780,7 @@ TEST(CostModel, FewPointsKeepTheSimplestNonNegativeFit) {
 }
 
 TEST(CostModel, WeightsKeepTheFitRightWhereItsKernelCompetes) {
-  LaunchShape shape;
-  shape.threads = 256;
-  shape.tile_m = 128;
-  shape.tile_n = 128;
-  shape.grid_z = 1;
+  const LaunchShape shape = square_tile_shape(256, 128);
   ExportKernelModel truth;
   truth.blocks_per_sm = 1;
   truth.coef[0] = 4;

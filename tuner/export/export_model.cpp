@@ -161,7 +161,7 @@ std::vector<ExportKernelModel> fit_device_models(Store& store, const ExportDevic
     trials.push_back(store.trials(record.id));
     for (const TrialRecord& t : trials.back()) {
       if (!passed(t)) continue;
-      const double us = (t.retime_median_ms ? *t.retime_median_ms : *t.median_ms) * 1e3;
+      const double us = rank_time(t) * 1e3;  // the time trials rank by (tune/ranking.hpp)
       auto [it, inserted] = fastest_us.emplace(t.problem, us);
       if (!inserted) it->second = std::min(it->second, us);
     }
@@ -178,7 +178,7 @@ std::vector<ExportKernelModel> fit_device_models(Store& store, const ExportDevic
       k.requirements = t.requirements;
       const auto index = index_of.find(kernel_key(k));
       if (index == index_of.end()) continue;
-      const double us = (t.retime_median_ms ? *t.retime_median_ms : *t.median_ms) * 1e3;
+      const double us = rank_time(t) * 1e3;  // the time trials rank by (tune/ranking.hpp)
       const double competitive = fastest_us.at(t.problem) / us;
       points[index->second].push_back({t.problem, us, competitive * competitive});
       blocks_per_sm.emplace(index->second,
