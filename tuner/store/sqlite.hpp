@@ -1,13 +1,19 @@
-// A thin RAII layer over the SQLite C API. Every failure throws InfraError with the SQL call,
-// file:line and sqlite3_errmsg.
+// A thin RAII layer over the SQLite C API. A failure the user's situation causes (the file is
+// locked by another process past the lock timeout, read-only where a write is needed, not a
+// database, a folder or a device) throws DatabaseError, one line naming the file; every other
+// failure throws InfraError with the SQL call, file:line and sqlite3_errmsg.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "core/error.hpp"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -16,10 +22,45 @@ namespace cmt {
 
 class Statement;
 
+/// How a command uses its database file.
+enum class OpenMode {
+  create,   ///< reads and writes; a missing file is created, with its folders
+  write,    ///< reads and writes a file that must exist
+  read,     ///< only reads a file that must exist; writes nothing, not even SQLite's -wal and -shm
+            ///< files where the user cannot write the database or its folder
+};
+
+/// A database the user's situation makes unusable: locked by another process past the lock
+/// timeout, read-only where a write is needed, not a database, a folder or a device. One line
+/// naming the file; a UsageError, so the command line exits with the usage code.
+class DatabaseError : public UsageError {
+ public:
+  DatabaseError(const std::string& message, int sqlite_code, bool timed_out = false)
+      : UsageError(message), m_code(sqlite_code), m_timed_out(timed_out) {}
+  /// The SQLite result code behind it (extended), 0 when the check was cm-tune's own.
+  int sqlite_code() const { return m_code; }
+  /// True for SQLITE_BUSY: another connection holds a lock this one needs.
+  bool busy() const;
+  /// True when this connection waited for the lock for the whole lock timeout.
+  bool timed_out() const { return m_timed_out; }
+
+ private:
+  int m_code;
+  bool m_timed_out;
+};
+
+/// How long a connection waits for another process's lock: $CMTUNE_LOCK_TIMEOUT seconds (0 fails
+/// at once), else k_default_lock_timeout. UsageError for a value that is no number of seconds.
+std::chrono::milliseconds lock_timeout();
+constexpr std::chrono::seconds k_default_lock_timeout{60};
+
 class Database {
  public:
-  /// Opens (creating if needed, with parent folders) a database file; ":memory:" works too.
-  explicit Database(const std::filesystem::path& file);
+  /// Opens a database file as `mode` says; ":memory:" and "" (a private temporary database) work
+  /// too. DatabaseError for a folder, a device or another file that is not a regular file, a
+  /// missing file (write, read), a file that cannot be written (create, write), and a file that
+  /// cannot be opened.
+  explicit Database(const std::filesystem::path& file, OpenMode mode = OpenMode::create);
   ~Database();
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
@@ -32,9 +73,30 @@ class Database {
   sqlite3* handle() const { return m_db; }
   const std::filesystem::path& file() const { return m_file; }
 
+  /// Runs f, and again while it fails with SQLITE_BUSY that SQLite returned without waiting for
+  /// the lock (it does so where waiting could deadlock, e.g. when a connection that has read the
+  /// file wants to write it), until the lock timeout. f must be safe to repeat.
+  void retry_while_busy(const std::function<void()>& f);
+
  private:
+  friend class Statement;
+  /// sqlite3_busy_handler callback: waits for another connection's lock, says after a second who
+  /// holds it, and gives up after the lock timeout.
+  static int on_busy(void* database, int attempt) noexcept;
+  /// Throws for a failed SQLite call: DatabaseError where the user's situation is the cause, else
+  /// InfraError with the call, where it was made and SQLite's message.
+  [[noreturn]] void fail(int code, const std::string& call, const std::string& message, const char* source_file,
+                         int line);
+  /// Logs, once per wait, who holds the lock this connection waits for.
+  void say_waiting() noexcept;
+
   sqlite3* m_db = nullptr;
   std::filesystem::path m_file;
+  OpenMode m_mode;
+  std::chrono::milliseconds m_lock_timeout;
+  std::chrono::steady_clock::time_point m_waiting_since;   // of the current wait for a lock
+  bool m_said_waiting = false;
+  std::optional<std::string> m_gave_up_on;                 // the holder, when the last wait timed out
 };
 
 /// BEGIN IMMEDIATE on construction; ROLLBACK in the destructor unless commit() was called.

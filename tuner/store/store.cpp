@@ -35,28 +35,36 @@ int64_t pragma_int(Database& db, const char* name) {
   return statement.step() ? statement.column_int(0) : 0;
 }
 
-/// Refuses files that are not cm-tune databases, and cm-tune databases newer than known_version.
-/// Only reads, so a refused file is left exactly as it was.
-void check_identity(Database& db, int known_version) {
-  const std::string file = db.file().string();
-  // A file that is not SQLite at all fails its first read with SQLITE_NOTADB: that is the
-  // user's mistake (a wrong --db), not an infrastructure failure.
-  const int rc = sqlite3_exec(db.handle(), "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr);
-  if ((rc & 0xff) == SQLITE_NOTADB)
-    throw UsageError(fmt::format("{} is not a cm-tune database (not an SQLite file)", file));
+/// What identifies a cm-tune database, read in one snapshot.
+struct Identity {
+  int64_t application_id = 0;
+  int64_t version = 0;
+  int64_t objects = 0;   // tables, indexes, ...
+};
 
-  const int64_t application_id = pragma_int(db, "application_id");
-  const int64_t version = pragma_int(db, "user_version");
-  Statement objects = db.prepare("SELECT count(*) FROM sqlite_master");
-  objects.step();
+/// Refuses files that are not cm-tune databases, cm-tune databases newer than known_version, and,
+/// unless allow_empty, files with nothing in them yet. Only reads, so a refused file is left
+/// exactly as it was. A file that is not SQLite at all fails with DatabaseError (SQLITE_NOTADB).
+Identity check_identity(Database& db, int known_version, bool allow_empty) {
+  const std::string file = db.file().string();
+  // One statement, so one snapshot: another process may be creating the schema meanwhile, and
+  // separate reads could see its tables without its application_id.
+  Statement s = db.prepare(
+      "SELECT (SELECT application_id FROM pragma_application_id), (SELECT user_version FROM pragma_user_version), "
+      "(SELECT count(*) FROM sqlite_master)");
+  s.step();
+  const Identity id{s.column_int(0), s.column_int(1), s.column_int(2)};
   // A brand-new (empty) file is ours to initialise; anything else must carry our application_id.
-  const bool fresh = application_id == 0 && version == 0 && objects.column_int(0) == 0;
-  if (application_id != k_application_id && !fresh)
+  const bool empty = id.application_id == 0 && id.version == 0 && id.objects == 0;
+  if (empty && !allow_empty)
+    throw DatabaseError(fmt::format("database {} is empty (no cm-tune data yet); run cm-tune tune first", file), 0);
+  if (id.application_id != k_application_id && !empty)
     throw UsageError(fmt::format("{} is not a cm-tune database", file));
-  if (version > known_version)
+  if (id.version > known_version)
     throw UsageError(fmt::format("database {} has schema version {}, newer than this cm-tune (knows up to {}); "
                                  "upgrade cm-tune",
-                                 file, version, known_version));
+                                 file, id.version, known_version));
+  return id;
 }
 
 /// Turns foreign key enforcement off for its lifetime and restores the previous setting.
@@ -341,6 +349,14 @@ WinnerRecord read_winner(const Statement& s, int first = 0) {
 /// and deterministic (Hasher::field(int64_t) would silently truncate them).
 void hash_real(Hasher& h, double value) { h.field(fmt::format("{}", value)); }
 
+/// What a binary's log starts with once `db vacuum` dropped its cubin (then follows the compile
+/// log). The rows stay, so this marks them; nothing else stores an empty cubin with this log.
+constexpr std::string_view k_dropped_cubin_log = "[cubin dropped by cm-tune db vacuum] ";
+
+bool cubin_dropped(const BinaryRecord& b) {
+  return b.ok && b.cubin.empty() && std::string_view(b.log).substr(0, k_dropped_cubin_log.size()) == k_dropped_cubin_log;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -375,7 +391,7 @@ void migrate(Database& db, const std::vector<Migration>& migrations) {
     previous = m.version;
   }
   const int known = migrations.empty() ? 0 : migrations.back().version;
-  check_identity(db, known);
+  check_identity(db, known, true);
 
   ForeignKeysOff foreign_keys_off(db);
   for (const Migration& m : migrations) {
@@ -400,7 +416,7 @@ void migrate(Database& db, const std::vector<Migration>& migrations) {
     transaction.commit();
   }
   // A newer cm-tune may have migrated past us concurrently.
-  check_identity(db, known);
+  check_identity(db, known, true);
 }
 
 fs::path default_database_path() {
@@ -419,15 +435,30 @@ fs::path default_database_path() {
 // ---------------------------------------------------------------------------------------------
 // Store
 
-Store::Store(const fs::path& file) : m_db(file) {
-  // Check before anything writes: switching to WAL would already modify a foreign file.
-  check_identity(m_db, latest_schema_version());
-  m_db.exec("PRAGMA foreign_keys = ON");
-  // WAL lets export and report read while a tune writes; NORMAL sync is durable across process
-  // crashes in WAL mode and keeps one-commit-per-trial cheap.
-  m_db.exec("PRAGMA journal_mode = WAL");
-  m_db.exec("PRAGMA synchronous = NORMAL");
-  migrate(m_db, builtin_migrations());
+Store::Store(const fs::path& file, OpenMode mode, OlderSchema older) : m_db(file, mode) {
+  const int latest = latest_schema_version();
+  if (mode == OpenMode::read) {
+    const Identity id = check_identity(m_db, latest, false);
+    if (id.version < latest && older == OlderSchema::refuse)
+      throw DatabaseError(fmt::format("database {} has schema version {}, older than this cm-tune's {}, and a command "
+                                      "that only reads does not migrate it; run cm-tune db migrate --db {} once",
+                                      file.string(), id.version, latest, file.string()),
+                          0);
+    return;
+  }
+  // Processes opening a new file at the same moment race to set it up, and SQLite answers some of
+  // the losers SQLITE_BUSY without waiting (switching to WAL reads the file, then wants to write
+  // it). Every step below may be repeated, so the whole setup is.
+  m_db.retry_while_busy([&] {
+    // Check before anything writes: switching to WAL would already modify a foreign file.
+    check_identity(m_db, latest, mode == OpenMode::create);
+    m_db.exec("PRAGMA foreign_keys = ON");
+    // WAL lets export and report read while a tune writes; NORMAL sync is durable across process
+    // crashes in WAL mode and keeps one-commit-per-trial cheap.
+    m_db.exec("PRAGMA journal_mode = WAL");
+    m_db.exec("PRAGMA synchronous = NORMAL");
+    migrate(m_db, builtin_migrations());
+  });
 }
 
 int Store::schema_version() { return static_cast<int>(pragma_int(m_db, "user_version")); }
@@ -436,7 +467,28 @@ std::optional<BinaryRecord> Store::find_binary(const std::string& key) {
   Statement s = m_db.prepare(fmt::format("SELECT {} FROM binaries WHERE key = ?", k_binary_columns));
   s.bind(1, key);
   if (!s.step()) return std::nullopt;
-  return read_binary(s);
+  BinaryRecord binary = read_binary(s);
+  if (cubin_dropped(binary)) return std::nullopt;
+  return binary;
+}
+
+Store::UnusedCubins Store::unused_cubins(bool drop) {
+  // Compile failures have no cubin, and keep their row: the next tune would fail the same way.
+  constexpr std::string_view k_unused =
+      "ok = 1 AND length(cubin) > 0 AND key NOT IN (SELECT binary_key FROM winners)";
+  std::optional<WriteScope> scope;   // counted and dropped in one transaction: no winner comes between
+  if (drop) scope.emplace(m_db);
+  Statement count = m_db.prepare(
+      fmt::format("SELECT count(*), coalesce(sum(length(cubin)), 0) FROM binaries WHERE {}", k_unused));
+  count.step();
+  const UnusedCubins unused{count.column_int(0), count.column_int(1)};
+  if (drop) {
+    Statement update = m_db.prepare(fmt::format("UPDATE binaries SET cubin = X'', log = ? || log WHERE {}", k_unused));
+    update.bind(1, std::string(k_dropped_cubin_log));
+    update.run();
+    scope->commit();
+  }
+  return unused;
 }
 
 void Store::put_binary(const BinaryRecord& binary) {

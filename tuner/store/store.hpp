@@ -31,25 +31,42 @@ int latest_schema_version();
 /// Throws UsageError when the database is newer than this binary or is not a cm-tune database.
 void migrate(Database& db, const std::vector<Migration>& migrations);
 
+/// What a Store opened to read does with a schema older than this binary's: refuse it (the typed
+/// calls expect the latest schema, and a read never migrates), or accept it (`db check` reports it).
+enum class OlderSchema { refuse, accept };
+
 /// The default database path: $CMTUNE_DB, else ${XDG_CACHE_HOME:-$HOME/.cache}/cm-tune/cm-tune.db.
 std::filesystem::path default_database_path();
 
 class Store {
  public:
-  /// Opens or creates the file, enables WAL and foreign keys, and migrates to the latest schema.
-  explicit Store(const std::filesystem::path& file);
+  /// Opens the file as `mode` says (DatabaseError for a file that cannot be used so). create and
+  /// write enable WAL and foreign keys and migrate to the latest schema; only create sets up an
+  /// empty file. read writes nothing, and refuses an empty file and, unless `older` accepts it, a
+  /// schema older than this binary's.
+  explicit Store(const std::filesystem::path& file, OpenMode mode = OpenMode::create,
+                 OlderSchema older = OlderSchema::refuse);
 
-  /// The SQLite layer underneath, for tests and migrations; the tool's code uses the typed calls.
+  /// The SQLite layer underneath, for tests, migrations and the checks of store/maintenance.hpp;
+  /// the tool's code uses the typed calls.
   Database& db() { return m_db; }
   const std::filesystem::path& file() const { return m_db.file(); }
   int schema_version();
 
-  // Compile cache.
+  // Compile cache. A binary whose cubin `db vacuum` dropped keeps its row (export maps trials to
+  // their source bundles through it) but is no longer found: the next compile replaces it.
   std::optional<BinaryRecord> find_binary(const std::string& key);
   void put_binary(const BinaryRecord& binary);          // insert or replace
   int64_t count_binaries();
   /// Every cached binary's source bundle hash, by binary key (no cubins read).
   std::map<std::string, std::string> binary_sources();
+  /// The cubins of compiled binaries that no winner uses: how many and their bytes. With drop,
+  /// they are dropped (their rows stay: see find_binary); trials are never touched.
+  struct UnusedCubins {
+    int64_t count = 0;
+    int64_t bytes = 0;
+  };
+  UnusedCubins unused_cubins(bool drop);
   /// Template sources by bundle hash; put_source ignores a hash already stored.
   void put_source(const SourceRecord& source);
   std::optional<SourceRecord> find_source(const std::string& hash);

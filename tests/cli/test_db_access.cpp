@@ -1,0 +1,283 @@
+// The database files a user points cm-tune at (issue 18, "Databases"), run through the real binary:
+// read-only files and folders still serve every command that only reads, and nothing is left
+// behind; a lock held by another process is waited for, saying who holds it, up to the lock
+// timeout; a folder, a device, an empty file or a file that is not a database gives one line
+// naming it, and is left as it was.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fmt/format.h>
+#include <grp.h>
+#include <string>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+#include "model/test_store_processes.hpp"
+#include "store/sqlite.hpp"
+#include "store/store.hpp"
+#include "test_support.hpp"
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+namespace cmt {
+namespace {
+
+constexpr int k_usage = 2;
+constexpr uid_t k_nobody = 65534;
+
+/// A tuned database (one device, one synthetic winner), closed again.
+void build_database(const fs::path& file) {
+  Store store(file);
+  const int64_t run = store.begin_run(RunRecord{});
+  DeviceRecord d;
+  d.uuid = "GPU-db-access";
+  d.name = "NVIDIA H100 80GB HBM3";
+  d.cc_major = 9;
+  d.sm_count = 132;
+  test::add_synthetic_winner(store, run, store.upsert_device(d), "fast", {1024, 1024, 1024});
+}
+
+/// Makes a database of the latest schema look as one written before migration 2.
+void downgrade_to_version_1(const fs::path& file) {
+  Database(file).exec("ALTER TABLE trials DROP COLUMN grid_z; ALTER TABLE winners DROP COLUMN grid_z; "
+                      "PRAGMA user_version = 1");
+}
+
+/// The folder's entries, sorted.
+std::vector<std::string> entries(const fs::path& folder) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(folder)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string cmtune(const std::string& args) { return test::cmtune_binary() + " --quiet " + args; }
+
+/// The run failed as a usage error with exactly this one line.
+void expect_line(const test::CommandResult& r, const std::string& line) {
+  EXPECT_EQ(r.exit_code, k_usage) << r.output;
+  EXPECT_EQ(r.output, "cm-tune: error: " + line + "\n");
+}
+
+/// Runs a shell command as a user who may not write what root created: nobody when the tests run as
+/// root (root writes any file whatever its mode), else this user. nullopt when root cannot become
+/// nobody here.
+std::optional<test::CommandResult> run_unprivileged(const std::string& command) {
+  int out[2];
+  if (::pipe(out) != 0) throw std::runtime_error("pipe failed");
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    ::close(out[0]);
+    ::dup2(out[1], 1);
+    ::dup2(out[1], 2);
+    if (::geteuid() == 0 && (::setgroups(0, nullptr) != 0 || ::setgid(k_nobody) != 0 || ::setuid(k_nobody) != 0))
+      ::_exit(125);
+    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  test::CommandResult r;
+  char buffer[4096];
+  ssize_t n = 0;
+  while ((n = ::read(out[0], buffer, sizeof buffer)) > 0) r.output.append(buffer, static_cast<size_t>(n));
+  ::close(out[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (r.exit_code == 125) return std::nullopt;
+  return r;
+}
+
+#define RUN_UNPRIVILEGED(result, command)                                                \
+  const auto result##_maybe = run_unprivileged(command);                                 \
+  if (!result##_maybe) GTEST_SKIP() << "cannot run a command as an unprivileged user";   \
+  const test::CommandResult& result = *result##_maybe
+
+/// Every command that only reads, on `db`; the header goes to out_dir.
+std::vector<std::string> read_commands(const fs::path& db, const fs::path& out_dir) {
+  const std::string at = " --db '" + db.string() + "'";
+  return {cmtune("query --size 1024" + at), cmtune("export --out '" + (out_dir / "t.cuh").string() + "'" + at),
+          cmtune("db info" + at), cmtune("db check" + at), cmtune("db vacuum --dry-run" + at)};
+}
+
+TEST(DbAccess, ReadCommandsWorkOnAReadOnlyFileAndLeaveNothingBehind) {
+  test::TempDir dir;
+  const fs::path db = dir / "tune.db";
+  build_database(db);
+  fs::permissions(db, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  fs::permissions(dir.path(), fs::perms::all);   // the folder is writable: SQLite could leave files there
+  const std::string before = test::read_file(db);
+  for (const std::string& command : read_commands(db, dir.path())) {
+    RUN_UNPRIVILEGED(r, command);
+    EXPECT_EQ(r.exit_code, 0) << command << "\n" << r.output;
+    EXPECT_EQ(test::read_file(db), before) << command;
+    fs::remove(dir / "t.cuh");
+    EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"tune.db"}) << command << " left files behind";
+  }
+  RUN_UNPRIVILEGED(vacuum, cmtune("db vacuum --db " + db.string()));
+  expect_line(vacuum, fmt::format("cannot write database {}: Permission denied (query, export, bench, db check and "
+                                  "db info only read it)",
+                                  db.string()));
+}
+
+TEST(DbAccess, ReadCommandsWorkInAReadOnlyFolder) {
+  test::TempDir dir, out;
+  const fs::path folder = dir / "ro";
+  const fs::path db = folder / "tune.db";
+  build_database(db);
+  fs::permissions(out.path(), fs::perms::all);
+  fs::permissions(folder, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec);
+  const std::string before = test::read_file(db);
+  for (const std::string& command : read_commands(db, out.path())) {
+    RUN_UNPRIVILEGED(r, command);
+    EXPECT_EQ(r.exit_code, 0) << command << "\n" << r.output;
+    EXPECT_EQ(entries(folder), std::vector<std::string>{"tune.db"}) << command;
+  }
+  EXPECT_EQ(test::read_file(db), before);
+  // A file this user may write in a folder it may not: SQLite could not create the -wal and -shm.
+  fs::permissions(db, fs::perms::all);
+  RUN_UNPRIVILEGED(vacuum, cmtune("db vacuum --db " + db.string()));
+  expect_line(vacuum, fmt::format("cannot write database {}: its folder {} is not writable (Permission denied), and "
+                                  "SQLite keeps its -wal and -shm files there",
+                                  db.string(), folder.string()));
+  RUN_UNPRIVILEGED(compile, cmtune("compile --config quick --arch sm_90 --db " + (folder / "new.db").string()));
+  expect_line(compile, fmt::format("cannot write database {}: its folder {} is not writable (Permission denied), and "
+                                   "SQLite keeps its -wal and -shm files there",
+                                   (folder / "new.db").string(), folder.string()));
+  EXPECT_EQ(entries(folder), std::vector<std::string>{"tune.db"});
+}
+
+TEST(DbAccess, ReadsADatabaseBeingWrittenInAReadOnlyFolder) {
+  test::TempDir dir, out;
+  const fs::path folder = dir / "ro";
+  const fs::path db = folder / "tune.db";
+  build_database(db);
+  fs::permissions(out.path(), fs::perms::all);
+  // Another process has it open, so its -wal and -shm exist: the reader uses them read-only.
+  test::DatabaseHolder writer(db, test::DatabaseHolder::Hold::open);
+  ASSERT_TRUE(fs::exists(db.string() + "-shm"));
+  fs::permissions(folder, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec);
+  for (const std::string& command : read_commands(db, out.path())) {
+    RUN_UNPRIVILEGED(r, command);
+    EXPECT_EQ(r.exit_code, 0) << command << "\n" << r.output;
+  }
+}
+
+TEST(DbAccess, LockedDatabaseSaysWhoHoldsItAndGivesUpAfterTheTimeout) {
+  test::TempDir dir;
+  const fs::path db = dir / "tune.db";
+  build_database(db);
+  downgrade_to_version_1(db);   // so that db migrate needs the write lock
+  test::DatabaseHolder writer(db, test::DatabaseHolder::Hold::write_lock);
+  const std::string holder = fmt::format("process {} (cmt_cli_tests", writer.pid());
+  const auto start = steady_clock::now();
+  const test::CommandResult r =
+      test::run_command("CMTUNE_LOCK_TIMEOUT=2 " + test::cmtune_binary() + " db migrate --db " + db.string());
+  const auto waited = steady_clock::now() - start;
+  EXPECT_EQ(r.exit_code, k_usage) << r.output;
+  // One warning after a second of waiting, then one error line.
+  const std::string waiting = "warning: waiting for " + holder;
+  const std::string error = fmt::format("cm-tune: error: database {} is locked by {}", db.string(), holder);
+  ASSERT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 2) << r.output;
+  EXPECT_EQ(r.output.rfind(waiting, 0), 0u) << r.output;
+  EXPECT_NE(r.output.find(fmt::format("), which holds the write lock on {} (giving up after 2 s)\n", db.string())),
+            std::string::npos)
+      << r.output;
+  const size_t second = r.output.find('\n') + 1;
+  EXPECT_EQ(r.output.compare(second, error.size(), error), 0) << r.output;
+  EXPECT_NE(r.output.find("); gave up after 2 s (CMTUNE_LOCK_TIMEOUT sets how long to wait)\n", second),
+            std::string::npos)
+      << r.output;
+  EXPECT_GE(waited, milliseconds(2000));
+  EXPECT_EQ(writer.wait(), 0);
+  EXPECT_EQ(Store(db, OpenMode::read, OlderSchema::accept).schema_version(), 1) << "nothing was migrated";
+}
+
+TEST(DbAccess, WriterWaitsForTheLockAndGoesOnWhenItIsReleased) {
+  test::TempDir dir;
+  const fs::path db = dir / "tune.db";
+  build_database(db);
+  downgrade_to_version_1(db);
+  test::DatabaseHolder writer(db, test::DatabaseHolder::Hold::write_lock, milliseconds(1500));
+  const test::CommandResult r = test::run_command(test::cmtune_binary() + " db migrate --db " + db.string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind(fmt::format("warning: waiting for process {} (cmt_cli_tests", writer.pid()), 0), 0u)
+      << r.output;
+  EXPECT_NE(r.output.find(fmt::format("(giving up after 60 s)\ndatabase {}: schema version 1 -> ", db.string())),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(DbAccess, FolderDeviceAndPipeAreOneLineAndNothingIsCreated) {
+  test::TempDir dir;
+  const fs::path fifo = dir / "pipe.db";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  const auto journal_stamp = [] {
+    std::error_code ec;
+    const auto t = fs::last_write_time("/dev/null-journal", ec);
+    return ec ? std::string("absent") : std::to_string(t.time_since_epoch().count());
+  };
+  const std::string journal_before = journal_stamp();
+  for (const char* command : {"query --size 256", "export --out x.cuh", "db info", "db vacuum", "db migrate",
+                              "compile --config quick --arch sm_90"}) {
+    expect_line(test::run_command(cmtune(std::string(command) + " --db /dev/null")),
+                "database /dev/null is a character device, not a database file");
+    expect_line(test::run_command(cmtune(std::string(command) + " --db " + fifo.string())),
+                "database " + fifo.string() + " is a named pipe, not a database file");
+    expect_line(test::run_command(cmtune(std::string(command) + " --db " + dir.path().string())),
+                fmt::format("database {} is a folder; name a database file, e.g. {}", dir.path().string(),
+                            (dir / "cm-tune.db").string()));
+  }
+  EXPECT_EQ(journal_stamp(), journal_before) << "/dev/null-journal was written";
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"pipe.db"});
+}
+
+TEST(DbAccess, EmptyFileIsLeftEmpty) {
+  test::TempDir dir;
+  const fs::path db = dir / "empty.db";
+  test::write_file(db, "");
+  for (const char* command : {"query --size 256", "export --out x.cuh", "db info", "db check", "db vacuum", "db migrate"})
+    expect_line(test::run_command(cmtune(std::string(command) + " --db " + db.string())),
+                "database " + db.string() + " is empty (no cm-tune data yet); run cm-tune tune first");
+  EXPECT_EQ(fs::file_size(db), 0u);
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"empty.db"});
+}
+
+TEST(DbAccess, FileThatIsNoDatabaseIsOneLine) {
+  test::TempDir dir;
+  const fs::path db = dir / "notes.db";
+  const std::string text(1000, 'x');
+  test::write_file(db, text);
+  for (const char* command : {"query --size 256", "export --out x.cuh", "db info", "db check", "db vacuum", "db migrate",
+                              "compile --config quick --arch sm_90"})
+    expect_line(test::run_command(cmtune(std::string(command) + " --db " + db.string())),
+                db.string() + " is not a cm-tune database (not an SQLite file)");
+  EXPECT_EQ(test::read_file(db), text);
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"notes.db"});
+}
+
+TEST(DbAccess, MissingDatabaseIsNotCreatedByWhatOnlyReads) {
+  test::TempDir dir;
+  const fs::path db = dir / "sub" / "none.db";
+  for (const char* command : {"db info", "db check", "db vacuum", "db vacuum --dry-run", "db migrate"})
+    expect_line(test::run_command(cmtune(std::string(command) + " --db " + db.string())),
+                "database " + db.string() + " does not exist; run cm-tune tune first");
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{});
+}
+
+TEST(DbAccess, BadLockTimeoutIsOneLine) {
+  test::TempDir dir;
+  expect_line(test::run_command("CMTUNE_LOCK_TIMEOUT=soon " + cmtune("db info --db " + (dir / "t.db").string())),
+              "CMTUNE_LOCK_TIMEOUT: 'soon' is not a number of seconds (0 to 604800)");
+}
+
+}  // namespace
+}  // namespace cmt

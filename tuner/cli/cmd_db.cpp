@@ -1,0 +1,164 @@
+// cm-tune db check | info | vacuum | migrate: looking after the database. check, info and
+// vacuum --dry-run only read it; vacuum and migrate write it.
+#include <algorithm>
+#include <fmt/format.h>
+#include <functional>
+
+#include "cli/app.hpp"
+#include "core/error.hpp"
+#include "store/maintenance.hpp"
+
+namespace cmt::cli {
+
+namespace {
+
+struct DbOptions {
+  bool json = false;
+  bool dry_run = false;
+};
+
+std::string bytes_text(int64_t bytes) {
+  if (bytes < 1024) return fmt::format("{} bytes", bytes);
+  if (bytes < 1024 * 1024) return fmt::format("{:.1f} KiB", bytes / 1024.0);
+  if (bytes < int64_t{1024} * 1024 * 1024) return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0));
+  return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+}
+
+std::string plural(int64_t n, const char* one, const char* many) { return fmt::format("{} {}", n, n == 1 ? one : many); }
+
+int run_check(const GlobalOptions& global, const DbOptions& o) {
+  const std::filesystem::path file = database_path(global);
+  // An older schema is what the schema check reports, not a reason to refuse.
+  Store store(file, OpenMode::read, OlderSchema::accept);
+  const std::vector<CheckResult> checks = check_database(store);
+  const auto failed = std::count_if(checks.begin(), checks.end(), [](const CheckResult& c) { return !c.ok; });
+  if (o.json) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& c : checks) rows.push_back({{"name", c.name}, {"ok", c.ok}, {"detail", c.detail}});
+    print_json({{"database", file.string()}, {"ok", failed == 0}, {"checks", rows}});
+  } else {
+    for (const auto& c : checks) fmt::print("{:<4}  {:<15}  {}\n", c.ok ? "ok" : "FAIL", c.name, c.detail);
+    fmt::print("{}: {}\n", file.string(),
+               failed == 0 ? fmt::format("all {} checks passed", checks.size())
+                           : fmt::format("{} of {} checks failed", failed, checks.size()));
+  }
+  return failed == 0 ? k_exit_success : k_exit_failure;
+}
+
+int run_info(const GlobalOptions& global, const DbOptions& o) {
+  const std::filesystem::path file = database_path(global);
+  Store store(file, OpenMode::read);
+  const DatabaseInfo info = database_info(store);
+  if (o.json) {
+    nlohmann::json devices = nlohmann::json::array();
+    for (const auto& d : info.devices)
+      devices.push_back({{"name", d.record.name},
+                         {"uuid", d.record.uuid},
+                         {"arch", fmt::format("sm_{}{}", d.record.cc_major, d.record.cc_minor)},
+                         {"problems", d.problems},
+                         {"trials", d.trials},
+                         {"winners", d.winners}});
+    print_json({{"database", file.string()},
+                {"file_bytes", info.file_bytes},
+                {"schema_version", info.schema_version},
+                {"devices", devices},
+                {"problems", info.problems},
+                {"trials", info.trials},
+                {"trials_by_outcome", info.trials_by_outcome},
+                {"winners", info.winners},
+                {"runs", info.runs},
+                {"binaries", {{"cubins", info.cubins},
+                              {"cubin_bytes", info.cubin_bytes},
+                              {"failed_compiles", info.failed_compiles},
+                              {"dropped_cubins", info.dropped_cubins}}},
+                {"sources", info.sources}});
+    return k_exit_success;
+  }
+  fmt::print("database {}: {}, schema version {}\n", file.string(), bytes_text(info.file_bytes), info.schema_version);
+  fmt::print("devices: {}\n", info.devices.size());
+  for (size_t i = 0; i < info.devices.size(); ++i) {
+    const auto& d = info.devices[i];
+    fmt::print("  [{}] {} (sm_{}{}, {}): {}, {}, {}\n", i, d.record.name, d.record.cc_major, d.record.cc_minor,
+               d.record.uuid, plural(d.problems, "problem", "problems"), plural(d.trials, "trial", "trials"),
+               plural(d.winners, "winner", "winners"));
+  }
+  fmt::print("problems: {}\n", info.problems);
+  std::string outcomes;
+  for (const auto& [outcome, n] : info.trials_by_outcome) outcomes += fmt::format("{}{} {}", outcomes.empty() ? "" : ", ", outcome, n);
+  fmt::print("trials: {}{}\n", info.trials, outcomes.empty() ? "" : " (" + outcomes + ")");
+  fmt::print("winners: {}\n", info.winners);
+  fmt::print("runs: {}\n", info.runs);
+  fmt::print("binaries: {} ({}), {}, {} dropped by db vacuum\n", plural(info.cubins, "cubin", "cubins"),
+             bytes_text(info.cubin_bytes), plural(info.failed_compiles, "failed compile", "failed compiles"),
+             info.dropped_cubins);
+  fmt::print("sources: {}\n", info.sources);
+  return k_exit_success;
+}
+
+int run_vacuum(const GlobalOptions& global, const DbOptions& o) {
+  const std::filesystem::path file = database_path(global);
+  // A dry run only reads, so it works on a database this user cannot write.
+  Store store(file, o.dry_run ? OpenMode::read : OpenMode::write);
+  const VacuumResult r = vacuum_database(store, o.dry_run);
+  if (o.json) {
+    print_json({{"database", file.string()},
+                {"dry_run", o.dry_run},
+                {"dropped_cubins", r.cubins},
+                {"dropped_bytes", r.cubin_bytes},
+                {"kept_cubins", r.kept},
+                {"bytes_before", r.bytes_before},
+                {"bytes_after", r.bytes_after}});
+    return k_exit_success;
+  }
+  fmt::print("{} {} that no winner uses ({}); kept {} that winners use\n", o.dry_run ? "would drop" : "dropped",
+             plural(r.cubins, "cubin", "cubins"), bytes_text(r.cubin_bytes), r.kept);
+  if (o.dry_run)
+    fmt::print("database {}: {} now; nothing was changed\n", file.string(), bytes_text(r.bytes_before));
+  else
+    fmt::print("database {}: {} -> {}\n", file.string(), bytes_text(r.bytes_before), bytes_text(r.bytes_after));
+  return k_exit_success;
+}
+
+int run_migrate(const GlobalOptions& global) {
+  const std::filesystem::path file = database_path(global);
+  const int before = Store(file, OpenMode::read, OlderSchema::accept).schema_version();
+  const int after = Store(file, OpenMode::write).schema_version();
+  if (before == after)
+    fmt::print("database {}: schema version {}, the latest; nothing to do\n", file.string(), after);
+  else
+    fmt::print("database {}: schema version {} -> {}\n", file.string(), before, after);
+  return k_exit_success;
+}
+
+}  // namespace
+
+void add_db_command(CLI::App& app, GlobalOptions& global, Action& action) {
+  auto* db = app.add_subcommand("db", "Check, summarize, migrate or shrink the database");
+  db->require_subcommand(0, 1);
+  // Runs after the chosen subcommand's callback; without one, says which there are.
+  db->callback([&action, db] {
+    if (db->get_subcommands().empty())
+      action = []() -> int { throw UsageError("db needs a subcommand: check, info, vacuum or migrate"); };
+  });
+  auto o = std::make_shared<DbOptions>();
+  const auto add = [&](const char* name, const char* description, std::function<int()> run) {
+    auto* sub = db->add_subcommand(name, description);
+    add_db_option(*sub, global);
+    sub->callback([&action, run] { action = run; });
+    return sub;
+  };
+  add("check", "Check integrity, schema, orphan rows, winners and sources; exit 1 when a check fails",
+      [&global, o] { return run_check(global, *o); })
+      ->add_flag("--json", o->json, "Machine-readable output");
+  add("info", "Show the devices, problems, trials, winners, binaries and sources stored",
+      [&global, o] { return run_info(global, *o); })
+      ->add_flag("--json", o->json, "Machine-readable output");
+  auto* vacuum = add("vacuum", "Drop the cubins no winner uses (a later tune recompiles them) and shrink the file",
+                     [&global, o] { return run_vacuum(global, *o); });
+  vacuum->add_flag("--dry-run", o->dry_run, "Only report what would be dropped");
+  vacuum->add_flag("--json", o->json, "Machine-readable output");
+  add("migrate", "Bring the database to this cm-tune's schema (commands that only read never migrate)",
+      [&global] { return run_migrate(global); });
+}
+
+}  // namespace cmt::cli
