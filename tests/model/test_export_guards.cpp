@@ -47,8 +47,9 @@ TEST(ExportGuards, NamespaceRefusesReservedNames) {
 
 TEST(ExportGuards, NamespaceRefusesWhatIsNoIdentifier) {
   EXPECT_EQ(problem_of(""), "'' is empty");
-  EXPECT_EQ(problem_of("a::"), "'' is empty");
-  EXPECT_EQ(problem_of("::a"), "'' is empty");
+  EXPECT_EQ(problem_of("a::"), "ends with '::'");
+  EXPECT_EQ(problem_of("::a"), "starts with '::'");
+  EXPECT_EQ(problem_of("a::::b"), "has an empty part between '::'");
   EXPECT_EQ(problem_of("a:::b"), "':b' is not a C++ identifier (a letter or _, then letters, digits and _)");
   EXPECT_EQ(problem_of("1abc"), "'1abc' is not a C++ identifier (a letter or _, then letters, digits and _)");
   EXPECT_EQ(problem_of("a b"), "'a b' is not a C++ identifier (a letter or _, then letters, digits and _)");

@@ -21,7 +21,7 @@ namespace cmt::cli {
 namespace {
 
 struct BenchOptions {
-  int device = 0;
+  std::string device = "0";
   std::string sizes;
   std::string header;
   std::string name_space = "cmtune";
@@ -38,6 +38,8 @@ class HeaderLibrary {
   HeaderLibrary(const std::string& header, const std::string& name_space, const std::string& arch) {
     const auto header_path = std::filesystem::absolute(header);
     if (!std::filesystem::exists(header_path)) throw UsageError(fmt::format("--header {} does not exist", header));
+    if (std::filesystem::is_directory(header_path))
+      throw UsageError(fmt::format("--header {} is a folder, not an exported header", header));
     m_dir = std::filesystem::temp_directory_path() / fmt::format("cm-tune-bench-{}", std::random_device{}());
     std::filesystem::create_directories(m_dir);
     {
@@ -109,9 +111,10 @@ double geomean(const std::vector<double>& v) {
 
 int run_bench(const GlobalOptions& global, const BenchOptions& o) {
   const auto problems = parse_sizes(o.sizes);
-  Store store(database_path(global));
-  const DeviceInfo device = select_device(o.device);
-  const DeviceRecord db_device = resolve_db_device(store, std::to_string(o.device));
+  // The GPU first: without one, nothing is opened or created.
+  const DeviceInfo device = select_device(resolve_live_device(o.device).index);
+  Store store(database_path(global), OpenMode::read);   // only reads: works on a database this user cannot write
+  const DeviceRecord db_device = resolve_db_device(store, std::to_string(device.index));
   if (store.winners(db_device.id).empty())
     throw UsageError(fmt::format("no winners stored for {}; run cm-tune tune first", device.name));
   const ExportModel model = device_export_model(store, db_device.id, global);
@@ -239,14 +242,14 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
 void add_bench_command(CLI::App& app, GlobalOptions& global, Action& action) {
   auto* sub = app.add_subcommand("bench", "Time the database winner, the exported header and cuBLAS, interleaved");
   auto o = std::make_shared<BenchOptions>();
-  sub->add_option("--device,-d", o->device, "CUDA device index")
-      ->capture_default_str()
-      ->check(whole_number(0, std::numeric_limits<int>::max()));
+  sub->add_option("--device,-d", o->device, "GPU to time on: CUDA index, UUID or unique part of its name")
+      ->capture_default_str();
   sub->add_option("--sizes,-s", o->sizes,
                   "Sizes, as for tune (@FILE: one MxNxK per line, # comments); untuned shapes run what the dispatch "
                   "predicts fastest")
       ->required();
-  sub->add_option("--header", o->header, "Exported header to build (nvcc) and time through its dispatch");
+  sub->add_option("--header", o->header, "Exported header to build (nvcc) and time through its dispatch")
+      ->check(non_empty_path());
   sub->add_option("--namespace", o->name_space, "Namespace of the header's sgemm")->capture_default_str();
   sub->add_option("--rounds", o->rounds, "Interleaved rounds (samples per implementation), at least 5")
       ->capture_default_str()

@@ -23,6 +23,7 @@ struct ExportCommandOptions {
 };
 
 std::optional<std::string> read_if_exists(const std::filesystem::path& file) {
+  if (is_stream_file(file)) return std::nullopt;   // reading /dev/stdout or a pipe may never end
   std::ifstream in(file, std::ios::binary);
   if (!in) return std::nullopt;
   std::ostringstream text;
@@ -43,8 +44,10 @@ std::optional<std::string> database_file_kind(const std::filesystem::path& file,
 }
 
 /// The file --out writes: through symbolic links, to their destination, which must be no folder, no
-/// file of the database and no SQLite database at all (--out naming a .db by mistake).
+/// file of the database and no SQLite database at all (--out naming a .db by mistake). A device or a
+/// pipe (/dev/stdout) is written into as it is.
 std::filesystem::path output_destination(const std::filesystem::path& out, const std::filesystem::path& db_file) {
+  if (is_stream_file(out)) return out;
   const std::filesystem::path destination = symlink_destination(out);
   const std::string through = destination == out ? "" : fmt::format(" (a symbolic link to {})", destination.string());
   const auto refuse = [&](const std::string& why) {
@@ -53,6 +56,8 @@ std::filesystem::path output_destination(const std::filesystem::path& out, const
   std::error_code ec;
   if (std::filesystem::is_directory(destination, ec))
     throw refuse("is a folder; name the header file to write, e.g. tuned_sgemm.cuh");
+  if (std::filesystem::exists(destination, ec) && !std::filesystem::is_regular_file(destination, ec))
+    throw refuse("is neither a file nor a folder (a block device or a socket); refusing to write a header into it");
   if (const auto kind = database_file_kind(destination, db_file))
     throw refuse(fmt::format("is {}; refusing to overwrite it with a header", *kind));
   if (is_sqlite_file(destination))
@@ -67,7 +72,9 @@ int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
     throw UsageError(fmt::format("database {} does not exist; run cm-tune tune first", db_file.string()));
   const std::filesystem::path out(o.out);
   const std::filesystem::path destination = output_destination(out, db_file);
-  Store store(db_file);
+  if (o.check && is_stream_file(destination))
+    throw UsageError(fmt::format("--out {}: is a device or a pipe; --check compares a header file", out.string()));
+  Store store(db_file, OpenMode::read);   // only reads: works on a database this user cannot write
   ExportOptions options;
   options.name_space = o.name_space;
   if (o.device != "all") options.device_ids.push_back(resolve_db_device(store, o.device).id);
@@ -98,9 +105,6 @@ int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
     fmt::print("{} unchanged: {}\n", out.string(), summary);  // not rewritten, so builds stay up to date
     return 0;
   }
-  if (destination.has_parent_path() && !std::filesystem::is_directory(destination.parent_path()))
-    throw UsageError(
-        fmt::format("cannot write {}: folder {} does not exist", out.string(), destination.parent_path().string()));
   write_file_atomically(destination, header);   // replaces the link's destination, so the link stays
   fmt::print("wrote {}: {}\n", out.string(), summary);
   return 0;
@@ -111,7 +115,7 @@ int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
 void add_export_command(CLI::App& app, GlobalOptions& global, Action& action) {
   auto* sub = app.add_subcommand("export", "Write the tuned kernels and their dispatch as one self-contained CUDA header");
   auto o = std::make_shared<ExportCommandOptions>();
-  sub->add_option("--out,-o", o->out, "Header to write, e.g. tuned_sgemm.cuh")->required();
+  sub->add_option("--out,-o", o->out, "Header to write, e.g. tuned_sgemm.cuh")->required()->check(non_empty_path());
   sub->add_option("--device,-d", o->device,
                   "'all', or one database device: CUDA index, database position, UUID or unique part of its name")
       ->capture_default_str();

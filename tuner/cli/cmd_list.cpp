@@ -19,7 +19,8 @@ void add_list_command(CLI::App& app, GlobalOptions& global, Action& action) {
   add_space_options(*sub, opts->space);
   sub->add_option("--arch", opts->arch,
                   fmt::format("Enumerate for this architecture's limits, e.g. sm_80 (default: GPU 0's, else {})",
-                              k_default_arch));
+                              k_default_arch))
+      ->check(non_empty_arch());
   sub->add_flag("--candidates", opts->candidates,
                 "List every candidate instead: kernel instantiation, launch shape and requirements");
   sub->add_flag("--json", opts->json, "Machine-readable output");

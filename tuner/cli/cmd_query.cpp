@@ -32,7 +32,7 @@ int run_query(const GlobalOptions& global, const QueryOptions& o) {
   }
   if (!std::filesystem::exists(database_path(global)))
     throw UsageError(fmt::format("database {} does not exist; run cm-tune tune first", database_path(global).string()));
-  Store store(database_path(global));
+  Store store(database_path(global), OpenMode::read);   // only reads: works on a database this user cannot write
   const DeviceRecord device = resolve_db_device(store, o.device);
   if (store.winners(device.id).empty()) {
     if (o.json)
@@ -122,7 +122,9 @@ int run_query(const GlobalOptions& global, const QueryOptions& o) {
 void add_query_command(CLI::App& app, GlobalOptions& global, Action& action) {
   auto* sub = app.add_subcommand("query", "Show the best stored configurations for a device and problem");
   auto o = std::make_shared<QueryOptions>();
-  sub->add_option("--device,-d", o->device, "CUDA index, database device position, UUID or name")->capture_default_str();
+  sub->add_option("--device,-d", o->device,
+                  "One database device: CUDA index, database position, UUID or unique part of its name")
+      ->capture_default_str();
   // The same limits as tune's --sizes.
   const auto dimension = whole_number(1, k_max_dimension);
   sub->add_option("--size", o->size, "Square problem N x N x N")->check(dimension);

@@ -20,15 +20,23 @@ std::string describe(const DeviceRecord& d, size_t position) {
   return fmt::format("[{}] {} (sm_{}{}, {} SMs, {})", position, d.name, d.cc_major, d.cc_minor, d.sm_count, d.uuid);
 }
 
+/// "[0] NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, GPU-...); [1] ..." for present GPUs, as for the database's.
+std::string describe_live(const std::vector<DeviceInfo>& devices) {
+  std::string out;
+  for (const auto& d : devices)
+    out += fmt::format("{}[{}] {} ({}, {} SMs, {})", out.empty() ? "" : "; ", d.index, d.name, d.arch(), d.sm_count, d.uuid);
+  return out;
+}
+
 }  // namespace
 
-std::string resolve_arch(const std::string& requested, int device) {
+std::string resolve_arch(const std::string& requested, const std::string& device) {
   if (!requested.empty()) {
     check_arch(requested);
     return requested;
   }
   try {
-    return query_device(device).arch();
+    return resolve_live_device(device).arch();
   } catch (const NoDeviceError& e) {
     throw NoDeviceError(fmt::format("cannot find the target arch: {}; pass --arch (e.g. --arch sm_90)", e.what()));
   }
@@ -60,6 +68,11 @@ std::string describe_db_devices(Store& store) {
 }
 
 DeviceRecord resolve_db_device(Store& store, const std::string& spec) {
+  // An empty spec is part of every name, so it would pick a device the user never named.
+  if (spec.empty() || spec[0] == '-')
+    throw UsageError(fmt::format("--device '{}' names no device: give a CUDA index (0, 1, ...), a position in the "
+                                 "database, a UUID or a unique part of the device's name",
+                                 spec));
   const auto devices = store.devices();
   const auto not_tuned = [&](const std::string& what) {
     return UsageError(fmt::format("{} has not been tuned in {}; tuned devices: {}", what, store.file().string(),
@@ -88,6 +101,28 @@ DeviceRecord resolve_db_device(Store& store, const std::string& spec) {
   if (matches.size() == 1) return *matches.front();
   if (matches.empty()) throw not_tuned(fmt::format("device '{}'", spec));
   throw UsageError(fmt::format("device '{}' is ambiguous: {}", spec, describe_db_devices(store)));
+}
+
+DeviceInfo resolve_live_device(const std::string& spec) {
+  // No GPU name starts with '-': "-1" is a mistyped index, said before the driver is asked.
+  if (spec.empty() || spec[0] == '-')
+    throw UsageError(fmt::format("--device '{}' names no GPU: give a CUDA index (0, 1, ...), a UUID or a unique part of "
+                                 "the GPU's name (cm-tune devices lists them)",
+                                 spec));
+  const std::vector<DeviceInfo> devices = query_devices();
+  if (devices.empty()) throw NoDeviceError(fmt::format("--device {}: no CUDA device present", spec));
+  if (std::all_of(spec.begin(), spec.end(), [](unsigned char c) { return std::isdigit(c); })) {
+    const size_t index = spec.size() < 6 ? std::stoul(spec) : devices.size();   // longer: past any GPU
+    if (index < devices.size()) return devices[index];
+    throw NoDeviceError(fmt::format("--device {}: no such GPU; present: {}", spec, describe_live(devices)));
+  }
+  std::vector<const DeviceInfo*> matches;
+  for (const auto& d : devices)
+    if (d.uuid == spec || d.name.find(spec) != std::string::npos) matches.push_back(&d);
+  if (matches.size() == 1) return *matches.front();
+  throw UsageError(fmt::format("--device '{}' {}; present: {}", spec,
+                               matches.empty() ? "matches no GPU's UUID or name" : "matches more than one GPU: give its index or UUID",
+                               describe_live(devices)));
 }
 
 }  // namespace cmt::cli

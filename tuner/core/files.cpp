@@ -1,11 +1,14 @@
 #include "core/files.hpp"
 
 #include <array>
+#include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <fstream>
-#include <sstream>
+#include <string_view>
 #include <system_error>
+#include <unistd.h>
 
 #include "core/error.hpp"
 
@@ -13,12 +16,72 @@ namespace cmt {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+/// The system's text for an errno value (thread-safe, unlike std::strerror).
+std::string reason(int err) { return std::generic_category().message(err); }
+
+/// An open file descriptor, closed when it goes out of scope unless close() was called.
+class Descriptor {
+ public:
+  explicit Descriptor(int fd) : m_fd(fd) {}
+  ~Descriptor() {
+    if (m_fd >= 0) ::close(m_fd);
+  }
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+  int get() const { return m_fd; }
+  /// Closes now: 0, or close's errno (some file systems report a failed write only here).
+  int close() {
+    const int result = ::close(m_fd);
+    m_fd = -1;
+    return result == 0 ? 0 : errno;
+  }
+
+ private:
+  int m_fd;
+};
+
+/// Writes all of text: 0, or the errno of the write that failed. Plain write(2), because a failed
+/// iostream write sets no errno, and a message built from it read "Success".
+int write_all(int fd, std::string_view text) {
+  while (!text.empty()) {
+    const ssize_t n = ::write(fd, text.data(), text.size());
+    if (n > 0) {
+      text.remove_prefix(static_cast<size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      return n == 0 ? EIO : errno;   // no progress on a non-empty write: give up rather than spin
+    }
+  }
+  return 0;
+}
+
+/// Why `file` could not be written, from the errno of the call that failed.
+std::string write_failure(const fs::path& file, int err) {
+  std::error_code ec;
+  if (err == ENOENT && file.has_parent_path() && !fs::exists(file.parent_path(), ec))
+    return fmt::format("folder {} does not exist", file.parent_path().string());
+  return reason(err);
+}
+
+}  // namespace
+
 std::string read_text_file(const fs::path& file, const std::string& what) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw UsageError(fmt::format("cannot read {} '{}'", what, file.string()));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  const auto fail = [&](int err) { return UsageError(fmt::format("cannot read {} '{}': {}", what, file.string(), reason(err))); };
+  Descriptor in(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  if (in.get() < 0) throw fail(errno);
+  // Presets, descriptors and sources are small: the limit stops /dev/zero from filling the memory.
+  constexpr size_t k_max_bytes = size_t{64} << 20;
+  std::string text;
+  std::array<char, 65536> buffer{};
+  for (;;) {
+    const ssize_t n = ::read(in.get(), buffer.data(), buffer.size());
+    if (n == 0) return text;
+    if (n > 0) text.append(buffer.data(), static_cast<size_t>(n));
+    else if (errno != EINTR) throw fail(errno);   // a folder opens, and fails here: "Is a directory"
+    if (text.size() > k_max_bytes)
+      throw UsageError(fmt::format("cannot read {} '{}': it is larger than 64 MiB", what, file.string()));
+  }
 }
 
 bool is_sqlite_file(const fs::path& file) {
@@ -36,7 +99,7 @@ fs::path symlink_destination(const fs::path& file) {
   std::error_code ec;
   for (int links = 0; fs::is_symlink(fs::symlink_status(at, ec)); ++links) {
     if (links == k_max_links)
-      throw UsageError(fmt::format("cannot write {}: too many levels of symbolic links", file.string()));
+      throw UsageError(fmt::format("cannot write {}: {}", file.string(), reason(ELOOP)));
     const fs::path target = fs::read_symlink(at, ec);
     if (ec) throw UsageError(fmt::format("cannot write {}: cannot read link {}: {}", file.string(), at.string(), ec.message()));
     at = target.is_absolute() ? target : at.parent_path() / target;
@@ -44,36 +107,39 @@ fs::path symlink_destination(const fs::path& file) {
   return at;
 }
 
-namespace {
-
-/// A name next to `file` that nothing uses yet, so that the temporary file never replaces another.
-fs::path unused_temp_name(const fs::path& file) {
+bool is_stream_file(const fs::path& file) {
   std::error_code ec;
-  for (int i = 0;; ++i) {
-    fs::path temp = file.string() + (i == 0 ? std::string(".tmp") : fmt::format(".tmp{}", i));
-    if (!fs::exists(fs::symlink_status(temp, ec))) return temp;
-  }
+  const fs::file_status status = fs::status(file, ec);   // through links, as /dev/stdout is one
+  return !ec && (fs::is_character_file(status) || fs::is_fifo(status));
 }
 
-}  // namespace
-
 void write_file_atomically(const fs::path& file, const std::string& text) {
-  const fs::path temp = unused_temp_name(file);
-  std::error_code ec;
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) {
-      fs::remove(temp, ec);
-      throw UsageError(fmt::format("cannot write {}", temp.string()));
-    }
+  const auto fail = [&](int err) { return UsageError(fmt::format("cannot write {}: {}", file.string(), write_failure(file, err))); };
+  if (is_stream_file(file)) {
+    // Replacing /dev/null with a file would break the system; a device or pipe takes the text as it comes.
+    Descriptor out(::open(file.c_str(), O_WRONLY | O_CLOEXEC));
+    if (out.get() < 0) throw fail(errno);
+    int err = write_all(out.get(), text);
+    if (const int closed = out.close(); !err) err = closed;
+    if (err) throw fail(err);
+    return;
   }
-  fs::rename(temp, file, ec);
-  if (ec) {
-    const std::string why = ec.message();
-    fs::remove(temp, ec);
-    throw UsageError(fmt::format("cannot write {}: {}", file.string(), why));
+  // A temporary name next to `file` that nothing uses: O_EXCL claims it, so no other file is replaced.
+  fs::path temp;
+  int fd = -1;
+  for (int i = 0; fd < 0; ++i) {
+    temp = file.string() + (i == 0 ? std::string(".tmp") : fmt::format(".tmp{}", i));
+    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST) throw fail(errno);
+  }
+  Descriptor out(fd);
+  int err = write_all(out.get(), text);
+  if (!err && ::fsync(out.get()) != 0) err = errno;   // the data is on disk before the rename makes it the file
+  if (const int closed = out.close(); !err) err = closed;
+  if (!err && ::rename(temp.c_str(), file.c_str()) != 0) err = errno;
+  if (err) {
+    ::unlink(temp.c_str());
+    throw fail(err);
   }
 }
 

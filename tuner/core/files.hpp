@@ -7,7 +7,8 @@
 
 namespace cmt {
 
-/// The file's bytes; UsageError "cannot read WHAT 'FILE'" when it cannot be read.
+/// The file's bytes; UsageError "cannot read WHAT 'FILE': REASON" when it cannot be read (REASON
+/// from the system: "Permission denied", "Is a directory").
 std::string read_text_file(const std::filesystem::path& file, const std::string& what);
 
 /// Whether the file starts with SQLite's 16-byte magic "SQLite format 3\0" (false when unreadable).
@@ -18,9 +19,16 @@ bool is_sqlite_file(const std::filesystem::path& file);
 /// links. The result may not exist (a dangling link). UsageError for a loop of links.
 std::filesystem::path symlink_destination(const std::filesystem::path& file);
 
+/// Whether `file`, through any symbolic links, is a character device or a pipe (/dev/null,
+/// /dev/stdout, a FIFO): such a file is written into, never replaced, and never read back (a read
+/// may never end).
+bool is_stream_file(const std::filesystem::path& file);
+
 /// Writes through a temporary file in the same folder and a rename, so a reader never sees half a
 /// file and a failed write leaves the old one as it was. `file` must be no symbolic link (rename
-/// would replace the link): pass symlink_destination's result. UsageError when it cannot be written.
+/// would replace the link): pass symlink_destination's result. A stream file (is_stream_file) is
+/// written into in place instead. UsageError "cannot write FILE: REASON" when it cannot be written,
+/// REASON from the failing call ("folder X does not exist", "No space left on device").
 void write_file_atomically(const std::filesystem::path& file, const std::string& text);
 
 }  // namespace cmt

@@ -118,6 +118,11 @@ std::optional<std::string> namespace_name_problem(const std::string& text) {
   for (bool global = true;; global = false) {
     const size_t end = text.find("::", start);
     const std::string part = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (part.empty() && !text.empty()) {
+      if (start == 0) return std::string("starts with '::'");
+      if (end == std::string::npos) return std::string("ends with '::'");
+      return std::string("has an empty part between '::'");
+    }
     if (const auto problem = namespace_part_problem(part, global)) return fmt::format("'{}' {}", part, *problem);
     if (end == std::string::npos) return std::nullopt;
     start = end + 2;

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <fmt/format.h>
 #include <limits>
+#include <system_error>
 #include <toml++/toml.h>
 
 #include "core/error.hpp"
@@ -172,18 +173,24 @@ fs::path default_configs_dir() {
 
 fs::path resolve_preset(const std::string& name_or_path) {
   if (name_or_path.empty()) throw UsageError("--config: the preset name is empty");
+  const auto folder = [&] { return UsageError(fmt::format("--config {} is a folder, not a preset file", name_or_path)); };
+  std::error_code ec;
   const bool is_path = name_or_path.find('/') != std::string::npos || ends_with(name_or_path, ".toml");
   if (is_path) {
-    if (!fs::is_regular_file(name_or_path))
+    // Anything else is read as it is: a pipe (--config <(...)) is a preset too, and a file that cannot
+    // be read says why when it is read.
+    const fs::file_status status = fs::status(name_or_path, ec);
+    if (fs::is_directory(status)) throw folder();
+    if (status.type() == fs::file_type::not_found)
       throw UsageError(fmt::format("--config: preset file '{}' does not exist", name_or_path));
     return fs::path(name_or_path);
   }
   const fs::path dir = default_configs_dir();
   const fs::path file = dir / (name_or_path + ".toml");
   if (fs::is_regular_file(file)) return file;
+  if (fs::is_directory(name_or_path, ec)) throw folder();   // --config configs
   // Say which presets do exist, so a typo is easy to fix.
   std::vector<std::string> known;
-  std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
     if (it->path().extension() == ".toml") known.push_back(it->path().stem().string());
   std::sort(known.begin(), known.end());
