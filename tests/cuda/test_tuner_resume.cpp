@@ -21,9 +21,10 @@ namespace {
 /// Times derived from the kernel's label: coalesced BLOCK=32 is fastest, naive slowest.
 class ScriptedMeasurer final : public Measurer {
  public:
-  Measurement measure(const KernelUnderTest& k, const Problem&, double abandon_above_ms) override {
+  Measurement measure(const KernelUnderTest& k, const Problem&, const MeasureLimits& limits) override {
     ++measured;
-    last_abandon_bar = abandon_above_ms;
+    last_abandon_bar = limits.abandon_above_ms;
+    last_timeout = limits.kernel_timeout_ms;
     Measurement m;
     const double ms = time_of(k.label);
     m.outcome = Outcome::ok;
@@ -39,7 +40,7 @@ class ScriptedMeasurer final : public Measurer {
     s.count = 10;
     return s;
   }
-  std::vector<RetimeResult> retime(const std::vector<KernelUnderTest>& kernels, const Problem&) override {
+  std::vector<RetimeResult> retime(const std::vector<KernelUnderTest>& kernels, const Problem&, double) override {
     ++retimed;
     std::vector<RetimeResult> out;
     for (const auto& k : kernels) {
@@ -65,6 +66,7 @@ class ScriptedMeasurer final : public Measurer {
   }
   int measured = 0, cublas = 0, retimed = 0;
   double last_abandon_bar = 0;
+  double last_timeout = 0;
   double retime_factor = 1.01;  // interleaved time / back-to-back time
 };
 

@@ -43,7 +43,7 @@ TEST(MeasurerRetime, TimesMoreKernelsThanItsLoadedCacheHolds) {
   settings.allow_spills = true;  // quick.toml holds a build that spills; the tuner would skip it
   GpuMeasurer measurer(device, settings, 1);
   const Problem problem{256, 256, 256};  // every quick kernel's requirements hold
-  const std::vector<RetimeResult> results = measurer.retime(kernels, problem);
+  const std::vector<RetimeResult> results = measurer.retime(kernels, problem, 0.0);
   ASSERT_EQ(results.size(), kernels.size() + 1);  // cuBLAS last
   for (size_t i = 0; i < results.size(); ++i) {
     const std::string label = i < kernels.size() ? kernels[i].label : "cuBLAS";

@@ -81,7 +81,7 @@ TEST_P(RaggedCorrectness, EveryQuickCandidateMatchesCublas) {
     for (const auto& ws : workspaces) {
       if (unmet_requirements(cand.requirements, ws->timing())) continue;
       const ValidationResult r = validator.validate(
-          [&](const GemmArgs& args) { return kernel.launch(cand.shape, args, stream.get()); }, *ws);
+          [&](const GemmArgs& args) { return kernel.launch(cand.shape, args, stream.get()); }, *ws, 0.0);
       EXPECT_TRUE(r.passed) << cand.id() << " on " << ws->problem().to_string() << " (lda " << ws->validation().lda
                             << "): " << r.reason;
       ASSERT_FALSE(is_sticky_error(r.status)) << "CUDA context lost: " << r.reason;

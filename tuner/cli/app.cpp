@@ -8,9 +8,10 @@
 #include <cstdlib>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <iostream>
 #include <limits>
 #include <spdlog/spdlog.h>
+#include <sstream>
+#include <system_error>
 #include <cuda_runtime_api.h>
 #include <sqlite3.h>
 
@@ -85,7 +86,8 @@ std::string parse_error_line(const CLI::App& app, const CLI::ParseError& e) {
   if (app.get_subcommands().empty()) {
     // No command chosen: a misspelled one is left over as an unexpected argument.
     std::vector<std::string> names;
-    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) names.push_back(sub->get_name());
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App* s) { return !s->get_group().empty(); }))
+      names.push_back(sub->get_name());
     const std::string commands = fmt::format("commands: {}", fmt::join(names, ", "));
     for (const std::string& arg : app.remaining()) {
       if (!arg.empty() && arg[0] == '-') return fmt::format("unknown option {} ({}; --help lists the options)", arg, commands);
@@ -119,6 +121,21 @@ std::string parse_error_line(const CLI::App& app, const CLI::ParseError& e) {
   return one_line(what);
 }
 
+/// Stdout could not be written (a full disk, a closed descriptor): one line, and the exit status of
+/// an unusable file, since a script reading the output would get less than was printed.
+int stdout_failed(int err) {
+  fmt::print(stderr, "cm-tune: error: cannot write standard output: {}\n",
+             err ? std::generic_category().message(err) : "an earlier write failed");
+  return k_exit_usage;
+}
+
+/// Flushes stdout before the exit status is given, so a failed write is said, not lost at exit.
+int flushed_stdout(int code) {
+  errno = 0;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) return stdout_failed(errno);
+  return code;
+}
+
 }  // namespace
 
 CLI::Validator whole_number(int64_t min, int64_t max) {
@@ -149,6 +166,11 @@ CLI::Validator non_empty_path() {
   return CLI::Validator([](std::string& text) { return text.empty() ? std::string("the file name is empty") : std::string(); }, "");
 }
 
+CLI::Validator non_empty_arch() {
+  return CLI::Validator(
+      [](std::string& text) { return text.empty() ? std::string("the architecture is empty (e.g. sm_90)") : std::string(); }, "");
+}
+
 void add_db_option(CLI::App& sub, GlobalOptions& global) {
   sub.add_option("--db", global.db, "SQLite database (default: $CMTUNE_DB or ~/.cache/cm-tune/cm-tune.db)")
       ->check(non_empty_path());
@@ -162,9 +184,22 @@ std::vector<TemplateDesc> load_all_templates(const GlobalOptions& global) {
   std::vector<std::filesystem::path> dirs;
   for (const auto& d : global.template_dirs) dirs.emplace_back(d);
   if (dirs.empty()) dirs.push_back(default_templates_dir());
+  std::error_code ec;
+  for (const auto& d : dirs) {
+    if (d.empty()) throw UsageError("--templates: the folder name is empty");
+    if (std::filesystem::is_directory(d, ec)) continue;
+    if (std::filesystem::exists(d, ec))
+      throw UsageError(fmt::format("--templates {} is a file, not a folder of templates", d.string()));
+    throw UsageError(fmt::format("templates folder '{}' does not exist", d.string()));
+  }
+  std::vector<TemplateDesc> templates = load_templates(dirs);
+  // A folder without descriptors would surface later as every preset template being unknown.
   for (const auto& d : dirs)
-    if (!std::filesystem::is_directory(d)) throw UsageError(fmt::format("templates folder '{}' does not exist", d.string()));
-  return load_templates(dirs);
+    if (std::none_of(templates.begin(), templates.end(), [&](const TemplateDesc& t) {
+          return std::filesystem::equivalent(t.descriptor_path.parent_path(), d, ec);
+        }))
+      throw UsageError(fmt::format("--templates {} holds no template (no *.toml descriptor)", d.string()));
+  return templates;
 }
 
 TemplateDesc generic_default_template(const GlobalOptions& global) {
@@ -207,7 +242,7 @@ nlohmann::json winner_json(const WinnerRecord& w) {
           {"requirements", w.requirements.to_string()}};
 }
 
-void print_json(const nlohmann::json& j) { std::cout << j.dump(2) << std::endl; }
+void print_json(const nlohmann::json& j) { fmt::print("{}\n", j.dump(2)); }   // fmt: a failed write throws with its errno
 
 int run(int argc, char** argv) {
   CLI::App app{"cm-tune: an autotuner for CUDA SGEMM kernels", "cm-tune"};
@@ -232,18 +267,25 @@ int run(int argc, char** argv) {
   add_query_command(app, global, action);
   add_export_command(app, global, action);
   add_bench_command(app, global, action);
+  add_db_command(app, global, action);
+  add_measure_worker_command(app, action);
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help, --version
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {   // --help, --version
+      std::ostringstream text;   // printed with fmt, which says why a write failed; std::cout does not
+      const int code = app.exit(e, text, text);
+      fmt::print("{}", text.str());
+      return flushed_stdout(code);
+    }
     fmt::print(stderr, "cm-tune: error: {}\n", parse_error_line(app, e));
     return k_exit_usage;
   }
   try {
     setup_logging(global.verbose ? Verbosity::verbose : global.quiet ? Verbosity::quiet : Verbosity::normal,
                   global.log_file);
-    return action ? action() : 0;
+    return flushed_stdout(action ? action() : 0);
   } catch (const UsageError& e) {
     fmt::print(stderr, "cm-tune: error: {}\n", e.what());
     return k_exit_usage;
@@ -253,6 +295,10 @@ int run(int argc, char** argv) {
   } catch (const InfraError& e) {
     fmt::print(stderr, "cm-tune: error: {}\n", e.what());
     return k_exit_infra;
+  } catch (const std::system_error& e) {
+    if (std::ferror(stdout)) return stdout_failed(e.code().value());   // fmt::print's failed write
+    fmt::print(stderr, "cm-tune: error: {}\n", e.what());
+    return k_exit_failure;
   } catch (const std::exception& e) {
     fmt::print(stderr, "cm-tune: error: {}\n", e.what());
     return k_exit_failure;

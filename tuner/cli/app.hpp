@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/device_info.hpp"
 #include "space/preset.hpp"
 #include "space/target.hpp"
 #include "space/template_desc.hpp"
@@ -51,6 +52,8 @@ void add_tune_command(CLI::App& app, GlobalOptions& global, Action& action);
 void add_query_command(CLI::App& app, GlobalOptions& global, Action& action);
 void add_export_command(CLI::App& app, GlobalOptions& global, Action& action);
 void add_bench_command(CLI::App& app, GlobalOptions& global, Action& action);
+void add_db_command(CLI::App& app, GlobalOptions& global, Action& action);
+void add_measure_worker_command(CLI::App& app, Action& action);
 
 /// Checks of option values, run while parsing (before anything touches a GPU). A bad value fails the
 /// parse with "--option: '<value>' <why>", which run() prints as one line with exit code 2.
@@ -62,6 +65,8 @@ CLI::Validator unsigned_number(uint64_t min);
 CLI::Validator positive_seconds();
 /// A file name that is not empty.
 CLI::Validator non_empty_path();
+/// Rejects an empty --arch (which would otherwise read as "no --arch given").
+CLI::Validator non_empty_arch();
 /// Most compiler threads --jobs accepts.
 constexpr int k_max_jobs = 1024;
 
@@ -83,8 +88,9 @@ TemplateDesc generic_default_template(const GlobalOptions& global);
 /// What an exported header of one database device would hold (its dispatch table and models):
 /// `query` and `bench` decide from it as the header does.
 ExportModel device_export_model(Store& store, int64_t device_id, const GlobalOptions& global);
-/// --arch if given (checked against NVRTC), else the arch of the device; NoDeviceError when neither.
-std::string resolve_arch(const std::string& requested, int device);
+/// --arch if given (checked against NVRTC), else the arch of the GPU --device names (resolve_live_device);
+/// NoDeviceError when neither.
+std::string resolve_arch(const std::string& requested, const std::string& device);
 /// What `list` enumerates for: --arch if given, else GPU 0 when there is one, else k_default_arch.
 /// *note says which, for the listing's first line.
 Target resolve_target(const std::string& requested_arch, std::string* note);
@@ -94,6 +100,11 @@ constexpr const char* k_default_arch = "sm_90";
 /// else a position in the database's device list, a UUID, or a unique part of a name. A device never
 /// tuned is a UsageError listing the tuned devices.
 DeviceRecord resolve_db_device(Store& store, const std::string& spec);
+/// The present GPU for --device SPEC (tune, bench, compile): a CUDA index, the GPU's UUID, or a unique
+/// part of its name. UsageError for an empty or negative spec (before the driver is asked), for a name
+/// or UUID that matches no GPU or more than one (the line lists the GPUs); NoDeviceError without a
+/// driver, without a GPU, or for an index past the last GPU.
+DeviceInfo resolve_live_device(const std::string& spec);
 /// "[0] NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, GPU-...)" lines for the database's devices.
 std::string describe_db_devices(Store& store);
 /// A winner as JSON: template, parameters, problem, time, TF/s, ratio to cuBLAS, requirements.

@@ -1,4 +1,7 @@
 // cm-tune tune: search, validate, time and store, for one device and a list of sizes.
+#include <algorithm>
+#include <csignal>
+#include <cstdlib>
 #include <fmt/format.h>
 #include <limits>
 #include <random>
@@ -8,25 +11,27 @@
 #include "cli/progress.hpp"
 #include "core/error.hpp"
 #include "cli/sizes.hpp"
-#include "cuda/device.hpp"
+#include "core/stop_signal.hpp"
 #include "cuda/nvrtc_compiler.hpp"
-#include "measure/gpu_measurer.hpp"
+#include "measure/workspace.hpp"
 #include "space/space.hpp"
 #include "tune/calibration.hpp"
 #include "tune/tuner.hpp"
+#include "tune/worker_measurer.hpp"
 
 namespace cmt::cli {
 
 namespace {
 
 struct TuneOptions {
-  int device = 0;
+  std::string device = "0";
   std::string sizes;
   SpaceOptions space;
   int jobs = 0;
   bool retune = false;
   int64_t budget = 0;
   double time_limit = 0;
+  double kernel_timeout = 0;
   uint64_t seed = 0;
   bool no_calibrate = false;
   bool json = false;
@@ -55,12 +60,30 @@ void print_summary(const TuneSummary& s, const DeviceInfo& device) {
   }
 }
 
+/// The measuring process: this binary's hidden measure-worker command. CMTUNE_MEASURE_WORKER names
+/// another program that speaks the protocol (the CPU tests' scripted measurer).
+std::vector<std::string> worker_command(const GlobalOptions& global) {
+  const char* other = std::getenv("CMTUNE_MEASURE_WORKER");
+  std::vector<std::string> command{other && *other ? other : "/proc/self/exe"};
+  if (global.verbose) command.push_back("--verbose");
+  if (global.quiet) command.push_back("--quiet");
+  command.push_back("measure-worker");
+  return command;
+}
+
 int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const std::string& command_line) {
   const std::vector<Problem> problems = parse_sizes(opts.sizes);
   const SpaceChoice choice = load_space_choice(global, opts.space);  // a bad preset is reported without a GPU
   const auto& [templates, preset, only] = choice;
+  const uint64_t seed = opts.seed ? opts.seed : std::random_device{}();
 
-  const DeviceInfo device = select_device(opts.device);
+  // Candidates are measured in a separate process, so a kernel that breaks the CUDA context or
+  // never ends costs one trial and a restart; this process never touches the GPU.
+  WorkerOptions worker;
+  worker.command = worker_command(global);
+  worker.hello = {opts.device, preset.tune, seed};
+  WorkerMeasurer measurer(worker);
+  const DeviceInfo device = measurer.device();
   const SearchSpace space = enumerate_space(templates, preset, target_of(device), only);
   // Every problem's buffers stay resident for the whole run: check they fit before allocating.
   const size_t flush = std::max<size_t>(2 * static_cast<size_t>(device.l2_bytes), 64u << 20);
@@ -91,21 +114,32 @@ int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const
   req.retune = opts.retune;
   if (opts.budget > 0) req.budget = opts.budget;
   if (opts.time_limit > 0) req.time_limit_s = opts.time_limit;
-  req.seed = opts.seed ? opts.seed : std::random_device{}();
+  req.seed = seed;
   req.command_line = command_line;
   req.calibrate = !opts.no_calibrate;
+  if (opts.kernel_timeout > 0) req.kernel_timeout_s = opts.kernel_timeout;
+  catch_stop_signals();
+  req.should_stop = [] { return stop_signal() != 0; };
 
   spdlog::info("tuning {} candidates of '{}' x {} problems on device {} ({}, {}), database {}", space.candidates.size(),
                preset.name, problems.size(), device.index, device.name, device.arch(), database_path(global).string());
   const NvrtcCompiler compiler;
-  GpuMeasurer measurer(device, preset.tune, req.seed);
   Progress progress("tune", 0);
   const TuneSummary summary = run_tune(store, compiler, measurer, req, [&](int64_t done, int64_t total, const std::string& st) {
     progress.set_total(total);
     progress.update(done, st);
   });
   progress.finish();
-  if (!summary.stop_reason.empty()) spdlog::warn("stopped early: {}", summary.stop_reason);
+  const WorkerStats& ws = measurer.stats();
+  spdlog::info("measuring process: {} requests, {} restart{} after faults, {:.2f} s starting, {:.2f} s in transport "
+               "({:.1f}% of the run)",
+               ws.requests, ws.restarts, ws.restarts == 1 ? "" : "s", ws.startup_seconds, ws.transport_seconds,
+               100.0 * (ws.startup_seconds + ws.transport_seconds) / std::max(summary.wall_seconds, 1e-9));
+  if (summary.interrupted)
+    spdlog::warn("stopped by {}: {}; everything measured is committed, and rerunning the same command continues",
+                 stop_signal() == SIGTERM ? "SIGTERM" : "SIGINT", summary.stop_reason);
+  else if (!summary.stop_reason.empty())
+    spdlog::warn("stopped early: {}", summary.stop_reason);
 
   if (opts.json) {
     nlohmann::json rows = nlohmann::json::array();
@@ -143,6 +177,7 @@ int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const
   } else {
     print_summary(summary, device);
   }
+  if (summary.interrupted) return 128 + stop_signal();  // 130 for SIGINT, 143 for SIGTERM, as shells report
   return summary.stop_reason.empty() || opts.time_limit > 0 ? 0 : 1;
 }
 
@@ -151,9 +186,8 @@ int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const
 void add_tune_command(CLI::App& app, GlobalOptions& global, Action& action) {
   auto* sub = app.add_subcommand("tune", "Search, validate, time and store the best kernels for each size");
   auto opts = std::make_shared<TuneOptions>();
-  sub->add_option("--device,-d", opts->device, "CUDA device index")
-      ->capture_default_str()
-      ->check(whole_number(0, std::numeric_limits<int>::max()));
+  sub->add_option("--device,-d", opts->device, "CUDA device: index, UUID or unique part of its name")
+      ->capture_default_str();
   sub->add_option("--sizes,-s", opts->sizes, "Sizes: 256..4096, 256..4096:256, 1000,1023, 4096x1024x512, @FILE (one per line), or a mix")
       ->required();
   add_space_options(*sub, opts->space);
@@ -163,6 +197,9 @@ void add_tune_command(CLI::App& app, GlobalOptions& global, Action& action) {
   sub->add_option("--budget", opts->budget, "Sample this many candidates at random (seeded)")
       ->check(whole_number(1, std::numeric_limits<int64_t>::max()));
   sub->add_option("--time-limit", opts->time_limit, "Stop starting candidates after this many seconds")
+      ->check(positive_seconds());
+  sub->add_option("--kernel-timeout", opts->kernel_timeout,
+                  "Seconds one launch may run before it counts as hung (default: 200x cuBLAS, at least 2 s)")
       ->check(positive_seconds());
   sub->add_option("--seed", opts->seed, "Seed for sampling and input data, 1 or more (default: random)")
       ->check(unsigned_number(1));

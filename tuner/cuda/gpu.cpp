@@ -1,5 +1,8 @@
 #include "cuda/gpu.hpp"
 
+#include <chrono>
+#include <thread>
+
 #include "cuda/check.hpp"
 
 namespace cmt {
@@ -58,6 +61,24 @@ bool is_sticky_error(cudaError_t status) {
       return true;
     default:
       return false;
+  }
+}
+
+cudaError_t synchronize_within(cudaStream_t stream, double timeout_ms) {
+  if (timeout_ms <= 0) return cudaStreamSynchronize(stream);
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(
+                                           std::chrono::duration<double, std::milli>(timeout_ms));
+  // Poll the way a spinning cudaStreamSynchronize does, then back off: the kernels measured take
+  // microseconds to milliseconds, and events (not this loop) time them.
+  for (int polls = 0;; ++polls) {
+    const cudaError_t status = cudaStreamQuery(stream);
+    if (status != cudaErrorNotReady) return status;
+    if (clock::now() > deadline) return cudaErrorTimeout;
+    if (polls < 2000)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
 }
 

@@ -59,4 +59,9 @@ class Event {
 /// True for errors that leave the CUDA context unusable (illegal address, trap, launch failure...).
 bool is_sticky_error(cudaError_t status);
 
+/// cudaStreamSynchronize with a watchdog: cudaErrorTimeout when the stream's work is still running
+/// after timeout_ms (0: wait as long as it takes). A kernel cannot be stopped, so after a timeout
+/// the context is unusable until the process exits.
+cudaError_t synchronize_within(cudaStream_t stream, double timeout_ms);
+
 }  // namespace cmt

@@ -12,6 +12,7 @@ namespace cmt {
 namespace {
 
 constexpr size_t k_loaded_cache = 16;  // kernels kept loaded, besides the held ones
+constexpr double k_cublas_timeout_ms = 60'000;  // cuBLAS is trusted; this only bounds a broken device
 
 /// A launcher bound to a loaded kernel's launch shape and a stream.
 GemmLauncher kernel_launch(const LoadedKernel& kernel, const LaunchShape& shape, cudaStream_t stream) {
@@ -42,8 +43,13 @@ GpuMeasurer::~GpuMeasurer() {
   m_workspaces.clear();
 }
 
-SamplingPlan GpuMeasurer::sampling_plan() const {
-  return {m_settings.warmup, m_settings.min_samples, m_settings.max_samples, m_settings.budget_ms};
+SamplingPlan GpuMeasurer::sampling_plan(double kernel_timeout_ms) const {
+  return {m_settings.warmup, m_settings.min_samples, m_settings.max_samples, m_settings.budget_ms, kernel_timeout_ms};
+}
+
+void GpuMeasurer::note_failure(cudaError_t status) {
+  // A kernel past its timeout is still running: nothing else can run in this context.
+  m_context_lost = m_context_lost || is_sticky_error(status) || status == cudaErrorTimeout;
 }
 
 ProblemWorkspace& GpuMeasurer::workspace(const Problem& problem) {
@@ -134,18 +140,20 @@ GemmLauncher GpuMeasurer::cublas_launcher() const {
 }
 
 ValidationResult GpuMeasurer::validate(const GemmLauncher& launch, const Problem& problem) {
-  return m_validator->validate(launch, workspace(problem));
+  return m_validator->validate(launch, workspace(problem), 0.0);
 }
 
 std::vector<TimingResult> GpuMeasurer::time_interleaved(const std::vector<GemmLauncher>& launches,
-                                                        const Problem& problem, int rounds) {
+                                                        const Problem& problem, int rounds, double kernel_timeout_ms) {
   const GemmArgs args = workspace(problem).timing_args();
   std::vector<Launcher> timed;
   for (const GemmLauncher& launch : launches) timed.push_back([&launch, args] { return launch(args); });
-  return m_timer->time_interleaved(timed, rounds, m_settings.warmup);
+  const std::vector<TimingResult> results = m_timer->time_interleaved(timed, rounds, m_settings.warmup, kernel_timeout_ms);
+  for (const TimingResult& r : results) note_failure(r.status);
+  return results;
 }
 
-Measurement GpuMeasurer::measure(const KernelUnderTest& k, const Problem& problem, double abandon_above_ms) {
+Measurement GpuMeasurer::measure(const KernelUnderTest& k, const Problem& problem, const MeasureLimits& limits) {
   Measurement m;
   if (m_context_lost) {
     m.outcome = Outcome::crashed;
@@ -171,13 +179,15 @@ Measurement GpuMeasurer::measure(const KernelUnderTest& k, const Problem& proble
   m.smem_bytes = kernel->attributes().static_smem + k.shape.dynamic_smem;
 
   const GemmLauncher launch = kernel_launch(*kernel, k.shape, m_stream->get());
-  const ValidationResult v = m_validator->validate(launch, ws);
+  const ValidationResult v = m_validator->validate(launch, ws, limits.kernel_timeout_ms);
   m.max_abs_error = v.max_abs_error;
   m.max_error_ratio = v.max_error_ratio;
   if (v.status != cudaSuccess) {
-    m.outcome = is_sticky_error(v.status) ? Outcome::crashed : Outcome::launch_error;
+    m.outcome = v.status == cudaErrorTimeout ? Outcome::timeout
+                : is_sticky_error(v.status)  ? Outcome::crashed
+                                             : Outcome::launch_error;
     m.reason = v.reason;
-    m_context_lost = m_context_lost || is_sticky_error(v.status);
+    note_failure(v.status);
     return m;
   }
   if (!v.passed) {
@@ -187,12 +197,20 @@ Measurement GpuMeasurer::measure(const KernelUnderTest& k, const Problem& proble
   }
 
   const GemmArgs args = ws.timing_args();
-  const TimingResult r = m_timer->time([&launch, args] { return launch(args); }, sampling_plan(), abandon_above_ms);
+  const double abandon_above_ms = limits.abandon_above_ms;
+  const TimingResult r = m_timer->time([&launch, args] { return launch(args); }, sampling_plan(limits.kernel_timeout_ms),
+                                       abandon_above_ms);
+  if (r.status == cudaErrorTimeout) {
+    m.outcome = Outcome::timeout;
+    m.reason = fmt::format("still running after {:.0f} ms, the kernel timeout, while timing", limits.kernel_timeout_ms);
+    note_failure(r.status);
+    return m;
+  }
   if (r.status != cudaSuccess) {
     cudaGetLastError();
     m.outcome = is_sticky_error(r.status) ? Outcome::crashed : Outcome::launch_error;
     m.reason = fmt::format("failed while timing: {}", cudaGetErrorString(r.status));
-    m_context_lost = m_context_lost || is_sticky_error(r.status);
+    note_failure(r.status);
     return m;
   }
   m.outcome = r.abandoned ? Outcome::abandoned : Outcome::ok;
@@ -206,14 +224,16 @@ Measurement GpuMeasurer::measure(const KernelUnderTest& k, const Problem& proble
 SampleStats GpuMeasurer::measure_cublas(const Problem& problem) {
   const GemmLauncher cublas = cublas_launcher();
   const GemmArgs args = workspace(problem).timing_args();
-  const TimingResult r = m_timer->time([&cublas, args] { return cublas(args); }, sampling_plan(), 0.0);
+  const TimingResult r = m_timer->time([&cublas, args] { return cublas(args); }, sampling_plan(k_cublas_timeout_ms), 0.0);
+  note_failure(r.status);
   if (r.status != cudaSuccess)
     throw InfraError("cuBLAS", "cublasSgemm", fmt::format("timing failed: {}", cudaGetErrorString(r.status)), __FILE__,
                      __LINE__);
   return r.stats;
 }
 
-std::vector<RetimeResult> GpuMeasurer::retime(const std::vector<KernelUnderTest>& kernels, const Problem& problem) {
+std::vector<RetimeResult> GpuMeasurer::retime(const std::vector<KernelUnderTest>& kernels, const Problem& problem,
+                                               double kernel_timeout_ms) {
   // The launchers point at the loaded kernels: hold every one of them, whatever their number, for
   // this re-timing only.
   const std::set<std::string> held_before = m_held;
@@ -223,7 +243,7 @@ std::vector<RetimeResult> GpuMeasurer::retime(const std::vector<KernelUnderTest>
     launches.push_back(launch ? std::move(*launch) : [](const GemmArgs&) { return cudaErrorInvalidValue; });
   }
   launches.push_back(cublas_launcher());
-  const std::vector<TimingResult> timed = time_interleaved(launches, problem, m_settings.retime_rounds);
+  const std::vector<TimingResult> timed = time_interleaved(launches, problem, m_settings.retime_rounds, kernel_timeout_ms);
   m_held = held_before;
   std::vector<RetimeResult> out;
   for (const TimingResult& r : timed) out.push_back(retime_result(r));

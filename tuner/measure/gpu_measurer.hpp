@@ -30,9 +30,10 @@ class GpuMeasurer final : public Measurer {
   GpuMeasurer(const GpuMeasurer&) = delete;
   GpuMeasurer& operator=(const GpuMeasurer&) = delete;
 
-  Measurement measure(const KernelUnderTest& kernel, const Problem& problem, double abandon_above_ms) override;
+  Measurement measure(const KernelUnderTest& kernel, const Problem& problem, const MeasureLimits& limits) override;
   SampleStats measure_cublas(const Problem& problem) override;
-  std::vector<RetimeResult> retime(const std::vector<KernelUnderTest>& kernels, const Problem& problem) override;
+  std::vector<RetimeResult> retime(const std::vector<KernelUnderTest>& kernels, const Problem& problem,
+                                   double kernel_timeout_ms) override;
   bool context_lost() const override { return m_context_lost; }
   void release_problems() override { m_workspaces.clear(); }
 
@@ -48,13 +49,15 @@ class GpuMeasurer final : public Measurer {
   /// Times implementations interleaved on the problem's timing layout: `rounds` rounds, each
   /// running every implementation once after an L2 flush; one result per implementation.
   std::vector<TimingResult> time_interleaved(const std::vector<GemmLauncher>& launches, const Problem& problem,
-                                             int rounds);
+                                             int rounds, double kernel_timeout_ms = 0);
 
  private:
   ProblemWorkspace& workspace(const Problem& problem);
   /// Loads (or reuses) the kernel and checks that it can launch; returns a reason when it cannot.
   std::optional<std::string> load(const KernelUnderTest& kernel, LoadedKernel*& loaded, Outcome& outcome);
-  SamplingPlan sampling_plan() const;
+  SamplingPlan sampling_plan(double kernel_timeout_ms) const;
+  /// Records that the context is unusable after `status` (a sticky error, or a kernel still running).
+  void note_failure(cudaError_t status);
 
   DeviceInfo m_device;
   TuneSettings m_settings;

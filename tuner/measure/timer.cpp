@@ -1,5 +1,6 @@
 #include "measure/timer.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include "cuda/check.hpp"
@@ -18,13 +19,17 @@ Timer::Timer(cudaStream_t stream, size_t flush_bytes) : m_stream(stream), m_flus
   }
 }
 
+cudaError_t Timer::wait(int launches, double timeout_ms) const {
+  return synchronize_within(m_stream, timeout_ms > 0 ? timeout_ms * std::max(launches, 1) : 0.0);
+}
+
 void Timer::flush() { CMT_CUDA_CHECK(cudaMemsetAsync(m_flush.get(), 0, m_flush.bytes(), m_stream)); }
 
 TimingResult Timer::time(const Launcher& launch, const SamplingPlan& plan, double abandon_above_ms) {
   TimingResult r;
   for (int i = 0; i < plan.warmup; ++i)
     if ((r.status = launch()) != cudaSuccess) return r;
-  if ((r.status = cudaStreamSynchronize(m_stream)) != cudaSuccess) return r;
+  if ((r.status = wait(plan.warmup, plan.kernel_timeout_ms)) != cudaSuccess) return r;
 
   const auto start = std::chrono::steady_clock::now();
   for (bool first_batch = true;; first_batch = false) {
@@ -37,7 +42,7 @@ TimingResult Timer::time(const Launcher& launch, const SamplingPlan& plan, doubl
       if ((r.status = launch()) != cudaSuccess) return r;
       m_stop[i].record(m_stream);
     }
-    if ((r.status = cudaStreamSynchronize(m_stream)) != cudaSuccess) return r;
+    if ((r.status = wait(batch, plan.kernel_timeout_ms)) != cudaSuccess) return r;
     for (int i = 0; i < batch; ++i) r.samples_ms.push_back(m_stop[i].elapsed_since(m_start[i]));
     if (first_batch && abandon_above_ms > 0 &&
         summarize(r.samples_ms).median > abandon_above_ms) {
@@ -52,11 +57,12 @@ TimingResult Timer::time(const Launcher& launch, const SamplingPlan& plan, doubl
   return r;
 }
 
-std::vector<TimingResult> Timer::time_interleaved(const std::vector<Launcher>& launches, int rounds, int warmup) {
+std::vector<TimingResult> Timer::time_interleaved(const std::vector<Launcher>& launches, int rounds, int warmup,
+                                                 double kernel_timeout_ms) {
   std::vector<TimingResult> results(launches.size());
   for (size_t j = 0; j < launches.size(); ++j)
     for (int i = 0; i < warmup && results[j].status == cudaSuccess; ++i) results[j].status = launches[j]();
-  if (const cudaError_t s = cudaStreamSynchronize(m_stream); s != cudaSuccess)
+  if (const cudaError_t s = wait(warmup * static_cast<int>(launches.size()), kernel_timeout_ms); s != cudaSuccess)
     for (auto& r : results) r.status = s;
   // Events are reused per round: one pair per launcher, so batches hold k_batch launchers.
   for (int round = 0; round < rounds; ++round) {
@@ -69,7 +75,7 @@ std::vector<TimingResult> Timer::time_interleaved(const std::vector<Launcher>& l
         results[j].status = launches[j]();
         m_stop[j - first].record(m_stream);
       }
-      if (const cudaError_t s = cudaStreamSynchronize(m_stream); s != cudaSuccess) {
+      if (const cudaError_t s = wait(static_cast<int>(last - first), kernel_timeout_ms); s != cudaSuccess) {
         for (auto& r : results) r.status = s;
         return results;
       }

@@ -27,6 +27,7 @@ struct SamplingPlan {
   int min_samples = 10;
   int max_samples = 2000;
   double budget_ms = 25.0;
+  double kernel_timeout_ms = 0;  // > 0: a launch running longer is a timeout (cudaErrorTimeout)
 };
 
 class Timer {
@@ -40,10 +41,14 @@ class Timer {
 
   /// Runs every launcher once per round, in order, each after a flush; returns samples per launcher.
   /// Interleaving puts all of them under the same clock and thermal conditions.
-  std::vector<TimingResult> time_interleaved(const std::vector<Launcher>& launches, int rounds, int warmup);
+  /// kernel_timeout_ms > 0 bounds each launch.
+  std::vector<TimingResult> time_interleaved(const std::vector<Launcher>& launches, int rounds, int warmup,
+                                             double kernel_timeout_ms);
 
  private:
   void flush();
+  /// Waits for `launches` launches, each allowed timeout_ms (0: no limit).
+  cudaError_t wait(int launches, double timeout_ms) const;
   cudaStream_t m_stream;
   DeviceBuffer m_flush;
   std::vector<Event> m_start, m_stop;

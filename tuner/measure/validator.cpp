@@ -20,7 +20,7 @@ float from_bits(uint32_t bits) {
 
 Validator::Validator(cudaStream_t stream) : m_stream(stream), m_stats(sizeof(CompareStats)) {}
 
-ValidationResult Validator::validate(const GemmLauncher& launch, const ProblemWorkspace& ws) {
+ValidationResult Validator::validate(const GemmLauncher& launch, const ProblemWorkspace& ws, double kernel_timeout_ms) {
   ValidationResult result;
   const Problem& p = ws.problem();
   const Layout& v = ws.validation();
@@ -38,7 +38,13 @@ ValidationResult Validator::validate(const GemmLauncher& launch, const ProblemWo
       fill_bits(ws.c_work(), c_elems, k_pad_bits, m_stream);
 
     cudaError_t status = launch(ws.validation_args(vc));
-    if (status == cudaSuccess) status = cudaStreamSynchronize(m_stream);
+    if (status == cudaSuccess) status = synchronize_within(m_stream, kernel_timeout_ms);
+    if (status == cudaErrorTimeout) {
+      result.status = status;
+      result.reason = fmt::format("still running after {:.0f} ms, the kernel timeout (alpha={}, beta={})",
+                                  kernel_timeout_ms, vc.alpha, vc.beta);
+      return result;
+    }
     if (status != cudaSuccess) {
       cudaGetLastError();
       result.status = status;

@@ -24,7 +24,8 @@ class Validator {
 
   /// Runs every validation case (beta != 0; beta == 0 with NaN in C) in the validation layout,
   /// with guard regions around C and NaN in every padding column, and compares with cuBLAS.
-  ValidationResult validate(const GemmLauncher& launch, const ProblemWorkspace& workspace);
+  /// kernel_timeout_ms > 0 bounds each launch (status cudaErrorTimeout).
+  ValidationResult validate(const GemmLauncher& launch, const ProblemWorkspace& workspace, double kernel_timeout_ms);
 
  private:
   cudaStream_t m_stream;

@@ -1,7 +1,7 @@
 // The measure stage's seam: validates and times compiled kernels on one problem. The GPU
-// implementation is measure/gpu_measurer.hpp; the CPU tests script one. It hands back what it
-// found, and the pipeline builds the trial record (tune/trial.hpp), so a measurer can move into a
-// worker process without touching the pipeline.
+// implementation is measure/gpu_measurer.hpp; tune runs it in a worker process through
+// tune/worker_measurer.hpp, and the CPU tests script one. It hands back what it found, and the
+// pipeline builds the trial record (tune/trial.hpp).
 #pragma once
 
 #include <optional>
@@ -43,16 +43,26 @@ struct RetimeResult {
   SampleStats stats;
 };
 
+/// Bounds on one measurement.
+struct MeasureLimits {
+  double abandon_above_ms = 0;   // > 0: stop timing after the first samples when their median is above
+  double kernel_timeout_ms = 0;  // > 0: one launch still running after this long is a timeout
+};
+
 class Measurer {
  public:
   virtual ~Measurer() = default;
-  /// Validates, then times one kernel on one problem. abandon_above_ms > 0 allows stopping early.
-  virtual Measurement measure(const KernelUnderTest& kernel, const Problem& problem, double abandon_above_ms) = 0;
+  /// Validates, then times one kernel on one problem.
+  virtual Measurement measure(const KernelUnderTest& kernel, const Problem& problem, const MeasureLimits& limits) = 0;
   /// Times cuBLAS on a problem with the same protocol. Throws InfraError when it cannot.
   virtual SampleStats measure_cublas(const Problem& problem) = 0;
   /// Times the kernels and cuBLAS interleaved, round-robin; one result per kernel, cuBLAS last.
-  virtual std::vector<RetimeResult> retime(const std::vector<KernelUnderTest>& kernels, const Problem& problem) = 0;
-  /// True once a kernel has broken the CUDA context; nothing more can be measured in this process.
+  /// kernel_timeout_ms > 0 bounds each launch, as in measure.
+  virtual std::vector<RetimeResult> retime(const std::vector<KernelUnderTest>& kernels, const Problem& problem,
+                                           double kernel_timeout_ms) = 0;
+  /// True once a kernel has broken the CUDA context (or is still running past its timeout) and
+  /// nothing more can be measured: the run must stop. A measurer that recovers (a restarted worker
+  /// process) never says so.
   virtual bool context_lost() const = 0;
   /// Frees what was kept for the problems measured so far (their device buffers); a problem
   /// measured again is set up afresh. The pipeline calls it between the requested problems and

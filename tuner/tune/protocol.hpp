@@ -43,6 +43,11 @@ inline int64_t c_guard_after(int64_t ldc) { return k_guard_floats + ldc; }
 /// come from cudaMalloc (256-byte aligned), so only the leading-dimension multiple can fail.
 std::optional<std::string> unmet_requirements(const Requirements& requirements, const Layout& layout);
 
+/// The watchdog on one launch when the user gives no --kernel-timeout: 200x cuBLAS on the same
+/// problem, and at least 2 s. No kernel worth keeping is 200x slower than cuBLAS; the floor covers
+/// small problems, where launch and clock ramp-up dominate.
+inline double default_kernel_timeout_ms(double cublas_ms) { return cublas_ms * 200.0 > 2000.0 ? cublas_ms * 200.0 : 2000.0; }
+
 /// Names this protocol in every trial key: a change to it must change the tag.
 constexpr const char* k_trial_protocol = "cm-tune-trial-v1;tight-ld;alpha=1,beta=0;validate=0.75/-1.25,1.25/0";
 

@@ -37,23 +37,32 @@ DeviceRecord device_record(const DeviceInfo& d, const std::string& compiler_vers
 
 }  // namespace
 
-void retime_leaders(Store& store, Measurer& measurer, ProblemState& state, int64_t run_id, int retime_top) {
+std::vector<const TrialRecord*> leaders(const ProblemState& state, int retime_top) {
   // Leaders by their back-to-back medians: the fastest few, and the fastest without requirements.
   std::vector<const TrialRecord*> passing;
   for (const auto& t : state.trials())
     if (passed(t)) passing.push_back(&t);
   std::stable_sort(passing.begin(), passing.end(), [](const auto* a, const auto* b) { return *a->median_ms < *b->median_ms; });
   const size_t top = std::min(passing.size(), static_cast<size_t>(std::max(retime_top, 0)));
-  std::vector<const TrialRecord*> leaders(passing.begin(), passing.begin() + static_cast<std::ptrdiff_t>(top));
+  std::vector<const TrialRecord*> out(passing.begin(), passing.begin() + static_cast<std::ptrdiff_t>(top));
   const auto portable = std::find_if(passing.begin(), passing.end(), [](const auto* t) { return t->requirements.none(); });
-  if (portable != passing.end() && std::find(leaders.begin(), leaders.end(), *portable) == leaders.end())
-    leaders.push_back(*portable);
+  if (portable != passing.end() && std::find(out.begin(), out.end(), *portable) == out.end()) out.push_back(*portable);
+  return out;
+}
 
+double kernel_timeout_ms(const TuneRequest& request, const ProblemState& state) {
+  if (request.kernel_timeout_s) return *request.kernel_timeout_s * 1e3;
+  return default_kernel_timeout_ms(state.cublas_ms().value_or(0.0));
+}
+
+void retime_leaders(Store& store, Measurer& measurer, ProblemState& state, int64_t run_id, int retime_top,
+                    double kernel_timeout_ms) {
+  const std::vector<const TrialRecord*> leads = leaders(state, retime_top);
   std::vector<BinaryRecord> binaries;
   std::vector<int64_t> trial_ids;
   std::vector<KernelUnderTest> kernels;
-  binaries.reserve(leaders.size());
-  for (const TrialRecord* t : leaders) {
+  binaries.reserve(leads.size());  // the kernels point into it
+  for (const TrialRecord* t : leads) {
     auto binary = store.find_binary(t->binary_key);
     if (!binary || !binary->ok) continue;
     binaries.push_back(std::move(*binary));
@@ -61,7 +70,7 @@ void retime_leaders(Store& store, Measurer& measurer, ProblemState& state, int64
     kernels.push_back({&binaries.back(), t->shape, t->requirements, fmt::format("{}[{}]", t->template_name, t->params)});
   }
   if (kernels.empty()) return;
-  const std::vector<RetimeResult> results = measurer.retime(kernels, state.problem());
+  const std::vector<RetimeResult> results = measurer.retime(kernels, state.problem(), kernel_timeout_ms);
   const RetimeResult& cublas = results.back();
   if (!cublas.ok || cublas.stats.count == 0) return;
   state.record_baseline(store, run_id, cublas.stats);
@@ -137,7 +146,7 @@ TuneSummary run_tune(Store& store, const Compiler& compiler, Measurer& measurer,
           spdlog::debug("cuBLAS {}: {:.4f} ms", p.to_string(), *state.cublas_ms());
         }
         const KernelUnderTest kernel{&compiled->binary, cand.shape, cand.requirements, cand.id()};
-        m = measurer.measure(kernel, p, req.preset.tune.abandon_factor * state.best_ms());
+        m = measurer.measure(kernel, p, {req.preset.tune.abandon_factor * state.best_ms(), kernel_timeout_ms(req, state)});
       }
       TrialRecord t = make_trial(context, cand, compiled->binary, p, m, state.cublas_ms());
       state.record(store, t);
@@ -153,10 +162,16 @@ TuneSummary run_tune(Store& store, const Compiler& compiler, Measurer& measurer,
         run_status = "failed";
         break;
       }
+      if (req.should_stop && req.should_stop()) break;
     }
     ++candidates_done;
     searcher->observe(compiled->index, recorded);
     if (progress) progress(done, total, status);
+    if (summary.stop_reason.empty() && req.should_stop && req.should_stop()) {
+      summary.interrupted = true;
+      summary.stop_reason = fmt::format("interrupted after {} candidates", candidates_done);
+      run_status = "interrupted";
+    }
     if (summary.stop_reason.empty() && req.time_limit_s && elapsed() > *req.time_limit_s)
       summary.stop_reason = fmt::format("--time-limit {} s reached after {} candidates", *req.time_limit_s, candidates_done);
     if (summary.stop_reason.empty()) {
@@ -171,13 +186,24 @@ TuneSummary run_tune(Store& store, const Compiler& compiler, Measurer& measurer,
   summary.compiled = cs.compiled;
   summary.compile_failures = cs.failed;
 
-  // Re-time the leaders of every problem that changed (or has no winner yet) and choose winners.
-  if (!measurer.context_lost()) {
+  // Re-time the leaders of every problem that changed, has no winner yet, or has a leader that was
+  // never re-timed (a run stopped by a signal or killed after measuring it), and choose winners.
+  // An interrupted run skips this: the user asked it to stop, and the rerun does it.
+  if (!measurer.context_lost() && !summary.interrupted) {
+    const int top = req.preset.tune.retime_top;
     for (ProblemState& state : states) {
-      if (!state.changed() && state.has_winners()) continue;
-      if (std::none_of(state.trials().begin(), state.trials().end(), passed)) continue;
-      retime_leaders(store, measurer, state, summary.run_id, req.preset.tune.retime_top);
+      const auto leads = leaders(state, top);
+      const bool all_retimed = std::all_of(leads.begin(), leads.end(), [](const TrialRecord* t) { return t->retime_median_ms.has_value(); });
+      if (!state.changed() && state.has_winners() && all_retimed) continue;
+      if (leads.empty()) continue;
+      retime_leaders(store, measurer, state, summary.run_id, top, kernel_timeout_ms(req, state));
       state.store_winners(store);
+      if (req.should_stop && req.should_stop()) {
+        summary.interrupted = true;
+        if (summary.stop_reason.empty()) summary.stop_reason = "interrupted while re-timing";
+        run_status = "interrupted";
+        break;
+      }
     }
   }
   for (const ProblemState& state : states) summary.problems.push_back(state.summary());
@@ -195,6 +221,7 @@ TuneSummary run_tune(Store& store, const Compiler& compiler, Measurer& measurer,
       summary.compiled += c.compiled;
       summary.compile_failures += c.compile_failures;
       if (!c.stop_reason.empty()) summary.stop_reason = "calibration: " + c.stop_reason;
+      summary.interrupted = summary.interrupted || c.interrupted;
       for (const auto& p : c.problems) trials.push_back(store.trials(device_id, p.problem));
     };
     TuneRequest calibration = req;

@@ -37,6 +37,11 @@ struct TuneRequest {
   /// Per candidate (empty: none): measure it also on problems where its family's `applies` is
   /// false (calibration's leaders, which the exported dispatch may run at any shape).
   std::vector<bool> ignore_applies;
+  /// The watchdog on one launch; unset: default_kernel_timeout_ms (tune/protocol.hpp).
+  std::optional<double> kernel_timeout_s;
+  /// Asked after every trial: true stops the run as soon as the trial in flight is recorded
+  /// (SIGINT, SIGTERM). Nothing is re-timed; a rerun re-times what this run left.
+  std::function<bool()> should_stop;
 };
 
 struct TuneSummary {
@@ -50,6 +55,7 @@ struct TuneSummary {
   double wall_seconds = 0;
   int64_t run_id = 0;
   std::string stop_reason;                 // empty when the whole space was searched
+  bool interrupted = false;                // should_stop said so
   std::vector<ProblemSummary> calibration; // the calibration shapes, when calibrating
   int64_t calibration_candidates = 0;
 };
@@ -61,9 +67,16 @@ using TuneProgress = std::function<void(int64_t done, int64_t total, const std::
 TuneSummary run_tune(Store& store, const Compiler& compiler, Measurer& measurer, const TuneRequest& request,
                      const TuneProgress& progress);
 
-/// The re-timing stage for one problem: its leaders (the preset's retime_top best medians, and the
-/// best one without input requirements) timed interleaved with cuBLAS; records their medians and
-/// the cuBLAS baseline of the same rounds.
-void retime_leaders(Store& store, Measurer& measurer, ProblemState& state, int64_t run_id, int retime_top);
+/// A problem's leaders: the retime_top best back-to-back medians, and the best trial without input
+/// requirements.
+std::vector<const TrialRecord*> leaders(const ProblemState& state, int retime_top);
+
+/// The re-timing stage for one problem: its leaders timed interleaved with cuBLAS; records their
+/// medians and the cuBLAS baseline of the same rounds.
+void retime_leaders(Store& store, Measurer& measurer, ProblemState& state, int64_t run_id, int retime_top,
+                    double kernel_timeout_ms);
+
+/// The watchdog on one launch for a problem: --kernel-timeout, else derived from cuBLAS's time.
+double kernel_timeout_ms(const TuneRequest& request, const ProblemState& state);
 
 }  // namespace cmt
