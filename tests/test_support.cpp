@@ -48,6 +48,37 @@ CommandResult run_command(const std::string& command_line) {
   return result;
 }
 
+SplitResult run_split(const TempDir& dir, const std::string& args, const std::string& out_to) {
+  const fs::path out_file = dir / "stdout.txt";
+  const std::string cmd = "cd '" + dir.path().string() + "' && CMTUNE_DB='" + (dir / "env.db").string() +
+                          "' XDG_CACHE_HOME='" + (dir / "cache").string() + "' " + cmtune_binary() + " " + args +
+                          " 2>&1 1>'" + (out_to.empty() ? out_file.string() : out_to) + "'";
+  SplitResult r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) throw std::runtime_error("popen failed: " + cmd);
+  std::array<char, 4096> buffer{};
+  size_t n = 0;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) r.err.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (out_to.empty()) {
+    r.out = read_file(out_file);
+    fs::remove(out_file);
+  }
+  return r;
+}
+
+std::string tuned_database(const fs::path& file, const std::string& device_uuid) {
+  Store store(file);
+  const int64_t run = store.begin_run(RunRecord{});
+  DeviceRecord d;
+  d.uuid = device_uuid;
+  d.name = "NVIDIA H100 80GB HBM3";
+  d.cc_major = 9;
+  d.sm_count = 132;
+  return add_synthetic_winner(store, run, store.upsert_device(d), "fast", {1024, 1024, 1024});
+}
+
 std::string cmtune_binary() { return CMTUNE_BINARY; }
 
 void write_file(const fs::path& file, const std::string& text) {

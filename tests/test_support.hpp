@@ -18,6 +18,9 @@ namespace cmt::test {
 /// includes one header), its sm_90 binary, one passing trial at p and that trial as p's winner.
 /// Returns the source's hash.
 std::string add_synthetic_winner(Store& store, int64_t run, int64_t device, const std::string& tmpl, const Problem& p);
+/// A new database at file holding one H100 device (that UUID) with add_synthetic_winner's
+/// template "fast" tuned at 1024^3, closed again. Returns the source's hash.
+std::string tuned_database(const std::filesystem::path& file, const std::string& device_uuid);
 
 /// The message of the UsageError thrown by f, or "<no UsageError thrown>" when none is (other
 /// exceptions propagate and fail the test).
@@ -52,6 +55,15 @@ struct CommandResult {
 
 /// Runs a shell command line, capturing its output.
 CommandResult run_command(const std::string& command_line);
+struct SplitResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+/// Runs cm-tune with args (shell syntax, redirections included) in dir, with $CMTUNE_DB and
+/// $XDG_CACHE_HOME pointing inside it so no default database outside is touched; stdout and
+/// stderr apart. out_to: a file stdout goes to instead (then `out` is empty).
+SplitResult run_split(const TempDir& dir, const std::string& args, const std::string& out_to = "");
 /// The cm-tune binary built alongside the tests.
 std::string cmtune_binary();
 /// Writes text to a file, creating parent folders.

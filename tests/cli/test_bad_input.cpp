@@ -18,30 +18,8 @@ namespace fs = std::filesystem;
 constexpr int k_usage = 2;      // UsageError and every parse error
 constexpr int k_no_device = 3;  // NoDeviceError
 
-struct Split {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-/// Runs cm-tune with args (shell syntax) in a temporary folder, with $CMTUNE_DB and
-/// $XDG_CACHE_HOME pointing into it, keeping stdout and stderr apart.
-Split run_split(const test::TempDir& dir, const std::string& args) {
-  const fs::path out_file = dir / "stdout.txt";
-  const std::string cmd = "cd '" + dir.path().string() + "' && CMTUNE_DB='" + (dir / "env.db").string() +
-                          "' XDG_CACHE_HOME='" + (dir / "cache").string() + "' " + test::cmtune_binary() + " " + args +
-                          " 2>&1 1>'" + out_file.string() + "'";
-  Split r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) throw std::runtime_error("popen failed: " + cmd);
-  std::array<char, 4096> buffer{};
-  size_t n = 0;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) r.err.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = test::read_file(out_file);
-  fs::remove(out_file);
-  return r;
-}
+using Split = test::SplitResult;
+using test::run_split;
 
 /// What the temporary folder holds (besides stdout.txt, already removed).
 std::vector<std::string> contents(const test::TempDir& dir) {

@@ -26,33 +26,8 @@ constexpr int k_no_device = 3;  // NoDeviceError
 
 const fs::path k_fixture_templates = fs::path(CMTUNE_TEST_FIXTURES) / "templates";
 
-struct Split {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-/// Runs cm-tune with args (shell syntax, redirections included) in dir, with $CMTUNE_DB and
-/// $XDG_CACHE_HOME pointing into it, keeping stdout and stderr apart. `out_to` replaces the file
-/// stdout goes to (then `out` is empty).
-Split run_split(const test::TempDir& dir, const std::string& args, const std::string& out_to = "") {
-  const fs::path out_file = dir / "stdout.txt";
-  const std::string cmd = "cd '" + dir.path().string() + "' && CMTUNE_DB='" + (dir / "env.db").string() +
-                          "' XDG_CACHE_HOME='" + (dir / "cache").string() + "' " + test::cmtune_binary() + " " + args +
-                          " 2>&1 1>'" + (out_to.empty() ? out_file.string() : out_to) + "'";
-  Split r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) throw std::runtime_error("popen failed: " + cmd);
-  std::array<char, 4096> buffer{};
-  size_t n = 0;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) r.err.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (out_to.empty()) {
-    r.out = test::read_file(out_file);
-    fs::remove(out_file);
-  }
-  return r;
-}
+using Split = test::SplitResult;
+using test::run_split;
 
 /// The folder's entries, sorted, by name.
 std::vector<std::string> entries(const fs::path& folder) {

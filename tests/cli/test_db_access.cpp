@@ -31,16 +31,7 @@ constexpr int k_usage = 2;
 constexpr uid_t k_nobody = 65534;
 
 /// A tuned database (one device, one synthetic winner), closed again.
-void build_database(const fs::path& file) {
-  Store store(file);
-  const int64_t run = store.begin_run(RunRecord{});
-  DeviceRecord d;
-  d.uuid = "GPU-db-access";
-  d.name = "NVIDIA H100 80GB HBM3";
-  d.cc_major = 9;
-  d.sm_count = 132;
-  test::add_synthetic_winner(store, run, store.upsert_device(d), "fast", {1024, 1024, 1024});
-}
+void build_database(const fs::path& file) { test::tuned_database(file, "GPU-db-access"); }
 
 /// Makes a database of the latest schema look as one written before migration 2.
 void downgrade_to_version_1(const fs::path& file) {

@@ -24,15 +24,8 @@ constexpr int64_t k_cubin_bytes = 1024 * 1024;
 /// A tuned database: one synthetic winner with a 1 MiB cubin, and a binary no winner uses (also
 /// 1 MiB) with its trial. Returns the winner's source hash.
 std::string build_database(const fs::path& file) {
+  const std::string source = test::tuned_database(file, "GPU-db-command");
   Store store(file);
-  const int64_t run = store.begin_run(RunRecord{});
-  DeviceRecord d;
-  d.uuid = "GPU-db-command";
-  d.name = "NVIDIA H100 80GB HBM3";
-  d.cc_major = 9;
-  d.sm_count = 132;
-  const int64_t device = store.upsert_device(d);
-  const std::string source = test::add_synthetic_winner(store, run, device, "fast", {1024, 1024, 1024});
   store.db().prepare("UPDATE binaries SET cubin = zeroblob(?)").bind(1, k_cubin_bytes).run();
   BinaryRecord b = *store.find_binary(hash_hex("binary-fast"));
   b.key = "unused";

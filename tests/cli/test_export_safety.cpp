@@ -25,15 +25,7 @@ const std::string k_header_start = "// SGEMM kernels tuned by cm-tune";
 /// A database with one tuned problem of one synthetic kernel, stored as the tuner stores it; the
 /// hash of that kernel's source.
 std::string build_database(const fs::path& file) {
-  Store store(file);
-  const int64_t run = store.begin_run(RunRecord{});
-  DeviceRecord d;
-  d.uuid = "GPU-export-safety";
-  d.name = "NVIDIA H100 80GB HBM3";
-  d.cc_major = 9;
-  d.sm_count = 132;
-  const int64_t device = store.upsert_device(d);
-  return test::add_synthetic_winner(store, run, device, "fast", {1024, 1024, 1024});
+  return test::tuned_database(file, "GPU-export-safety");
 }
 
 /// The folder's entries, sorted: what an export left behind (temporary files included).

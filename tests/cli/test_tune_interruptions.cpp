@@ -246,6 +246,12 @@ TEST_F(TuneInterruptions, TwoTunesOfDifferentSizesIntoOneDatabaseBothSucceed) {
   EXPECT_EQ(trial_set(db), clean);
 }
 
+TEST_F(TuneInterruptions, MeasureWorkerByHandIsOneLine) {
+  const auto r = test::run_command(test::cmtune_binary() + " measure-worker 2>&1 3<&- 4<&-");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.output.rfind("cm-tune: error: measure-worker is the measuring process that tune starts", 0), 0u) << r.output;
+}
+
 TEST_F(TuneInterruptions, NoDeviceFromTheWorkerIsOneLineExit3) {
   const std::string db = (m_dir / "none.db").string();
   std::vector<std::string> a = args(db);

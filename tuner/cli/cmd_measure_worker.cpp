@@ -1,10 +1,12 @@
 // cm-tune measure-worker: the measuring process tune starts (tune/worker_measurer.hpp). Hidden
 // from --help: it speaks the worker protocol on descriptors 3 and 4, not to a person.
 #include <csignal>
+#include <fcntl.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 #include "cli/app.hpp"
+#include "core/error.hpp"
 #include "cuda/device.hpp"
 #include "measure/gpu_measurer.hpp"
 #include "tune/worker_loop.hpp"
@@ -14,6 +16,9 @@ namespace cmt::cli {
 namespace {
 
 int run_measure_worker() {
+  if (::fcntl(3, F_GETFD) < 0 || ::fcntl(4, F_GETFD) < 0)
+    throw UsageError("measure-worker is the measuring process that tune starts, with its pipes on descriptors 3 "
+                     "and 4; it is not run by hand");
   // Ctrl-C reaches the whole process group: the tuner decides when to stop, and this process
   // finishes the request in flight. It dies with the tuner, and ends when its input closes.
   std::signal(SIGINT, SIG_IGN);
