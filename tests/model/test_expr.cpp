@@ -64,7 +64,9 @@ TEST(ExprEval, DivisionTruncatesLikeC) {
   EXPECT_EQ(eval_const("-7 % 2"), -1);
   EXPECT_EQ(eval_const("7 % -2"), 1);
   EXPECT_EQ(eval_const("-9223372036854775807 - 1"), std::numeric_limits<int64_t>::min());
-  EXPECT_EQ(eval_const("(-9223372036854775807 - 1) / -1"), std::numeric_limits<int64_t>::min());  // wraps, no trap
+  // The one quotient outside int64 is an error, as every overflow is (it used to wrap).
+  EXPECT_NE(test::usage_error([] { (void)eval_const("(-9223372036854775807 - 1) / -1"); }).find("overflows"),
+            std::string::npos);
   EXPECT_EQ(eval_const("(-9223372036854775807 - 1) % -1"), 0);
 }
 

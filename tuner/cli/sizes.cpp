@@ -15,8 +15,46 @@ namespace cmt {
 
 namespace {
 
+/// The text with control characters written as escapes, so that a message quoting it stays one line.
+std::string printable(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u != 0x7f) {
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else {
+      out += fmt::format("\\x{:02x}", u);
+    }
+  }
+  return out;
+}
+
 [[noreturn]] void bad(std::string_view token, std::string_view why) {
-  throw UsageError(fmt::format("bad size '{}' in --sizes: {}", token, why));
+  throw UsageError(fmt::format("bad size '{}' in --sizes: {}", printable(token), printable(why)));
+}
+
+/// The longest line a sizes file may have. Lines are read whole, so without a bound a file with no
+/// line break (@/dev/zero, a binary named by mistake) was read into memory until it ran out.
+constexpr size_t k_max_line = 4096;
+
+/// Reads one line, without its '\n', into `line`; false at the end of the file.
+bool read_line(std::istream& in, std::string& line, const std::string& path, int number) {
+  line.clear();
+  char c = 0;
+  while (in.get(c)) {
+    if (c == '\n') return true;
+    if (line.size() == k_max_line)
+      throw UsageError(fmt::format("{}:{}: the line is longer than {} characters (is it a sizes file?)", printable(path),
+                                   number, k_max_line));
+    line += c;
+  }
+  return !line.empty();
 }
 
 int64_t parse_dim(std::string_view text, std::string_view token, std::string_view what = "sizes") {
@@ -40,30 +78,34 @@ std::string_view trim(std::string_view s) {
 
 std::vector<Problem> read_sizes_file(const std::string& path) {
   if (path.empty()) throw UsageError("--sizes @FILE: no file named after '@'");
+  const std::string shown = printable(path);
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw UsageError(fmt::format("--sizes @{}: is a directory, not a file", path));
+  if (std::filesystem::is_directory(path, ec)) throw UsageError(fmt::format("--sizes @{}: is a directory, not a file", shown));
   std::ifstream in(path);
-  if (!in) throw UsageError(fmt::format("--sizes @{}: cannot read it: {}", path, std::strerror(errno)));
+  if (!in) throw UsageError(fmt::format("--sizes @{}: cannot read it: {}", shown, std::strerror(errno)));
   std::vector<Problem> out;
   std::string line;
   int number = 0;
-  while (std::getline(in, line)) {
+  while (read_line(in, line, path, number + 1)) {
     ++number;
     std::string_view item = line;
     if (const size_t hash = item.find('#'); hash != std::string_view::npos) item = item.substr(0, hash);
     while (!item.empty() && (item.back() == '\r' || item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
     item = trim(item);
     if (item.empty()) continue;
-    if (item.front() == '@') throw UsageError(fmt::format("{}:{}: a sizes file may not name another (@)", path, number));
+    // Anywhere in the line, not only first: "1,@self" named the file itself and recursed until the
+    // stack overflowed.
+    if (item.find('@') != std::string_view::npos)
+      throw UsageError(fmt::format("{}:{}: a sizes file may not name another (@)", shown, number));
     try {
       for (const Problem& p : parse_sizes(item))
         if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
     } catch (const UsageError& e) {
-      throw UsageError(fmt::format("{}:{}: {}", path, number, e.what()));
+      throw UsageError(fmt::format("{}:{}: {}", shown, number, e.what()));
     }
   }
-  if (in.bad()) throw UsageError(fmt::format("--sizes @{}: read error", path));
-  if (out.empty()) throw UsageError(fmt::format("--sizes @{}: holds no sizes (only comments or blank lines)", path));
+  if (in.bad()) throw UsageError(fmt::format("--sizes @{}: read error", shown));
+  if (out.empty()) throw UsageError(fmt::format("--sizes @{}: holds no sizes (only comments or blank lines)", shown));
   return out;
 }
 

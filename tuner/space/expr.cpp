@@ -28,10 +28,31 @@ const FunctionSpec* find_function(std::string_view name) {
   return nullptr;
 }
 
-// Wrapping arithmetic: int64 overflow is undefined in C++, so go through uint64.
-int64_t wrap_add(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)); }
-int64_t wrap_sub(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b)); }
-int64_t wrap_mul(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)); }
+/// Parentheses, unary operators and operator chains nested deeper than this are refused. The
+/// parser, the evaluator and the tree's destructor all recurse once per level, so without a bound
+/// a long enough expression ("((((...", "----...1", "1+1+...+1") overflowed the stack.
+/// Descriptors nest a handful of levels.
+constexpr size_t k_max_depth = 200;
+
+/// The text with control characters written as escapes, so that a message quoting it stays one line.
+std::string printable(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u != 0x7f) {
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else {
+      out += fmt::format("\\x{:02x}", u);
+    }
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -42,6 +63,7 @@ struct Expr::Node {
   std::string name;                              // identifier or function name
   std::vector<std::shared_ptr<const Node>> args; // operands or call arguments
   size_t column = 1;                             // 1-based, for error messages
+  size_t depth = 1;                              // levels of the tree below and including this node
 };
 
 namespace {
@@ -65,7 +87,20 @@ class Parser {
 
  private:
   [[noreturn]] void fail(size_t pos, const std::string& message) const {
-    throw UsageError(fmt::format("bad expression '{}' at column {}: {}", m_text, pos + 1, message));
+    throw UsageError(fmt::format("bad expression '{}' at column {}: {}", printable(m_text), pos + 1, printable(message)));
+  }
+
+  [[noreturn]] void too_deep(size_t pos) const {
+    fail(pos, fmt::format("nested more than {} levels deep (parentheses, unary operators, or a chain of binary "
+                          "operators, which nest left to right)", k_max_depth));
+  }
+
+  /// Sets a new node's depth from its operands', refusing a tree deeper than k_max_depth.
+  void set_depth(Expr::Node& node) const {
+    size_t below = 0;
+    for (const auto& arg : node.args) below = std::max(below, arg->depth);
+    node.depth = below + 1;
+    if (node.depth > k_max_depth) too_deep(node.column - 1);
   }
 
   void skip_space() {
@@ -104,12 +139,13 @@ class Parser {
     return std::string(m_text.substr(pos, end - pos));
   }
 
-  static NodePtr make_binary(Op op, NodePtr lhs, NodePtr rhs, size_t pos) {
+  NodePtr make_binary(Op op, NodePtr lhs, NodePtr rhs, size_t pos) const {
     auto node = std::make_shared<Expr::Node>();
     node->kind = Kind::binary;
     node->op = op;
     node->column = pos + 1;
     node->args = {std::move(lhs), std::move(rhs)};
+    set_depth(*node);
     return node;
   }
 
@@ -174,6 +210,12 @@ class Parser {
 
   NodePtr parse_unary() {
     const size_t at = (skip_space(), m_pos);
+    // Every level of recursion (a parenthesis, a call's arguments, a unary operator) passes here.
+    if (++m_nesting > k_max_depth) too_deep(at);
+    struct Leave {
+      size_t& nesting;
+      ~Leave() { --nesting; }
+    } leave{m_nesting};
     Op op;
     if (accept("-")) {
       op = Op::neg;
@@ -187,6 +229,7 @@ class Parser {
     node->op = op;
     node->column = at + 1;
     node->args = {parse_unary()};
+    set_depth(*node);
     return node;
   }
 
@@ -230,6 +273,7 @@ class Parser {
         if (node->args.size() != spec->arity)
           fail(at, fmt::format("{} takes {} argument{}, got {}", spec->name, spec->arity, spec->arity == 1 ? "" : "s",
                                node->args.size()));
+        set_depth(*node);
         return node;
       }
       node->kind = Kind::ident;
@@ -249,6 +293,7 @@ class Parser {
 
   std::string_view m_text;
   size_t m_pos = 0;
+  size_t m_nesting = 0;   // parse_unary calls in progress
 };
 
 /// Evaluates a tree; errors name the whole expression and the column of the failing part.
@@ -267,7 +312,7 @@ class Evaluator {
       }
       case Kind::unary: {
         const int64_t v = eval(*node.args[0]);
-        return node.op == Op::neg ? wrap_sub(0, v) : static_cast<int64_t>(v == 0);
+        return node.op == Op::neg ? sub(node, 0, v) : static_cast<int64_t>(v == 0);
       }
       case Kind::binary:
         return eval_binary(node);
@@ -279,13 +324,36 @@ class Evaluator {
 
  private:
   [[noreturn]] void fail(const Expr::Node& node, const std::string& message) const {
-    throw UsageError(fmt::format("expression '{}' at column {}: {}", m_text, node.column, message));
+    throw UsageError(fmt::format("expression '{}' at column {}: {}", printable(m_text), node.column, printable(message)));
+  }
+
+  // A result outside int64 is an error, not a wrapped value: wrapped, a product of large
+  // parameters could come out small and pass a constraint such as "BM*BN*BK*4 <= limit". (And
+  // signed overflow in C++ itself is undefined behaviour.)
+  [[noreturn]] void overflow(const Expr::Node& node, int64_t a, std::string_view op, int64_t b) const {
+    fail(node, fmt::format("{} {} {} overflows a 64-bit integer", a, op, b));
+  }
+
+  int64_t add(const Expr::Node& node, int64_t a, int64_t b) const {
+    int64_t r = 0;
+    if (__builtin_add_overflow(a, b, &r)) overflow(node, a, "+", b);
+    return r;
+  }
+  int64_t sub(const Expr::Node& node, int64_t a, int64_t b) const {
+    int64_t r = 0;
+    if (__builtin_sub_overflow(a, b, &r)) overflow(node, a, "-", b);
+    return r;
+  }
+  int64_t mul(const Expr::Node& node, int64_t a, int64_t b) const {
+    int64_t r = 0;
+    if (__builtin_mul_overflow(a, b, &r)) overflow(node, a, "*", b);
+    return r;
   }
 
   int64_t divide(const Expr::Node& node, int64_t a, int64_t b, bool modulo) const {
     if (b == 0) fail(node, modulo ? "modulo by zero" : "division by zero");
-    // INT64_MIN / -1 overflows (and traps on x86); wrap like the other operators.
-    if (b == -1) return modulo ? 0 : wrap_sub(0, a);
+    // INT64_MIN / -1 does not fit (and traps on x86); INT64_MIN % -1 is 0, but C++ leaves it undefined.
+    if (b == -1) return modulo ? 0 : sub(node, 0, a);
     return modulo ? a % b : a / b;
   }
 
@@ -296,11 +364,11 @@ class Evaluator {
     if (node.op == Op::logical_or) return a != 0 || eval(*node.args[1]) != 0;
     const int64_t b = eval(*node.args[1]);
     switch (node.op) {
-      case Op::mul: return wrap_mul(a, b);
+      case Op::mul: return mul(node, a, b);
       case Op::div: return divide(node, a, b, false);
       case Op::mod: return divide(node, a, b, true);
-      case Op::add: return wrap_add(a, b);
-      case Op::sub: return wrap_sub(a, b);
+      case Op::add: return add(node, a, b);
+      case Op::sub: return sub(node, a, b);
       case Op::lt: return a < b;
       case Op::le: return a <= b;
       case Op::gt: return a > b;
@@ -321,7 +389,7 @@ class Evaluator {
     if (b == 0) fail(node, "division by zero in ceil_div");
     const int64_t q = divide(node, a, b, false);
     const bool inexact = b != -1 && a % b != 0;
-    return inexact && ((a < 0) == (b < 0)) ? q + 1 : q;
+    return inexact && ((a < 0) == (b < 0)) ? q + 1 : q;   // |q| <= 2^62 here, so q + 1 fits
   }
 
   const std::string& m_text;

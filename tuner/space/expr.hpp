@@ -32,7 +32,8 @@ class Expr {
   /// Parses text; throws UsageError("... at column C: message").
   static Expr parse(std::string_view text);
 
-  /// Evaluates; throws UsageError on an unknown identifier or division by zero.
+  /// Evaluates; throws UsageError on an unknown identifier, division by zero, or a result outside
+  /// int64 (naming the operator and its operands).
   int64_t eval(const ExprLookup& lookup) const;
   /// Evaluates with identifiers taken from parameter values.
   int64_t eval(const ParamValues& values) const;

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <fmt/format.h>
+#include <map>
 #include <toml++/toml.h>
 
 #include "core/error.hpp"
@@ -29,6 +30,8 @@ constexpr std::string_view k_param_keys[] = {"name", "values", "help"};
 constexpr std::string_view k_launch_keys[] = {"threads", "tile_m", "tile_n", "dynamic_smem", "grid_z"};
 constexpr std::string_view k_requires_keys[] = {"align_bytes", "ld_multiple"};
 constexpr std::string_view k_constraint_keys[] = {"check", "reason"};
+/// The longest chain of derived values naming each other (read_derived says why there is one).
+constexpr size_t k_max_derived_chain = 64;
 
 bool is_identifier(std::string_view s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
@@ -39,6 +42,16 @@ std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
   return out;
+}
+
+/// Whether `file` is a regular file; `error` gets the system's reason when it cannot tell (a name
+/// too long, a loop of links, no permission). The throwing std::filesystem calls let a
+/// filesystem_error out of the loader there instead of a UsageError naming the file.
+bool is_regular(const fs::path& file, std::string& error) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(file, ec);
+  if (status.type() == fs::file_type::none) error = ec.message();
+  return fs::is_regular_file(status);
 }
 
 std::string path_of(std::string_view table_key, std::string_view key) {
@@ -95,9 +108,12 @@ class DescriptorFileReader : public detail::TomlFileReader {
     m_desc.ld_multiple = expression(*req, "requires", "ld_multiple", "1");
 
     m_desc.source_path = m_file.parent_path() / (stem + ".cuh");
-    if (!fs::is_regular_file(m_desc.source_path))
-      throw UsageError(fmt::format("{}: the kernel source '{}' is missing (it must sit beside the descriptor)", m_display,
-                                   m_desc.source_path.string()));
+    std::string error;
+    if (!is_regular(m_desc.source_path, error))
+      throw UsageError(error.empty() ? fmt::format("{}: the kernel source '{}' is missing (it must sit beside the descriptor)",
+                                                   m_display, m_desc.source_path.string())
+                                     : fmt::format("{}: cannot read the kernel source '{}': {}", m_display,
+                                                   m_desc.source_path.string(), error));
   }
 
   /// A fragment: [[constraint]] tables only, over the names of the including descriptor.
@@ -233,6 +249,7 @@ class DescriptorFileReader : public detail::TomlFileReader {
   void read_derived(const toml::table& root) {
     const toml::node* node = root.get("derived");
     if (!node) return;
+    std::map<std::string, size_t> chains;   // each derived value: the longest chain of them it ends
     const toml::table* table = node->as_table();
     if (!table) fail(line_of(*node), "derived", "must be a table of NAME = \"expression\"");
     for (const auto& [key, value] : in_file_order(*table)) {
@@ -242,7 +259,18 @@ class DescriptorFileReader : public detail::TomlFileReader {
       if (!is_identifier(name)) fail(line, key_path, fmt::format("'{}' is not an identifier", name));
       if (is_target_name(name)) fail(line, key_path, fmt::format("'{}': names starting with DEVICE_ are the target's", name));
       if (known_name(name)) fail(line, key_path, fmt::format("'{}' is already a parameter or derived value", name));
-      m_desc.derived.push_back({name, parse_expression(*value, key_path)});
+      Expr expr = parse_expression(*value, key_path);
+      // A derived value is evaluated inside the evaluation of the one that names it, so a long chain
+      // of them nests as deep as it is long: 20000 overflowed the stack. Descriptors chain two or three.
+      size_t chain = 1;
+      for (const std::string& ident : expr.identifiers())
+        if (const auto it = chains.find(ident); it != chains.end()) chain = std::max(chain, it->second + 1);
+      if (chain > k_max_derived_chain)
+        fail(line, key_path,
+             fmt::format("'{}' ends a chain of more than {} derived values, each naming the one before", name,
+                         k_max_derived_chain));
+      chains[name] = chain;
+      m_desc.derived.push_back({name, std::move(expr)});
     }
   }
 
@@ -261,8 +289,11 @@ class DescriptorFileReader : public detail::TomlFileReader {
           std::any_of(relative.begin(), relative.end(), [](const fs::path& part) { return part == ".."; }))
         fail(line_of(item), key, fmt::format("'{}' must be a path inside the templates folder", relative.string()));
       const fs::path fragment = m_file.parent_path() / relative;
-      if (!fs::is_regular_file(fragment))
-        fail(line_of(item), key, fmt::format("no such file '{}'", fragment.string()));
+      std::string error;
+      if (!is_regular(fragment, error))
+        fail(line_of(item), key,
+             error.empty() ? fmt::format("no such file '{}'", fragment.string())
+                           : fmt::format("cannot read '{}': {}", fragment.string(), error));
       if (std::find(m_desc.includes.begin(), m_desc.includes.end(), fragment) != m_desc.includes.end())
         fail(line_of(item), key, fmt::format("'{}' is included twice", relative.string()));
       m_desc.includes.push_back(fragment);
@@ -364,10 +395,17 @@ TemplateDesc load_template(const fs::path& descriptor) {
 std::vector<TemplateDesc> load_templates(const std::vector<fs::path>& folders) {
   std::vector<TemplateDesc> out;
   for (const fs::path& folder : folders) {
-    if (!fs::is_directory(folder)) throw UsageError(fmt::format("templates folder '{}' does not exist", folder.string()));
+    // The error_code overloads throughout: the throwing ones let a filesystem_error out for a name
+    // too long or a folder that cannot be listed.
+    std::error_code ec;
+    if (!fs::is_directory(folder, ec)) throw UsageError(fmt::format("templates folder '{}' does not exist", folder.string()));
     std::vector<fs::path> files;
-    for (const auto& entry : fs::directory_iterator(folder))
-      if (entry.is_regular_file() && entry.path().extension() == ".toml") files.push_back(entry.path());
+    fs::directory_iterator it(folder, ec);
+    for (const fs::directory_iterator end; !ec && it != end; it.increment(ec)) {
+      std::error_code file_ec;
+      if (it->is_regular_file(file_ec) && it->path().extension() == ".toml") files.push_back(it->path());
+    }
+    if (ec) throw UsageError(fmt::format("templates folder '{}': cannot list it: {}", folder.string(), ec.message()));
     std::sort(files.begin(), files.end());
     for (const fs::path& file : files) out.push_back(load_template(file));
   }
