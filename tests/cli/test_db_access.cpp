@@ -57,7 +57,7 @@ void expect_line(const test::CommandResult& r, const std::string& line) {
 
 /// Runs a shell command as a user who may not write what root created: nobody when the tests run as
 /// root (root writes any file whatever its mode), else this user. nullopt when root cannot become
-/// nobody here.
+/// nobody here, or nobody cannot run the binary (a folder above the build is private to root).
 std::optional<test::CommandResult> run_unprivileged(const std::string& command) {
   int out[2];
   if (::pipe(out) != 0) throw std::runtime_error("pipe failed");
@@ -69,6 +69,7 @@ std::optional<test::CommandResult> run_unprivileged(const std::string& command) 
     ::dup2(out[1], 2);
     if (::geteuid() == 0 && (::setgroups(0, nullptr) != 0 || ::setgid(k_nobody) != 0 || ::setuid(k_nobody) != 0))
       ::_exit(125);
+    if (::access(test::cmtune_binary().c_str(), X_OK) != 0) ::_exit(125);
     ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
@@ -87,7 +88,7 @@ std::optional<test::CommandResult> run_unprivileged(const std::string& command) 
 
 #define RUN_UNPRIVILEGED(result, command)                                                \
   const auto result##_maybe = run_unprivileged(command);                                 \
-  if (!result##_maybe) GTEST_SKIP() << "cannot run a command as an unprivileged user";   \
+  if (!result##_maybe) GTEST_SKIP() << "cannot run cm-tune as an unprivileged user here";  \
   const test::CommandResult& result = *result##_maybe
 
 /// Every command that only reads, on `db`; the header goes to out_dir.

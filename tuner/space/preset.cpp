@@ -187,7 +187,7 @@ fs::path resolve_preset(const std::string& name_or_path) {
   }
   const fs::path dir = default_configs_dir();
   const fs::path file = dir / (name_or_path + ".toml");
-  if (fs::is_regular_file(file)) return file;
+  if (fs::is_regular_file(file, ec)) return file;
   if (fs::is_directory(name_or_path, ec)) throw folder();   // --config configs
   // Say which presets do exist, so a typo is easy to fix.
   std::vector<std::string> known;
