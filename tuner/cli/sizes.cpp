@@ -15,26 +15,6 @@ namespace cmt {
 
 namespace {
 
-/// The text with control characters written as escapes, so that a message quoting it stays one line.
-std::string printable(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u != 0x7f) {
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else {
-      out += fmt::format("\\x{:02x}", u);
-    }
-  }
-  return out;
-}
-
 [[noreturn]] void bad(std::string_view token, std::string_view why) {
   throw UsageError(fmt::format("bad size '{}' in --sizes: {}", printable(token), printable(why)));
 }

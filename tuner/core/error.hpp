@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace cmt {
 
@@ -33,5 +34,9 @@ class NoDeviceError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+/// The text with control characters written as escapes (\n, \x07), so that a message quoting user
+/// input stays one line.
+std::string printable(std::string_view text);
 
 }  // namespace cmt

@@ -34,26 +34,6 @@ const FunctionSpec* find_function(std::string_view name) {
 /// Descriptors nest a handful of levels.
 constexpr size_t k_max_depth = 200;
 
-/// The text with control characters written as escapes, so that a message quoting it stays one line.
-std::string printable(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u != 0x7f) {
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else {
-      out += fmt::format("\\x{:02x}", u);
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 struct Expr::Node {

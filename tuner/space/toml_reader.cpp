@@ -41,31 +41,6 @@ TOML_IMPL_NAMESPACE_END;
 
 namespace cmt::detail {
 
-namespace {
-
-/// The text with control characters written as escapes. Keys and strings in TOML may hold any
-/// character ("a\nb" is a valid quoted key), and a message quoting them must stay one line.
-std::string printable(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u != 0x7f) {
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else {
-      out += fmt::format("\\x{:02x}", u);
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 int line_of(const toml::node& node) { return static_cast<int>(node.source().begin.line); }
 
 std::vector<std::pair<const toml::key*, const toml::node*>> in_file_order(const toml::table& table) {
