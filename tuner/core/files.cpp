@@ -42,8 +42,16 @@ class Descriptor {
   int m_fd;
 };
 
-/// Writes all of text: 0, or the errno of the write that failed. Plain write(2), because a failed
-/// iostream write sets no errno, and a message built from it read "Success".
+/// Why `file` could not be written, from the errno of the call that failed.
+std::string write_failure(const fs::path& file, int err) {
+  std::error_code ec;
+  if (err == ENOENT && file.has_parent_path() && !fs::exists(file.parent_path(), ec))
+    return fmt::format("folder {} does not exist", file.parent_path().string());
+  return reason(err);
+}
+
+}  // namespace
+
 int write_all(int fd, std::string_view text) {
   while (!text.empty()) {
     const ssize_t n = ::write(fd, text.data(), text.size());
@@ -55,16 +63,6 @@ int write_all(int fd, std::string_view text) {
   }
   return 0;
 }
-
-/// Why `file` could not be written, from the errno of the call that failed.
-std::string write_failure(const fs::path& file, int err) {
-  std::error_code ec;
-  if (err == ENOENT && file.has_parent_path() && !fs::exists(file.parent_path(), ec))
-    return fmt::format("folder {} does not exist", file.parent_path().string());
-  return reason(err);
-}
-
-}  // namespace
 
 std::string read_text_file(const fs::path& file, const std::string& what) {
   const auto fail = [&](int err) { return UsageError(fmt::format("cannot read {} '{}': {}", what, file.string(), reason(err))); };

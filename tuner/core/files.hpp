@@ -4,12 +4,17 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 namespace cmt {
 
 /// The file's bytes; UsageError "cannot read WHAT 'FILE': REASON" when it cannot be read (REASON
 /// from the system: "Permission denied", "Is a directory").
 std::string read_text_file(const std::filesystem::path& file, const std::string& what);
+
+/// Writes all of text to fd, retrying after EINTR: 0, or the errno of the write that failed. Plain
+/// write(2), because a failed iostream write sets no errno, and a message built from it read "Success".
+int write_all(int fd, std::string_view text);
 
 /// Whether the file starts with SQLite's 16-byte magic "SQLite format 3\0" (false when unreadable).
 bool is_sqlite_file(const std::filesystem::path& file);

@@ -39,16 +39,7 @@ class LogFileSink final : public spdlog::sinks::base_sink<std::mutex> {
     if (m_failed) return;
     spdlog::memory_buf_t line;
     formatter_->format(msg, line);
-    std::string_view rest(line.data(), line.size());
-    while (!rest.empty()) {
-      const ssize_t n = ::write(m_fd, rest.data(), rest.size());
-      if (n > 0) {
-        rest.remove_prefix(static_cast<size_t>(n));
-      } else if (n == 0 || errno != EINTR) {
-        fail(n == 0 ? EIO : errno);
-        return;
-      }
-    }
+    if (const int err = write_all(m_fd, std::string_view(line.data(), line.size()))) fail(err);
   }
   void flush_() override {}   // nothing is buffered
 

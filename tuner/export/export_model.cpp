@@ -99,13 +99,12 @@ class KernelCollector {
     s.template_name = source->template_name;
     s.main_name = source->main_name;
     for (const auto& h : source->headers) s.header_names.push_back(h.first);
-    const SourceBundle bundle{source->main_name, source->main_text, source->headers};
-    // Sources are stored under their hash, so one edited in the file (SQLite still finds it sound)
-    // would be pasted into the header silently. Not flattened: its text may not even parse.
-    if (source_bundle_hash(bundle) != hash)
+    // Sources are stored under their hash, so one edited in the file would be pasted into the
+    // header silently. Not flattened: its text may not even parse.
+    if (!Store::matches_its_hash(*source))
       m_mismatched.insert(hash);
     else
-      s.text = flatten_source(bundle);
+      s.text = flatten_source(SourceBundle{source->main_name, source->main_text, source->headers});
     m_sources.emplace(hash, std::move(s));
   }
 

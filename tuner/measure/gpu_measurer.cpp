@@ -19,6 +19,13 @@ GemmLauncher kernel_launch(const LoadedKernel& kernel, const LaunchShape& shape,
   return [&kernel, shape, stream](const GemmArgs& args) { return kernel.launch(shape, args, stream); };
 }
 
+/// What a failed launch or wait records: a launch still running is a timeout, a sticky error
+/// crashed the context, anything else is the launch's own error.
+Outcome failure_outcome(cudaError_t status) {
+  if (status == cudaErrorTimeout) return Outcome::timeout;
+  return is_sticky_error(status) ? Outcome::crashed : Outcome::launch_error;
+}
+
 RetimeResult retime_result(const TimingResult& r) {
   RetimeResult out;
   out.ok = r.status == cudaSuccess;
@@ -183,9 +190,7 @@ Measurement GpuMeasurer::measure(const KernelUnderTest& k, const Problem& proble
   m.max_abs_error = v.max_abs_error;
   m.max_error_ratio = v.max_error_ratio;
   if (v.status != cudaSuccess) {
-    m.outcome = v.status == cudaErrorTimeout ? Outcome::timeout
-                : is_sticky_error(v.status)  ? Outcome::crashed
-                                             : Outcome::launch_error;
+    m.outcome = failure_outcome(v.status);
     m.reason = v.reason;
     note_failure(v.status);
     return m;
@@ -200,16 +205,12 @@ Measurement GpuMeasurer::measure(const KernelUnderTest& k, const Problem& proble
   const double abandon_above_ms = limits.abandon_above_ms;
   const TimingResult r = m_timer->time([&launch, args] { return launch(args); }, sampling_plan(limits.kernel_timeout_ms),
                                        abandon_above_ms);
-  if (r.status == cudaErrorTimeout) {
-    m.outcome = Outcome::timeout;
-    m.reason = fmt::format("still running after {:.0f} ms, the kernel timeout, while timing", limits.kernel_timeout_ms);
-    note_failure(r.status);
-    return m;
-  }
   if (r.status != cudaSuccess) {
     cudaGetLastError();
-    m.outcome = is_sticky_error(r.status) ? Outcome::crashed : Outcome::launch_error;
-    m.reason = fmt::format("failed while timing: {}", cudaGetErrorString(r.status));
+    m.outcome = failure_outcome(r.status);
+    m.reason = r.status == cudaErrorTimeout
+                   ? fmt::format("still running after {:.0f} ms, the kernel timeout, while timing", limits.kernel_timeout_ms)
+                   : fmt::format("failed while timing: {}", cudaGetErrorString(r.status));
     note_failure(r.status);
     return m;
   }

@@ -6,7 +6,6 @@
 #include <system_error>
 
 #include "core/error.hpp"
-#include "core/source_bundle.hpp"
 #include "store/lock_holder.hpp"
 
 namespace fs = std::filesystem;
@@ -131,9 +130,8 @@ CheckResult check_sources(Store& store) {
     ++sources;
     const std::string hash = s.column_text(0);
     const auto source = store.find_source(hash);
-    const SourceBundle bundle{source->main_name, source->main_text, source->headers};
     // export refuses such a source too: it would paste a text other than the one measured.
-    if (source_bundle_hash(bundle) != hash)
+    if (!Store::matches_its_hash(*source))
       problems.push_back(fmt::format("source {} (template {}) does not match its hash", hash, source->template_name));
   }
   return verdict("sources", problems,

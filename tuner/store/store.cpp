@@ -11,6 +11,7 @@
 
 #include "core/embedded.hpp"
 #include "core/error.hpp"
+#include "core/source_bundle.hpp"
 #include "core/hash.hpp"
 
 namespace fs = std::filesystem;
@@ -546,6 +547,10 @@ std::optional<SourceRecord> Store::find_source(const std::string& hash) {
   headers.bind(1, hash);
   while (headers.step()) source.headers.emplace_back(headers.column_text(0), headers.column_text(1));
   return source;
+}
+
+bool Store::matches_its_hash(const SourceRecord& source) {
+  return source_bundle_hash(SourceBundle{source.main_name, source.main_text, source.headers}) == source.hash;
 }
 
 int64_t Store::upsert_device(const DeviceRecord& device) {

@@ -70,6 +70,9 @@ class Store {
   /// Template sources by bundle hash; put_source ignores a hash already stored.
   void put_source(const SourceRecord& source);
   std::optional<SourceRecord> find_source(const std::string& hash);
+  /// Whether a stored source still hashes to the hash it is stored under (a file edited outside
+  /// cm-tune may not, while SQLite still finds it sound).
+  static bool matches_its_hash(const SourceRecord& source);
 
   // Devices: insert by uuid or update the other columns; returns the id.
   int64_t upsert_device(const DeviceRecord& device);

@@ -55,9 +55,8 @@ double kernel_timeout_ms(const TuneRequest& request, const ProblemState& state) 
   return default_kernel_timeout_ms(state.cublas_ms().value_or(0.0));
 }
 
-void retime_leaders(Store& store, Measurer& measurer, ProblemState& state, int64_t run_id, int retime_top,
-                    double kernel_timeout_ms) {
-  const std::vector<const TrialRecord*> leads = leaders(state, retime_top);
+void retime_leaders(Store& store, Measurer& measurer, ProblemState& state, int64_t run_id,
+                    const std::vector<const TrialRecord*>& leads, double kernel_timeout_ms) {
   std::vector<BinaryRecord> binaries;
   std::vector<int64_t> trial_ids;
   std::vector<KernelUnderTest> kernels;
@@ -196,7 +195,7 @@ TuneSummary run_tune(Store& store, const Compiler& compiler, Measurer& measurer,
       const bool all_retimed = std::all_of(leads.begin(), leads.end(), [](const TrialRecord* t) { return t->retime_median_ms.has_value(); });
       if (!state.changed() && state.has_winners() && all_retimed) continue;
       if (leads.empty()) continue;
-      retime_leaders(store, measurer, state, summary.run_id, top, kernel_timeout_ms(req, state));
+      retime_leaders(store, measurer, state, summary.run_id, leads, kernel_timeout_ms(req, state));
       state.store_winners(store);
       if (req.should_stop && req.should_stop()) {
         summary.interrupted = true;

@@ -71,10 +71,10 @@ TuneSummary run_tune(Store& store, const Compiler& compiler, Measurer& measurer,
 /// requirements.
 std::vector<const TrialRecord*> leaders(const ProblemState& state, int retime_top);
 
-/// The re-timing stage for one problem: its leaders timed interleaved with cuBLAS; records their
-/// medians and the cuBLAS baseline of the same rounds.
-void retime_leaders(Store& store, Measurer& measurer, ProblemState& state, int64_t run_id, int retime_top,
-                    double kernel_timeout_ms);
+/// The re-timing stage for one problem: its leaders (from leaders()) timed interleaved with cuBLAS;
+/// records their medians and the cuBLAS baseline of the same rounds.
+void retime_leaders(Store& store, Measurer& measurer, ProblemState& state, int64_t run_id,
+                    const std::vector<const TrialRecord*>& leads, double kernel_timeout_ms);
 
 /// The watchdog on one launch for a problem: --kernel-timeout, else derived from cuBLAS's time.
 double kernel_timeout_ms(const TuneRequest& request, const ProblemState& state);

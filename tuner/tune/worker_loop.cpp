@@ -21,15 +21,15 @@ class CubinCache {
   /// cached one it names is gone.
   bool resolve(WorkerRequest& request) {
     for (size_t i = 0; i < request.kernels.size(); ++i) {
-      const std::string& key = request.kernels[i].binary->key;
+      const std::string key = request.kernels[i].binary->key;  // a copy: the binary moves below
       auto it = m_binaries.find(key);
       if (request.cubins_cached) {
         if (it == m_binaries.end()) return false;
       } else if (it == m_binaries.end()) {
-        it = m_binaries.emplace(key, request.binaries[i]).first;
+        it = m_binaries.emplace(key, std::move(request.binaries[i])).first;
         m_order.push_back(key);
       } else {
-        it->second = request.binaries[i];
+        it->second = std::move(request.binaries[i]);
       }
       request.kernels[i].binary = &it->second;
     }

@@ -9,14 +9,35 @@
 #include <unistd.h>
 
 #include "core/error.hpp"
+#include "core/files.hpp"
 
 namespace cmt {
 
 using json = nlohmann::json;
 
+// Field by field, by name; the two ends are the same binary, so no versioning is needed.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SampleStats, median, min, mean, cv, count)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TuneSettings, budget_ms, min_samples, max_samples, warmup, retime_top, retime_rounds,
+                                   abandon_factor, allow_spills)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceInfo, index, name, uuid, cc_major, cc_minor, sm_count, clock_khz,
+                                   memory_clock_khz, memory_bus_bits, memory_bytes, free_memory_bytes, l2_bytes,
+                                   smem_per_block, smem_per_block_optin, smem_per_sm, regs_per_sm, regs_per_block,
+                                   max_threads_per_block, max_threads_per_sm, max_blocks_per_sm, warp_size,
+                                   driver_version, runtime_version)
+
 namespace {
 
 constexpr uint64_t k_max_frame = uint64_t{1} << 32;  // far above any request (CUBINs are < 10 MB)
+
+/// Frames and messages begin with a length: 8 bytes, little-endian.
+void append_length(std::string& out, uint64_t n) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+}
+uint64_t length_at(const char* bytes) {
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
+  return n;
+}
 
 template <class T>
 json opt(const std::optional<T>& v) {
@@ -25,84 +46,6 @@ json opt(const std::optional<T>& v) {
 template <class T>
 std::optional<T> opt_from(const json& j) {
   return j.is_null() ? std::nullopt : std::optional<T>(j.get<T>());
-}
-
-json stats_json(const SampleStats& s) {
-  return {{"median", s.median}, {"min", s.min}, {"mean", s.mean}, {"cv", s.cv}, {"count", s.count}};
-}
-SampleStats stats_from(const json& j) {
-  return {j.at("median").get<double>(), j.at("min").get<double>(), j.at("mean").get<double>(),
-          j.at("cv").get<double>(), j.at("count").get<int>()};
-}
-
-json device_json(const DeviceInfo& d) {
-  return {{"index", d.index},
-          {"name", d.name},
-          {"uuid", d.uuid},
-          {"cc", {d.cc_major, d.cc_minor}},
-          {"sm_count", d.sm_count},
-          {"clock_khz", d.clock_khz},
-          {"memory_clock_khz", d.memory_clock_khz},
-          {"memory_bus_bits", d.memory_bus_bits},
-          {"memory_bytes", d.memory_bytes},
-          {"free_memory_bytes", d.free_memory_bytes},
-          {"l2_bytes", d.l2_bytes},
-          {"smem_per_block", d.smem_per_block},
-          {"smem_per_block_optin", d.smem_per_block_optin},
-          {"smem_per_sm", d.smem_per_sm},
-          {"regs_per_sm", d.regs_per_sm},
-          {"regs_per_block", d.regs_per_block},
-          {"max_threads_per_block", d.max_threads_per_block},
-          {"max_threads_per_sm", d.max_threads_per_sm},
-          {"max_blocks_per_sm", d.max_blocks_per_sm},
-          {"warp_size", d.warp_size},
-          {"driver_version", d.driver_version},
-          {"runtime_version", d.runtime_version}};
-}
-DeviceInfo device_from(const json& j) {
-  DeviceInfo d;
-  d.index = j.at("index");
-  d.name = j.at("name");
-  d.uuid = j.at("uuid");
-  d.cc_major = j.at("cc").at(0);
-  d.cc_minor = j.at("cc").at(1);
-  d.sm_count = j.at("sm_count");
-  d.clock_khz = j.at("clock_khz");
-  d.memory_clock_khz = j.at("memory_clock_khz");
-  d.memory_bus_bits = j.at("memory_bus_bits");
-  d.memory_bytes = j.at("memory_bytes");
-  d.free_memory_bytes = j.at("free_memory_bytes");
-  d.l2_bytes = j.at("l2_bytes");
-  d.smem_per_block = j.at("smem_per_block");
-  d.smem_per_block_optin = j.at("smem_per_block_optin");
-  d.smem_per_sm = j.at("smem_per_sm");
-  d.regs_per_sm = j.at("regs_per_sm");
-  d.regs_per_block = j.at("regs_per_block");
-  d.max_threads_per_block = j.at("max_threads_per_block");
-  d.max_threads_per_sm = j.at("max_threads_per_sm");
-  d.max_blocks_per_sm = j.at("max_blocks_per_sm");
-  d.warp_size = j.at("warp_size");
-  d.driver_version = j.at("driver_version");
-  d.runtime_version = j.at("runtime_version");
-  return d;
-}
-
-json settings_json(const TuneSettings& s) {
-  return {{"budget_ms", s.budget_ms},       {"min_samples", s.min_samples},   {"max_samples", s.max_samples},
-          {"warmup", s.warmup},             {"retime_top", s.retime_top},     {"retime_rounds", s.retime_rounds},
-          {"abandon_factor", s.abandon_factor}, {"allow_spills", s.allow_spills}};
-}
-TuneSettings settings_from(const json& j) {
-  TuneSettings s;
-  s.budget_ms = j.at("budget_ms");
-  s.min_samples = j.at("min_samples");
-  s.max_samples = j.at("max_samples");
-  s.warmup = j.at("warmup");
-  s.retime_top = j.at("retime_top");
-  s.retime_rounds = j.at("retime_rounds");
-  s.abandon_factor = j.at("abandon_factor");
-  s.allow_spills = j.at("allow_spills");
-  return s;
 }
 
 json kernel_json(const KernelUnderTest& k) {
@@ -122,7 +65,7 @@ json measurement_json(const Measurement& m) {
           {"layout", {m.layout.lda, m.layout.ldb, m.layout.ldc}},
           {"max_abs_error", opt(m.max_abs_error)},
           {"max_error_ratio", opt(m.max_error_ratio)},
-          {"timing", m.timing ? stats_json(*m.timing) : json()},
+          {"timing", m.timing ? json(*m.timing) : json()},
           {"registers", m.registers},
           {"smem_bytes", m.smem_bytes}};
 }
@@ -134,7 +77,7 @@ Measurement measurement_from(const json& j) {
   m.layout = {j.at("layout").at(0), j.at("layout").at(1), j.at("layout").at(2)};
   m.max_abs_error = opt_from<double>(j.at("max_abs_error"));
   m.max_error_ratio = opt_from<double>(j.at("max_error_ratio"));
-  if (!j.at("timing").is_null()) m.timing = stats_from(j.at("timing"));
+  if (!j.at("timing").is_null()) m.timing = j.at("timing").get<SampleStats>();
   m.registers = j.at("registers");
   m.smem_bytes = j.at("smem_bytes");
   return m;
@@ -167,7 +110,7 @@ std::string to_bytes(const json& j, const std::vector<const std::vector<char>*>&
   for (const auto* p : payload) total += p->size();
   std::string out;
   out.reserve(total);
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((static_cast<uint64_t>(packed.size()) >> (8 * i)) & 0xff));
+  append_length(out, packed.size());
   out.append(packed.begin(), packed.end());
   for (const auto* p : payload) out.append(p->begin(), p->end());
   return out;
@@ -177,8 +120,7 @@ std::string to_bytes(const json& j, const std::vector<const std::vector<char>*>&
 json from_bytes(const std::string& bytes, const char* what, size_t* payload_at = nullptr) {
   try {
     if (bytes.size() < 8) throw std::invalid_argument("shorter than its header length");
-    uint64_t n = 0;
-    for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
+    const uint64_t n = length_at(bytes.data());
     if (n > bytes.size() - 8) throw std::invalid_argument("header length past the end");
     if (payload_at) *payload_at = 8 + n;
     return json::from_msgpack(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(n));
@@ -197,7 +139,7 @@ std::string encode(const WorkerRequest& r) {
   switch (r.kind) {
     case WorkerRequest::Kind::hello:
       j["device"] = r.hello.device;
-      j["settings"] = settings_json(r.hello.settings);
+      j["settings"] = r.hello.settings;
       j["seed"] = r.hello.seed;
       break;
     case WorkerRequest::Kind::measure:
@@ -227,7 +169,7 @@ WorkerRequest decode_request(const std::string& bytes) {
     r.kind = kind_from(j.at("kind").get<std::string>());
     if (r.kind == WorkerRequest::Kind::hello) {
       r.hello.device = j.at("device");
-      r.hello.settings = settings_from(j.at("settings"));
+      r.hello.settings = j.at("settings").get<TuneSettings>();
       r.hello.seed = j.at("seed");
     }
     if (j.contains("problem")) {
@@ -270,11 +212,11 @@ std::string encode(const WorkerReply& r) {
     j["error_kind"] = r.error_kind;
     return to_bytes(j);
   }
-  if (!r.device.uuid.empty()) j["device"] = device_json(r.device);
+  if (!r.device.uuid.empty()) j["device"] = r.device;
   j["measurement"] = measurement_json(r.measurement);
-  j["stats"] = stats_json(r.stats);
+  j["stats"] = r.stats;
   j["retimed"] = json::array();
-  for (const RetimeResult& t : r.retimed) j["retimed"].push_back({{"ok", t.ok}, {"error", t.error}, {"stats", stats_json(t.stats)}});
+  for (const RetimeResult& t : r.retimed) j["retimed"].push_back({{"ok", t.ok}, {"error", t.error}, {"stats", t.stats}});
   return to_bytes(j);
 }
 
@@ -289,10 +231,10 @@ WorkerReply decode_reply(const std::string& bytes) {
       r.error_kind = j.at("error_kind");
       return r;
     }
-    if (j.contains("device")) r.device = device_from(j["device"]);
+    if (j.contains("device")) r.device = j["device"].get<DeviceInfo>();
     r.measurement = measurement_from(j.at("measurement"));
-    r.stats = stats_from(j.at("stats"));
-    for (const json& t : j.at("retimed")) r.retimed.push_back({t.at("ok"), t.at("error"), stats_from(t.at("stats"))});
+    r.stats = j.at("stats").get<SampleStats>();
+    for (const json& t : j.at("retimed")) r.retimed.push_back({t.at("ok"), t.at("error"), t.at("stats").get<SampleStats>()});
   } catch (const std::exception& e) {
     throw InfraError("worker", "decode reply", e.what(), __FILE__, __LINE__);
   }
@@ -300,18 +242,12 @@ WorkerReply decode_reply(const std::string& bytes) {
 }
 
 bool write_frame(int fd, const std::string& bytes) {
-  std::string frame(8, '\0');
-  const uint64_t n = bytes.size();
-  for (int i = 0; i < 8; ++i) frame[i] = static_cast<char>((n >> (8 * i)) & 0xff);
-  frame += bytes;
-  size_t done = 0;
-  while (done < frame.size()) {
-    const ssize_t w = ::write(fd, frame.data() + done, frame.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0 && errno == EPIPE) return false;
-    if (w < 0) throw InfraError("posix", "write", std::strerror(errno), __FILE__, __LINE__);
-    done += static_cast<size_t>(w);
-  }
+  std::string length;
+  append_length(length, bytes.size());
+  int err = write_all(fd, length);   // two writes, so a request's CUBINs are not copied again
+  if (!err) err = write_all(fd, bytes);
+  if (err == EPIPE) return false;
+  if (err) throw InfraError("posix", "write", std::strerror(err), __FILE__, __LINE__);
   return true;
 }
 
@@ -347,10 +283,9 @@ bool read_exactly(int fd, char* out, size_t n, std::optional<std::chrono::steady
 std::optional<std::string> read_frame(int fd, std::optional<std::chrono::steady_clock::time_point> deadline,
                                       bool* timed_out) {
   if (timed_out) *timed_out = false;
-  unsigned char header[8];
-  if (!read_exactly(fd, reinterpret_cast<char*>(header), 8, deadline, timed_out)) return std::nullopt;
-  uint64_t n = 0;
-  for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(header[i]) << (8 * i);
+  char header[8];
+  if (!read_exactly(fd, header, 8, deadline, timed_out)) return std::nullopt;
+  const uint64_t n = length_at(header);
   if (n > k_max_frame)
     throw InfraError("worker", "read frame", fmt::format("a frame of {} bytes: the stream is corrupt", n), __FILE__, __LINE__);
   std::string bytes(n, '\0');
