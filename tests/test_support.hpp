@@ -22,6 +22,11 @@ std::string add_synthetic_winner(Store& store, int64_t run, int64_t device, cons
 /// template "fast" tuned at 1024^3, closed again. Returns the source's hash.
 std::string tuned_database(const std::filesystem::path& file, const std::string& device_uuid);
 
+/// Rewrites a database of the latest schema as an older cm-tune wrote it: the exact reverse of every
+/// migration after `version` (3: layouts and batches; 2: grid_z), rows kept, user_version set. The
+/// migration tests start from this.
+void downgrade_schema(const std::filesystem::path& file, int version);
+
 /// The message of the UsageError thrown by f, or "<no UsageError thrown>" when none is (other
 /// exceptions propagate and fail the test).
 template <typename F>

@@ -173,8 +173,7 @@ TEST(DbCommand, MigrateBringsAnOlderDatabaseUpToDate) {
   test::TempDir dir;
   const fs::path db = dir / "t.db";
   build_database(db);
-  Database(db).exec("ALTER TABLE trials DROP COLUMN grid_z; ALTER TABLE winners DROP COLUMN grid_z; "
-                    "PRAGMA user_version = 1");
+  test::downgrade_schema(db, 1);
   const int latest = latest_schema_version();
   const test::CommandResult info = db_command(db, "info");
   EXPECT_EQ(info.exit_code, 2) << info.output;

@@ -762,9 +762,8 @@ TEST(StoreFile, Version1DatabaseGainsGridZAndKeepsItsRows) {
     trial.id = store.insert_trial(trial);
     winner = make_winner(device, trial.problem, "overall", trial.id);
     store.put_winner(winner);
-    store.db().exec("ALTER TABLE trials DROP COLUMN grid_z; ALTER TABLE winners DROP COLUMN grid_z; "
-                    "PRAGMA user_version = 1");
   }
+  cmt::test::downgrade_schema(file, 1);
   Store store(file);
   EXPECT_EQ(store.schema_version(), cmt::latest_schema_version());
   const auto found = store.find_trial("v1-trial");

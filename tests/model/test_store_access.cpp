@@ -121,8 +121,7 @@ TEST(StoreAccess, OlderSchemaIsRefusedByReadAndMigratedByWrite) {
   test::TempDir dir;
   const fs::path file = dir / "v1.db";
   make_database(file);
-  Database(file).exec("ALTER TABLE trials DROP COLUMN grid_z; ALTER TABLE winners DROP COLUMN grid_z; "
-                      "PRAGMA user_version = 1");
+  test::downgrade_schema(file, 1);
   const std::string before = test::read_file(file);
   EXPECT_EQ(database_error([&] { Store store(file, OpenMode::read); }),
             "database " + file.string() + " has schema version 1, older than this cm-tune's " +

@@ -174,8 +174,7 @@ TEST(DbCheck, OlderSchemaFailsTheSchemaCheckOnly) {
   test::TempDir dir;
   const fs::path file = dir / "t.db";
   { Tuned db(file); }
-  Database(file).exec("ALTER TABLE trials DROP COLUMN grid_z; ALTER TABLE winners DROP COLUMN grid_z; "
-                      "PRAGMA user_version = 1");
+  test::downgrade_schema(file, 1);
   Store store(file, OpenMode::read, OlderSchema::accept);
   EXPECT_EQ(failures(store), std::vector<std::string>{fmt::format(
                                  "schema: version 1, older than this cm-tune's {}; run cm-tune db migrate",

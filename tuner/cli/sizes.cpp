@@ -126,20 +126,73 @@ std::vector<Problem> parse_sizes(std::string_view text) {
       }
       continue;
     }
-    if (token.find_first_of("xX") != std::string_view::npos) {
-      std::vector<int64_t> dims;
-      size_t p = 0;
-      while (p <= token.size()) {
-        const size_t x = token.find_first_of("xX", p);
-        dims.push_back(parse_dim(token.substr(p, x == std::string_view::npos ? std::string_view::npos : x - p), token));
-        p = x == std::string_view::npos ? token.size() + 1 : x + 1;
-      }
-      if (dims.size() != 3) bad(token, "a rectangular size is MxNxK");
-      add({dims[0], dims[1], dims[2]});
+    if (token.find_first_of("xX:*") != std::string_view::npos) {
+      add(parse_problem(token, k_max_dimension, k_max_batch, "in --sizes"));
       continue;
     }
     const int64_t n = parse_dim(token, token);
     add({n, n, n});
+  }
+  return out;
+}
+
+namespace {
+std::vector<std::string_view> split_list(std::string_view text) {
+  std::vector<std::string_view> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t comma = text.find(',', pos);
+    out.push_back(trim(text.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos)));
+    pos = comma == std::string_view::npos ? text.size() + 1 : comma + 1;
+  }
+  return out;
+}
+}  // namespace
+
+std::vector<Problem> expand_problems(const std::vector<Problem>& problems, std::string_view layouts,
+                                     std::string_view batches, std::string_view broadcast) {
+  std::vector<std::pair<bool, bool>> ops;
+  if (trim(layouts) == "all") layouts = "nn,nt,tn,tt";
+  if (!layouts.empty()) {
+    for (const std::string_view item : split_list(layouts)) {
+      const auto l = parse_layout(item);
+      if (!l) throw UsageError(fmt::format("--layout: unknown layout '{}' (nn, nt, tn, tt or all)", printable(item)));
+      if (std::find(ops.begin(), ops.end(), *l) == ops.end()) ops.push_back(*l);
+    }
+  }
+  std::vector<int64_t> counts;
+  if (!batches.empty()) {
+    for (const std::string_view item : split_list(batches)) {
+      int64_t v = 0;
+      const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+      if (item.empty() || ec != std::errc{} || ptr != item.data() + item.size() || v < 1 || v > k_max_batch)
+        throw UsageError(fmt::format("--batch: '{}' is not a batch count from 1 to {}", printable(item), k_max_batch));
+      if (std::find(counts.begin(), counts.end(), v) == counts.end()) counts.push_back(v);
+    }
+  }
+  const std::string_view b = trim(broadcast);
+  if (!b.empty() && b != "a" && b != "b")
+    throw UsageError(fmt::format("--broadcast: '{}' is not a or b (the operand whose stride is 0)", printable(b)));
+
+  std::vector<Problem> out;
+  const auto add = [&](Problem p) {
+    if (!b.empty()) {
+      if (p.batch < 2) throw UsageError(fmt::format("--broadcast {} needs a batch above 1 ({})", b, p.to_string()));
+      (b == "a" ? p.stride_a : p.stride_b) = 0;
+    }
+    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+  };
+  for (const Problem& given : problems) {
+    const std::vector<std::pair<bool, bool>> lay = ops.empty() ? std::vector{std::make_pair(given.trans_a, given.trans_b)} : ops;
+    for (const auto& [ta, tb] : lay) {
+      if (counts.empty()) {
+        Problem p = given;
+        p.trans_a = ta, p.trans_b = tb;
+        add(p);
+      } else {
+        for (const int64_t c : counts) add(Problem::make(given.m, given.n, given.k, ta, tb, c));
+      }
+    }
   }
   return out;
 }

@@ -1,4 +1,5 @@
-// Parsing of --sizes: "256..4096", "256..4096:256", "1000,1023", "4096x1024x512" and mixes.
+// Parsing of --sizes: "256..4096", "256..4096:256", "1000,1023", "4096x1024x512", "64x64x64:nt*4096"
+// and mixes, and the --layout and --batch options that apply to every size.
 #pragma once
 
 #include <string>
@@ -12,9 +13,12 @@ namespace cmt {
 /// The largest M, N or K accepted (--sizes, query's --size/--m/--n/--k); also keeps M*ld within
 /// int64 and grid limits sane.
 constexpr int64_t k_max_dimension = 1 << 20;
+/// The largest batch accepted.
+constexpr int64_t k_max_batch = 1 << 20;
 
 /// Parses a size list. A..B doubles from A up to B; A..B:S steps by S; N is N x N x N;
-/// MxNxK is rectangular; @FILE reads a sizes file (read_sizes_file). Duplicates are dropped, first
+/// MxNxK is rectangular, and may carry a layout, a batch and strides as Problem::to_string spells
+/// them (512x512x64:tn*16:sb=0); @FILE reads a sizes file (read_sizes_file). Duplicates are dropped, first
 /// occurrence kept. Throws UsageError naming the bad token (and a file's line).
 std::vector<Problem> parse_sizes(std::string_view text);
 
@@ -22,5 +26,12 @@ std::vector<Problem> parse_sizes(std::string_view text);
 /// lines are skipped. UsageError for a file that cannot be read, holds no sizes, or a bad line
 /// ("FILE:LINE: ...").
 std::vector<Problem> read_sizes_file(const std::string& path);
+
+/// Every problem in every layout of `layouts` ("nn,tn", "all"; empty: as given) and with every
+/// batch count of `batches` ("1,16"; empty: as given), with packed strides, and then stride_a or
+/// stride_b 0 where `broadcast` names "a" or "b" (empty: none). Duplicates are dropped, first kept.
+/// Throws UsageError naming the bad option value.
+std::vector<Problem> expand_problems(const std::vector<Problem>& problems, std::string_view layouts,
+                                     std::string_view batches, std::string_view broadcast = {});
 
 }  // namespace cmt

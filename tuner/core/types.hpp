@@ -10,19 +10,64 @@
 
 namespace cmt {
 
-/// One GEMM problem: C (MxN) = alpha * A (MxK) * B (KxN) + beta * C, all row-major.
+/// One GEMM problem over row-major storage: C (MxN) = alpha * op(A) (MxK) * op(B) (KxN) + beta * C,
+/// `batch` times. op(X) is X, or X transposed when trans_x (A is then stored K x M, B N x K). A
+/// batched problem's matrices lie `stride_x` elements apart; a stride of 0 broadcasts one A or B to
+/// the whole batch. With batch == 1 the strides are 0 (unused).
 struct Problem {
   int64_t m = 0;
   int64_t n = 0;
   int64_t k = 0;
+  bool trans_a = false;
+  bool trans_b = false;
+  int64_t batch = 1;
+  int64_t stride_a = 0;
+  int64_t stride_b = 0;
+  int64_t stride_c = 0;
 
-  /// "MxNxK", the canonical spelling used in the database and on the command line.
+  /// A batched problem with the packed strides (m*k, k*n, m*n); the strides are 0 when batch == 1.
+  static Problem make(int64_t m, int64_t n, int64_t k, bool trans_a = false, bool trans_b = false,
+                      int64_t batch = 1);
+
+  /// "nn", "nt", "tn" or "tt": op(A), op(B).
+  std::string_view layout() const;
+  /// Strides of the packed batch: one matrix after another.
+  int64_t packed_stride_a() const { return m * k; }
+  int64_t packed_stride_b() const { return k * n; }
+  int64_t packed_stride_c() const { return m * n; }
+  bool batched() const { return batch > 1; }
+
+  /// "MxNxK", the canonical spelling used in the database and on the command line, followed by
+  /// ":LAYOUT" unless nn, "*BATCH" when batched, and ":sa=S", ":sb=S", ":sc=S" for each stride that
+  /// is not the packed one: "1024x1024x1024", "512x512x64:tn*16:sb=0".
   std::string to_string() const;
-  /// Floating-point operations of one product: 2*M*N*K.
-  double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k); }
-  bool operator==(const Problem& o) const { return m == o.m && n == o.n && k == o.k; }
+  /// "MxNxK" alone.
+  std::string shape_string() const;
+  /// Floating-point operations of the whole batch: 2*M*N*K*batch.
+  double flops() const {
+    return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch);
+  }
+  bool operator==(const Problem& o) const;
+  bool operator!=(const Problem& o) const { return !(*this == o); }
   bool operator<(const Problem& o) const;
 };
+
+/// The four layouts, in order: nn, nt, tn, tt.
+constexpr std::string_view k_layout_names[] = {"nn", "nt", "tn", "tt"};
+/// (trans_a, trans_b) of "nn", "nt", "tn" or "tt" (either case); nullopt for anything else.
+std::optional<std::pair<bool, bool>> parse_layout(std::string_view name);
+/// The name of a layout.
+std::string_view layout_name(bool trans_a, bool trans_b);
+
+/// Parses the canonical spelling of Problem::to_string (and "M" alone for MxMxM). Dimensions and
+/// the batch must be in [1, max_dimension] resp. [1, max_batch], strides >= 0; a stride of C below
+/// the packed one, or a batch of 1 with strides, is an error. Throws UsageError naming `token` and
+/// `where` ("in --sizes").
+Problem parse_problem(std::string_view token, int64_t max_dimension, int64_t max_batch, std::string_view where = {});
+
+/// Why the problem's strides cannot hold its batch (C matrices overlap, an A or B stride that is
+/// neither 0 nor at least the matrix's size), or an empty string when they can.
+std::string stride_problem(const Problem& p);
 
 /// Parameter values of one candidate, in the template's declared parameter order.
 using ParamValues = std::vector<std::pair<std::string, int64_t>>;

@@ -27,6 +27,7 @@ struct BinaryRecord {
   int spill_stores = -1;
   int spill_loads = -1;
   double compile_seconds = 0.0;
+  bool batched = false;          // the kernel takes the three batch strides after ldc
 };
 
 /// The exact template source a binary was compiled from, kept so export reproduces it (table sources).

@@ -125,6 +125,10 @@ class Binder {
   Binder& shape(const LaunchShape& s) { return (*this)(s.threads)(s.tile_m)(s.tile_n)(s.dynamic_smem)(s.grid_z); }
   /// align_bytes, ld_multiple
   Binder& requirements(const Requirements& r) { return (*this)(r.align_bytes)(r.ld_multiple); }
+  /// m, n, k, layout, batch, stride_a, stride_b, stride_c (k_problem_columns)
+  Binder& problem(const Problem& p) {
+    return (*this)(p.m)(p.n)(p.k)(std::string(p.layout()))(p.batch)(p.stride_a)(p.stride_b)(p.stride_c);
+  }
 
  private:
   Statement& m_statement;
@@ -156,6 +160,22 @@ class Reader {
     s.grid_z = integer();
     return s;
   }
+  /// k_problem_columns (as Binder::problem)
+  Problem problem() {
+    Problem p;
+    p.m = integer();
+    p.n = integer();
+    p.k = integer();
+    const std::string layout = text();
+    const auto ops = parse_layout(layout);
+    if (!ops) throw InfraError("SQLite", "reading a problem", fmt::format("unknown layout '{}'", layout), __FILE__, __LINE__);
+    std::tie(p.trans_a, p.trans_b) = *ops;
+    p.batch = integer();
+    p.stride_a = integer();
+    p.stride_b = integer();
+    p.stride_c = integer();
+    return p;
+  }
   /// align_bytes, ld_multiple (as Binder::requirements)
   Requirements requirements() {
     Requirements req;
@@ -173,7 +193,7 @@ class Reader {
 
 constexpr std::string_view k_binary_columns =
     "key, template_name, params, arch, nvrtc_version, options, source_hash, ok, log, cubin, lowered_name, "
-    "registers, spill_stores, spill_loads, compile_seconds";
+    "registers, spill_stores, spill_loads, compile_seconds, batched";
 
 constexpr std::string_view k_device_columns =
     "uuid, name, cc_major, cc_minor, sm_count, clock_khz, memory_clock_khz, memory_bus_bits, memory_bytes, "
@@ -182,17 +202,24 @@ constexpr std::string_view k_device_columns =
 constexpr std::string_view k_run_columns =
     "command_line, preset_path, preset_hash, device_id, started_at, ended_at, status";
 
+/// The columns that key a problem, in Binder::problem order, and a WHERE clause matching them.
+constexpr std::string_view k_problem_columns = "m, n, k, layout, batch, stride_a, stride_b, stride_c";
+constexpr std::string_view k_problem_match =
+    "m = ? AND n = ? AND k = ? AND layout = ? AND batch = ? AND stride_a = ? AND stride_b = ? AND stride_c = ?";
+
 constexpr std::string_view k_trial_columns =
-    "trial_key, run_id, device_id, template_name, params, name_expression, binary_key, m, n, k, lda, ldb, ldc, "
+    "trial_key, run_id, device_id, template_name, params, name_expression, binary_key, m, n, k, layout, batch, "
+    "stride_a, stride_b, stride_c, lda, ldb, ldc, "
     "outcome, reason, log, max_abs_error, max_error_ratio, median_ms, min_ms, cv, samples, gflops, "
     "ratio_to_cublas, retime_median_ms, registers, smem_bytes, threads, shape_threads, tile_m, tile_n, dynamic_smem, "
     "grid_z, align_bytes, ld_multiple, created_at";
 
 constexpr std::string_view k_baseline_columns =
-    "device_id, m, n, k, lda, ldb, ldc, median_ms, min_ms, cv, samples, gflops, run_id, created_at";
+    "device_id, m, n, k, layout, batch, stride_a, stride_b, stride_c, lda, ldb, ldc, median_ms, min_ms, cv, samples, "
+    "gflops, run_id, created_at";
 
 constexpr std::string_view k_winner_columns =
-    "device_id, m, n, k, scope, trial_id, template_name, params, name_expression, median_ms, gflops, "
+    "device_id, m, n, k, layout, batch, stride_a, stride_b, stride_c, scope, trial_id, template_name, params, name_expression, median_ms, gflops, "
     "ratio_to_cublas, align_bytes, ld_multiple, threads, tile_m, tile_n, dynamic_smem, grid_z, binary_key";
 
 BinaryRecord read_binary(const Statement& s) {
@@ -213,6 +240,7 @@ BinaryRecord read_binary(const Statement& s) {
   b.spill_stores = r.small();
   b.spill_loads = r.small();
   b.compile_seconds = r.real();
+  b.batched = r.integer() != 0;
   return b;
 }
 
@@ -257,7 +285,7 @@ RunRecord read_run(const Statement& s) {
 void bind_trial(Statement& s, const TrialRecord& t, const std::string& created_at) {
   Binder b(s);
   b(t.trial_key)(t.run_id)(t.device_id)(t.template_name)(t.params)(t.name_expression)(t.binary_key);
-  b(t.problem.m)(t.problem.n)(t.problem.k)(t.lda)(t.ldb)(t.ldc);
+  b.problem(t.problem)(t.lda)(t.ldb)(t.ldc);
   b(to_string(t.outcome))(t.reason)(t.log);
   b(t.max_abs_error)(t.max_error_ratio)(t.median_ms)(t.min_ms)(t.cv)(t.samples)(t.gflops);
   b(t.ratio_to_cublas)(t.retime_median_ms);
@@ -277,9 +305,7 @@ TrialRecord read_trial(const Statement& s) {
   t.params = r.text();
   t.name_expression = r.text();
   t.binary_key = r.text();
-  t.problem.m = r.integer();
-  t.problem.n = r.integer();
-  t.problem.k = r.integer();
+  t.problem = r.problem();
   t.lda = r.integer();
   t.ldb = r.integer();
   t.ldc = r.integer();
@@ -308,9 +334,7 @@ BaselineRecord read_baseline(const Statement& s) {
   Reader r(s);
   BaselineRecord b;
   b.device_id = r.integer();
-  b.problem.m = r.integer();
-  b.problem.n = r.integer();
-  b.problem.k = r.integer();
+  b.problem = r.problem();
   b.lda = r.integer();
   b.ldb = r.integer();
   b.ldc = r.integer();
@@ -329,9 +353,7 @@ WinnerRecord read_winner(const Statement& s, int first = 0) {
   Reader r(s, first);
   WinnerRecord w;
   w.device_id = r.integer();
-  w.problem.m = r.integer();
-  w.problem.n = r.integer();
-  w.problem.k = r.integer();
+  w.problem = r.problem();
   w.scope = r.text();
   w.trial_id = r.integer();
   w.template_name = r.text();
@@ -498,7 +520,7 @@ void Store::put_binary(const BinaryRecord& binary) {
   Binder b(s);
   b(binary.key)(binary.template_name)(binary.params)(binary.arch)(binary.nvrtc_version)(binary.options);
   b(binary.source_hash).boolean(binary.ok)(binary.log)(binary.cubin)(binary.lowered_name);
-  b(binary.registers)(binary.spill_stores)(binary.spill_loads)(binary.compile_seconds)(utc_now());
+  b(binary.registers)(binary.spill_stores)(binary.spill_loads)(binary.compile_seconds).boolean(binary.batched)(utc_now());
   s.run();
 }
 
@@ -664,22 +686,23 @@ void Store::set_retime(int64_t trial_id, double retime_median_ms, double ratio_t
 
 std::vector<TrialRecord> Store::trials(int64_t device_id, const std::optional<Problem>& problem) {
   std::string sql = fmt::format("SELECT id, {} FROM trials WHERE device_id = ?", k_trial_columns);
-  if (problem) sql += " AND m = ? AND n = ? AND k = ?";
+  if (problem) sql += fmt::format(" AND {}", k_problem_match);
   sql += " ORDER BY id";
   Statement s = m_db.prepare(sql);
   Binder b(s);
   b(device_id);
-  if (problem) b(problem->m)(problem->n)(problem->k);
+  if (problem) b.problem(*problem);
   std::vector<TrialRecord> out;
   while (s.step()) out.push_back(read_trial(s));
   return out;
 }
 
 std::vector<Problem> Store::tuned_problems(int64_t device_id) {
-  Statement s = m_db.prepare("SELECT DISTINCT m, n, k FROM trials WHERE device_id = ? ORDER BY m, n, k");
+  Statement s = m_db.prepare(fmt::format("SELECT DISTINCT {0} FROM trials WHERE device_id = ? ORDER BY {0}",
+                                         k_problem_columns));
   s.bind(1, device_id);
   std::vector<Problem> out;
-  while (s.step()) out.push_back(Problem{s.column_int(0), s.column_int(1), s.column_int(2)});
+  while (s.step()) out.push_back(Reader(s).problem());
   return out;
 }
 
@@ -688,7 +711,7 @@ void Store::put_baseline(const BaselineRecord& baseline) {
   Statement s = m_db.prepare(fmt::format("INSERT OR REPLACE INTO baselines ({}) VALUES ({})", k_baseline_columns,
                                          placeholders(k_baseline_columns)));
   Binder b(s);
-  b(baseline.device_id)(baseline.problem.m)(baseline.problem.n)(baseline.problem.k);
+  b(baseline.device_id).problem(baseline.problem);
   b(baseline.lda)(baseline.ldb)(baseline.ldc)(baseline.median_ms)(baseline.min_ms)(baseline.cv);
   b(baseline.samples)(baseline.gflops)(baseline.run_id);
   b(baseline.created_at.empty() ? utc_now() : baseline.created_at);
@@ -697,8 +720,8 @@ void Store::put_baseline(const BaselineRecord& baseline) {
 
 std::optional<BaselineRecord> Store::find_baseline(int64_t device_id, const Problem& problem) {
   Statement s = m_db.prepare(fmt::format(
-      "SELECT {} FROM baselines WHERE device_id = ? AND m = ? AND n = ? AND k = ?", k_baseline_columns));
-  Binder{s}(device_id)(problem.m)(problem.n)(problem.k);
+      "SELECT {} FROM baselines WHERE device_id = ? AND {}", k_baseline_columns, k_problem_match));
+  Binder{s}(device_id).problem(problem);
   if (!s.step()) return std::nullopt;
   return read_baseline(s);
 }
@@ -708,15 +731,15 @@ void Store::put_winner(const WinnerRecord& winner) {
   Statement s = m_db.prepare(fmt::format("INSERT OR REPLACE INTO winners ({}) VALUES ({})", k_winner_columns,
                                          placeholders(k_winner_columns)));
   Binder b(s);
-  b(winner.device_id)(winner.problem.m)(winner.problem.n)(winner.problem.k)(winner.scope)(winner.trial_id);
+  b(winner.device_id).problem(winner.problem)(winner.scope)(winner.trial_id);
   b(winner.template_name)(winner.params)(winner.name_expression)(winner.median_ms)(winner.gflops);
   b(winner.ratio_to_cublas).requirements(winner.requirements).shape(winner.shape)(winner.binary_key);
   s.run();
 }
 
 void Store::clear_winners(int64_t device_id, const Problem& problem) {
-  Statement s = m_db.prepare("DELETE FROM winners WHERE device_id = ? AND m = ? AND n = ? AND k = ?");
-  Binder{s}(device_id)(problem.m)(problem.n)(problem.k);
+  Statement s = m_db.prepare(fmt::format("DELETE FROM winners WHERE device_id = ? AND {}", k_problem_match));
+  Binder{s}(device_id).problem(problem);
   s.run();
 }
 
@@ -731,16 +754,24 @@ std::vector<WinnerRecord> Store::winners(const std::optional<int64_t>& device_id
                                          const std::optional<Problem>& problem) {
   std::string sql = fmt::format("SELECT {} FROM winners WHERE 1", k_winner_columns);
   if (device_id) sql += " AND device_id = ?";
-  if (problem) sql += " AND m = ? AND n = ? AND k = ?";
-  sql += " ORDER BY device_id, m, n, k, scope";
+  if (problem) sql += fmt::format(" AND {}", k_problem_match);
+  sql += fmt::format(" ORDER BY device_id, {}, scope", k_problem_columns);
   Statement s = m_db.prepare(sql);
   Binder b(s);
   if (device_id) b(*device_id);
-  if (problem) b(problem->m)(problem->n)(problem->k);
+  if (problem) b.problem(*problem);
   std::vector<WinnerRecord> out;
   while (s.step()) out.push_back(read_winner(s));
   return out;
 }
+
+namespace {
+/// The layout, batch and strides of a problem that has any, so that databases from before they
+/// existed (row-major NN, batch 1) keep their hashes.
+void hash_problem_extras(Hasher& h, const Problem& p) {
+  if (p.trans_a || p.trans_b || p.batch != 1) h.field("problem").field(p.to_string());
+}
+}  // namespace
 
 std::string Store::content_hash() {
   // Rows are identified by content (device uuid, problem, scope), never by row ids or
@@ -764,12 +795,15 @@ std::string Store::content_hash() {
   std::string winner_columns = "w.";
   for (const char c : k_winner_columns) winner_columns += c == ' ' ? std::string(" w.") : std::string(1, c);
   Statement winners = m_db.prepare(fmt::format(
-      "SELECT d.uuid, {} FROM winners w JOIN devices d ON d.id = w.device_id ORDER BY d.uuid, w.m, w.n, w.k, w.scope",
+      "SELECT d.uuid, {} FROM winners w JOIN devices d ON d.id = w.device_id ORDER BY d.uuid, w.m, w.n, w.k, w.layout, "
+      "w.batch, w.stride_a, w.stride_b, w.stride_c, w.scope",
       winner_columns));
   while (winners.step()) {
     const std::string uuid = winners.column_text(0);
     const WinnerRecord w = read_winner(winners, 1);
-    h.field("winner").field(uuid).field(w.problem.m).field(w.problem.n).field(w.problem.k).field(w.scope);
+    h.field("winner").field(uuid).field(w.problem.m).field(w.problem.n).field(w.problem.k);
+    hash_problem_extras(h, w.problem);
+    h.field(w.scope);
     h.field(w.template_name).field(w.params).field(w.name_expression);
     hash_real(h, w.median_ms);
     hash_real(h, w.gflops);
@@ -781,12 +815,16 @@ std::string Store::content_hash() {
 
   h.field("baselines");
   Statement baselines = m_db.prepare(
-      "SELECT d.uuid, b.m, b.n, b.k, b.lda, b.ldb, b.ldc, b.median_ms, b.min_ms, b.cv, b.samples, b.gflops "
-      "FROM baselines b JOIN devices d ON d.id = b.device_id ORDER BY d.uuid, b.m, b.n, b.k");
+      "SELECT d.uuid, b.m, b.n, b.k, b.layout, b.batch, b.stride_a, b.stride_b, b.stride_c, b.lda, b.ldb, b.ldc, "
+      "b.median_ms, b.min_ms, b.cv, b.samples, b.gflops FROM baselines b JOIN devices d ON d.id = b.device_id "
+      "ORDER BY d.uuid, b.m, b.n, b.k, b.layout, b.batch, b.stride_a, b.stride_b, b.stride_c");
   while (baselines.step()) {
     Reader r(baselines);
     h.field("baseline").field(r.text());
-    for (int i = 0; i < 6; ++i) h.field(r.integer());   // m, n, k, lda, ldb, ldc
+    const Problem p = r.problem();
+    h.field(p.m).field(p.n).field(p.k);
+    hash_problem_extras(h, p);
+    for (int i = 0; i < 3; ++i) h.field(r.integer());   // lda, ldb, ldc
     hash_real(h, r.real());                             // median_ms
     hash_real(h, r.real());                             // min_ms
     hash_real(h, r.real());                             // cv

@@ -71,6 +71,7 @@ void CompileService::submit(const Candidate& cand, size_t index) {
   rec.nvrtc_version = m_version;
   rec.options = fmt::format("{}", fmt::join(m_options, " "));
   rec.source_hash = hash;
+  rec.batched = cand.tmpl->batched;
   if (!m_pool) {
     try {
       m_pool = std::make_unique<ThreadPool>(m_jobs);

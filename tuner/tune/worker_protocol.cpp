@@ -62,7 +62,7 @@ json measurement_json(const Measurement& m) {
   return {{"outcome", std::string(to_string(m.outcome))},
           {"reason", m.reason},
           {"log", m.log},
-          {"layout", {m.layout.lda, m.layout.ldb, m.layout.ldc}},
+          {"layout", {m.layout.lda, m.layout.ldb, m.layout.ldc, m.layout.stride_a, m.layout.stride_b, m.layout.stride_c}},
           {"max_abs_error", opt(m.max_abs_error)},
           {"max_error_ratio", opt(m.max_error_ratio)},
           {"timing", m.timing ? json(*m.timing) : json()},
@@ -74,7 +74,8 @@ Measurement measurement_from(const json& j) {
   m.outcome = outcome_from_string(j.at("outcome").get<std::string>());
   m.reason = j.at("reason");
   m.log = j.at("log");
-  m.layout = {j.at("layout").at(0), j.at("layout").at(1), j.at("layout").at(2)};
+  const auto& l = j.at("layout");
+  m.layout = {l.at(0), l.at(1), l.at(2), l.at(3), l.at(4), l.at(5)};
   m.max_abs_error = opt_from<double>(j.at("max_abs_error"));
   m.max_error_ratio = opt_from<double>(j.at("max_error_ratio"));
   if (!j.at("timing").is_null()) m.timing = j.at("timing").get<SampleStats>();
@@ -152,7 +153,8 @@ std::string encode(const WorkerRequest& r) {
       j["cubins_cached"] = r.cubins_cached;
       [[fallthrough]];
     case WorkerRequest::Kind::cublas:
-      j["problem"] = {r.problem.m, r.problem.n, r.problem.k};
+      j["problem"] = {r.problem.m,     r.problem.n,     r.problem.k,       r.problem.trans_a, r.problem.trans_b,
+                      r.problem.batch, r.problem.stride_a, r.problem.stride_b, r.problem.stride_c};
       j["limits"] = {r.limits.abandon_above_ms, r.limits.kernel_timeout_ms};
       break;
     case WorkerRequest::Kind::release:
@@ -173,7 +175,8 @@ WorkerRequest decode_request(const std::string& bytes) {
       r.hello.seed = j.at("seed");
     }
     if (j.contains("problem")) {
-      r.problem = {j["problem"].at(0), j["problem"].at(1), j["problem"].at(2)};
+      const auto& p = j["problem"];
+      r.problem = {p.at(0), p.at(1), p.at(2), p.at(3), p.at(4), p.at(5), p.at(6), p.at(7), p.at(8)};
       r.limits = {j.at("limits").at(0), j.at("limits").at(1)};
     }
     if (j.contains("kernels")) {
