@@ -1,4 +1,5 @@
 #include "cli/app.hpp"
+#include "cli/sizes.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -215,6 +216,28 @@ ExportModel device_export_model(Store& store, int64_t device_id, const GlobalOpt
   ExportOptions options;
   options.device_ids = {device_id};
   return build_export_model(store, options, generic_default_template(global));
+}
+
+void add_operand_options(CLI::App& sub, OperandOptions& options, bool single) {
+  sub.add_option("--layout", options.layout,
+                 single ? "op(A) op(B) over row-major storage: nn (default), nt, tn or tt"
+                        : "Layouts, op(A) op(B) over row-major storage: nn, nt, tn, tt, a comma list, or all (default: "
+                          "as the sizes say, nn)");
+  sub.add_option("--batch", options.batch,
+                 single ? "Batch count of a strided-batched problem (default 1)"
+                        : "Batch counts of strided-batched problems, a comma list (default: as the sizes say, 1)");
+  sub.add_option("--broadcast", options.broadcast, "a or b: that operand is shared by the whole batch (stride 0)");
+}
+
+std::vector<Problem> apply_operand_options(const std::vector<Problem>& problems, const OperandOptions& options) {
+  return expand_problems(problems, options.layout, options.batch, options.broadcast);
+}
+
+std::vector<std::string> layout_list(const std::string& value) {
+  std::vector<std::string> out;
+  for (const Problem& p : expand_problems({Problem{1, 1, 1}}, value, ""))
+    out.emplace_back(p.layout());
+  return out;
 }
 
 void add_space_options(CLI::App& sub, SpaceOptions& options) {

@@ -23,6 +23,7 @@ struct CompileOptions {
   int jobs = 0;
   bool json = false;
   bool allow_failures = false;
+  std::string layout;
 };
 
 /// Failures printed in full (the first lines of each log); --json lists every one.
@@ -59,7 +60,9 @@ int run_compile(const GlobalOptions& global, const CompileOptions& opts) {
   const SpaceChoice choice = load_space_choice(global, opts.space);
   const auto& [templates, preset, only] = choice;
   const std::string arch = resolve_arch(opts.arch, opts.device);
-  const SearchSpace space = enumerate_space(templates, preset, target_for_arch(arch), only);
+  Target target = target_for_arch(arch);
+  if (!opts.layout.empty()) target.layouts = layout_list(opts.layout);
+  const SearchSpace space = enumerate_space(templates, preset, target, only);
   Store store(database_path(global));
 
   const auto start = std::chrono::steady_clock::now();
@@ -117,6 +120,8 @@ void add_compile_command(CLI::App& app, GlobalOptions& global, Action& action) {
   auto* sub = app.add_subcommand("compile", "JIT-compile every valid candidate of a preset into the cache");
   auto opts = std::make_shared<CompileOptions>();
   add_space_options(*sub, opts->space);
+  sub->add_option("--layout", opts->layout,
+                  "Compile the candidates of these layouts: nn (default), nt, tn, tt, a comma list, or all");
   auto* arch = sub->add_option("--arch", opts->arch, "Target architecture, e.g. sm_90 (default: the arch of --device)")
                    ->check(non_empty_arch());
   // --device only chooses the target's arch: with --arch as well, one of them would be ignored.

@@ -14,6 +14,7 @@ void add_list_command(CLI::App& app, GlobalOptions& global, Action& action) {
     std::string arch;
     bool json = false;
     bool candidates = false;
+    std::string layout;
   };
   auto opts = std::make_shared<Options>();
   add_space_options(*sub, opts->space);
@@ -23,13 +24,16 @@ void add_list_command(CLI::App& app, GlobalOptions& global, Action& action) {
       ->check(non_empty_arch());
   sub->add_flag("--candidates", opts->candidates,
                 "List every candidate instead: kernel instantiation, launch shape and requirements");
+  sub->add_option("--layout", opts->layout,
+                  "Enumerate the candidates of these layouts: nn (default), nt, tn, tt, a comma list, or all");
   sub->add_flag("--json", opts->json, "Machine-readable output");
   sub->callback([&action, &global, opts] {
     action = [&global, opts] {
       const SpaceChoice choice = load_space_choice(global, opts->space);
       const auto& [templates, preset, only] = choice;
       std::string note;
-      const Target target = resolve_target(opts->arch, &note);
+      Target target = resolve_target(opts->arch, &note);
+      if (!opts->layout.empty()) target.layouts = layout_list(opts->layout);
       const SearchSpace space = enumerate_space(templates, preset, target, only);
       if (opts->candidates && opts->json)
         print_json(render_candidates_json(space));

@@ -26,6 +26,7 @@ namespace {
 struct TuneOptions {
   std::string device = "0";
   std::string sizes;
+  OperandOptions operands;
   SpaceOptions space;
   int jobs = 0;
   bool retune = false;
@@ -40,7 +41,7 @@ struct TuneOptions {
 void print_summary(const TuneSummary& s, const DeviceInfo& device) {
   fmt::print("\n{} ({}), {} candidates, {} trials measured, {} reused, {:.1f} s\n", device.name, device.arch(),
              s.candidates, s.trials_measured, s.trials_reused, s.wall_seconds);
-  fmt::print("{:<16} {:<18} {:<44} {:>8} {:>8} {:>7}  {}\n", "problem", "best template", "parameters", "TF/s",
+  fmt::print("{:<24} {:<18} {:<44} {:>8} {:>8} {:>7}  {}\n", "problem", "best template", "parameters", "TF/s",
              "cuBLAS", "ratio", "ok/wrong/failed/abandoned/skipped");
   std::vector<ProblemSummary> rows = s.problems;
   rows.insert(rows.end(), s.calibration.begin(), s.calibration.end());
@@ -52,10 +53,10 @@ void print_summary(const TuneSummary& s, const DeviceInfo& device) {
     const std::string counts = fmt::format("{}/{}/{}/{}/{}", p.ok, p.wrong, p.failed, p.abandoned, p.skipped);
     const std::string cublas = p.baseline ? fmt::format("{:.2f}", p.baseline->gflops / 1e3) : "-";
     if (p.winner)
-      fmt::print("{:<16} {:<18} {:<44} {:>8.2f} {:>8} {:>6.3f}x  {}\n", p.problem.to_string(), p.winner->template_name,
+      fmt::print("{:<24} {:<18} {:<44} {:>8.2f} {:>8} {:>6.3f}x  {}\n", p.problem.to_string(), p.winner->template_name,
                  p.winner->params, p.winner->gflops / 1e3, cublas, p.winner->ratio_to_cublas, counts);
     else
-      fmt::print("{:<16} {:<18} {:<44} {:>8} {:>8} {:>7}  {}\n", p.problem.to_string(), "(none passed)", "", "-", cublas,
+      fmt::print("{:<24} {:<18} {:<44} {:>8} {:>8} {:>7}  {}\n", p.problem.to_string(), "(none passed)", "", "-", cublas,
                  "-", counts);
   }
 }
@@ -72,7 +73,7 @@ std::vector<std::string> worker_command(const GlobalOptions& global) {
 }
 
 int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const std::string& command_line) {
-  const std::vector<Problem> problems = parse_sizes(opts.sizes);
+  const std::vector<Problem> problems = apply_operand_options(parse_sizes(opts.sizes), opts.operands);
   const SpaceChoice choice = load_space_choice(global, opts.space);  // a bad preset is reported without a GPU
   const auto& [templates, preset, only] = choice;
   const uint64_t seed = opts.seed ? opts.seed : std::random_device{}();
@@ -84,7 +85,12 @@ int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const
   worker.hello = {opts.device, preset.tune, seed};
   WorkerMeasurer measurer(worker);
   const DeviceInfo device = measurer.device();
-  const SearchSpace space = enumerate_space(templates, preset, target_of(device), only);
+  Target target = target_of(device);
+  target.layouts.clear();
+  for (const Problem& p : problems)
+    if (std::find(target.layouts.begin(), target.layouts.end(), p.layout()) == target.layouts.end())
+      target.layouts.emplace_back(p.layout());
+  const SearchSpace space = enumerate_space(templates, preset, target, only);
   // Every problem's buffers stay resident for the whole run: check they fit before allocating.
   const size_t flush = std::max<size_t>(2 * static_cast<size_t>(device.l2_bytes), 64u << 20);
   // Calibration measures its shapes after the requested ones have released their buffers.
@@ -188,8 +194,9 @@ void add_tune_command(CLI::App& app, GlobalOptions& global, Action& action) {
   auto opts = std::make_shared<TuneOptions>();
   sub->add_option("--device,-d", opts->device, "CUDA device: index, UUID or unique part of its name")
       ->capture_default_str();
-  sub->add_option("--sizes,-s", opts->sizes, "Sizes: 256..4096, 256..4096:256, 1000,1023, 4096x1024x512, @FILE (one per line), or a mix")
+  sub->add_option("--sizes,-s", opts->sizes, "Sizes: 256..4096, 256..4096:256, 1000,1023, 4096x1024x512, 64x64x64:tn*4096, @FILE (one per line), or a mix")
       ->required();
+  add_operand_options(*sub, opts->operands);
   add_space_options(*sub, opts->space);
   sub->add_option("--jobs,-j", opts->jobs, fmt::format("Compiler threads, 1 to {} (default: all cores)", k_max_jobs))
       ->check(whole_number(1, k_max_jobs));

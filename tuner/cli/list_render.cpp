@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace cmt {
 
@@ -79,6 +80,8 @@ void render_template_text(std::string& out, const TemplateDesc& desc, const Pres
   out += fmt::format("  kernel      {}\n", desc.kernel);
   out += fmt::format("  descriptor  {}\n", desc.descriptor_path.string());
   out += fmt::format("  source      {}\n", desc.source_path.string());
+  out += fmt::format("  operands    layouts {}; {}\n", fmt::join(desc.layouts, ", "),
+                     desc.batched ? "strided-batched (batch on grid z)" : "not batched (batch 1 only)");
 
   // Parameters as aligned columns: name, values searched, descriptor defaults when overridden, help.
   size_t name_w = 0;
@@ -159,6 +162,8 @@ nlohmann::json template_json(const TemplateDesc& desc, const PresetTemplate* ent
       {"summary", desc.summary},
       {"descriptor", desc.descriptor_path.string()},
       {"source", desc.source_path.string()},
+      {"layouts", desc.layouts},
+      {"batched", desc.batched},
       {"params", params},
       {"derived", derived},
       {"includes", includes},

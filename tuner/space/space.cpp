@@ -61,7 +61,22 @@ TemplateSpaceStats enumerate_template(const TemplateDesc& desc, const PresetTemp
   stats.template_name = desc.name;
   for (const Constraint& c : desc.constraints) stats.pruned.push_back({c.reason, 0});
 
-  const std::vector<std::vector<int64_t>> lists = value_lists(desc, entry);
+  std::vector<std::vector<int64_t>> lists = value_lists(desc, entry);
+  // The implicit TRANS_A and TRANS_B take only the values of the layouts both the family and the
+  // target's problems have; a pair that is neither (tn and nt wanted: tt, nn) is pruned below.
+  std::vector<std::string> layouts;
+  for (const std::string& l : desc.layouts)
+    if (std::find(target.layouts.begin(), target.layouts.end(), l) != target.layouts.end()) layouts.push_back(l);
+  for (size_t p = 0; p < desc.params.size(); ++p) {
+    if (!desc.params[p].implicit) continue;
+    const size_t which = desc.params[p].name == "TRANS_A" ? 0 : 1;
+    std::vector<int64_t> keep;
+    for (const int64_t v : lists[p])
+      if (std::any_of(layouts.begin(), layouts.end(), [&](const std::string& l) { return (l[which] == 't') == (v != 0); }))
+        keep.push_back(v);
+    lists[p] = std::move(keep);
+  }
+  int64_t layout_pruned = 0;
   int64_t raw = 1;
   for (const auto& list : lists) {
     raw *= static_cast<int64_t>(list.size());
@@ -72,6 +87,10 @@ TemplateSpaceStats enumerate_template(const TemplateDesc& desc, const PresetTemp
   stats.raw = raw;
 
   walk_grid(desc, lists, [&](const ParamValues& values) {
+    if (std::find(layouts.begin(), layouts.end(), desc.layout_of(values)) == layouts.end()) {
+      ++layout_pruned;
+      return true;
+    }
     if (const auto failed = desc.failed_constraint(values, target)) {
       ++stats.pruned[*failed].count;
       return true;
@@ -86,6 +105,7 @@ TemplateSpaceStats enumerate_template(const TemplateDesc& desc, const PresetTemp
     ++stats.valid;
     return true;
   });
+  if (desc.layouts != std::vector<std::string>{"nn"}) stats.pruned.push_back({"a layout that was not asked for", layout_pruned});
   return stats;
 }
 

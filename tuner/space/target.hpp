@@ -16,6 +16,9 @@ namespace cmt {
 struct Target {
   std::string arch;                 // "sm_90"
   int64_t smem_per_block = 0;       // bytes of shared memory one block may use (the opt-in maximum)
+  /// The layouts to enumerate candidates for (the problems' layouts); a family enumerates those
+  /// it supports.
+  std::vector<std::string> layouts{"nn"};
 
   /// The value of a DEVICE_* name, or nullopt for any other name.
   std::optional<int64_t> lookup(std::string_view name) const;

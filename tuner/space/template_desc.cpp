@@ -21,10 +21,10 @@ using detail::in_file_order;
 using detail::join_keys;
 using detail::line_of;
 
-constexpr std::string_view k_top_keys[] = {"name",   "kernel",   "summary",    "param",  "derived", "include",
-                                           "launch", "requires", "constraint", "applies"};
+constexpr std::string_view k_top_keys[] = {"name",     "kernel",     "summary", "param",   "derived", "include", "launch",
+                                           "requires", "constraint", "applies", "layouts", "batched"};
 /// The problem's names, which only `applies` may use.
-constexpr std::string_view k_problem_names[] = {"M", "N", "K"};
+constexpr std::string_view k_problem_names[] = {"M", "N", "K", "BATCH"};
 constexpr std::string_view k_fragment_keys[] = {"constraint"};
 constexpr std::string_view k_param_keys[] = {"name", "values", "help"};
 constexpr std::string_view k_launch_keys[] = {"threads", "tile_m", "tile_n", "dynamic_smem", "grid_z"};
@@ -79,6 +79,7 @@ class DescriptorFileReader : public detail::TomlFileReader {
       fail(line_of(*root.get("kernel")), "kernel", fmt::format("'{}' is not a C++ identifier", m_desc.kernel));
 
     read_params(root);
+    read_operand_support(root);
     read_derived(root);
     read_includes(root);
     read_constraints(root);
@@ -245,6 +246,45 @@ class DescriptorFileReader : public detail::TomlFileReader {
     }
   }
 
+  /// layouts = ["nn", "tn", ...] (default ["nn"]) and batched = true|false (default false). A family
+  /// with a layout other than nn takes two more template arguments, TRANS_A and TRANS_B (0 or 1),
+  /// after its own parameters; they are parameters like the others, so expressions may name them.
+  void read_operand_support(const toml::table& root) {
+    if (const toml::node* node = root.get("layouts")) {
+      const toml::array* array = node->as_array();
+      if (!array || array->empty()) fail(line_of(*node), "layouts", "must be a non-empty array of \"nn\", \"nt\", \"tn\", \"tt\"");
+      m_desc.layouts.clear();
+      for (size_t i = 0; i < array->size(); ++i) {
+        const toml::node& item = *array->get(i);
+        const auto ops = item.is_string() ? parse_layout(item.as_string()->get()) : std::nullopt;
+        if (!ops) fail(line_of(item), fmt::format("layouts[{}]", i), "must be \"nn\", \"nt\", \"tn\" or \"tt\"");
+        const std::string name(layout_name(ops->first, ops->second));
+        if (std::find(m_desc.layouts.begin(), m_desc.layouts.end(), name) != m_desc.layouts.end())
+          fail(line_of(item), fmt::format("layouts[{}]", i), fmt::format("'{}' is listed twice", name));
+        m_desc.layouts.push_back(name);
+      }
+    }
+    if (const toml::node* node = root.get("batched")) {
+      if (!node->is_boolean()) fail(line_of(*node), "batched", "must be true or false");
+      m_desc.batched = node->as_boolean()->get();
+    }
+    if (m_desc.layouts == std::vector<std::string>{"nn"}) return;
+    for (const std::string_view name : {"TRANS_A", "TRANS_B"}) {
+      for (const auto& p : m_desc.params)
+        if (p.name == name)
+          fail(line_of(root), "param", fmt::format("'{}' is implied by `layouts`; it may not be declared", name));
+      ParamDesc param{std::string(name), {}, fmt::format("op({}) transposed: 1 in layouts {}", name.back(),
+                                                        name == "TRANS_A" ? "tn and tt" : "nt and tt")};
+      for (const std::string& l : m_desc.layouts) {
+        const int64_t v = (name == "TRANS_A" ? l[0] : l[1]) == 't' ? 1 : 0;
+        if (std::find(param.values.begin(), param.values.end(), v) == param.values.end()) param.values.push_back(v);
+      }
+      std::sort(param.values.begin(), param.values.end());
+      param.implicit = true;
+      m_desc.params.push_back(std::move(param));
+    }
+  }
+
   /// [derived]: NAME = "expression", in file order; each may use the parameters and those above it.
   void read_derived(const toml::table& root) {
     const toml::node* node = root.get("derived");
@@ -323,6 +363,20 @@ int64_t TemplateDesc::eval(const Expr& expr, const ParamValues& values, const Ta
   return eval_at(expr, values, target, nullptr, key);
 }
 
+std::string TemplateDesc::layout_of(const ParamValues& values) const {
+  const auto ta = find_param(values, "TRANS_A"), tb = find_param(values, "TRANS_B");
+  if (layouts == std::vector<std::string>{"nn"} || !ta || !tb) return "nn";
+  return std::string(layout_name(*ta != 0, *tb != 0));
+}
+
+bool TemplateDesc::supports_layout(std::string_view layout) const {
+  return std::find(layouts.begin(), layouts.end(), layout) != layouts.end();
+}
+
+bool TemplateDesc::serves(const ParamValues& values, const Problem& problem) const {
+  return layout_of(values) == problem.layout() && (batched || problem.batch == 1);
+}
+
 bool TemplateDesc::applies_to(const ParamValues& values, const Target& target, const Problem& problem) const {
   return !applies || eval_at(*applies, values, target, &problem, "applies") != 0;
 }
@@ -336,6 +390,7 @@ int64_t TemplateDesc::eval_at(const Expr& expr, const ParamValues& values, const
       if (ident == "M") return problem->m;
       if (ident == "N") return problem->n;
       if (ident == "K") return problem->k;
+      if (ident == "BATCH") return problem->batch;
     }
     if (auto v = find_param(values, ident)) return v;
     for (size_t i = 0; i < derived.size(); ++i) {

@@ -17,6 +17,7 @@ struct ParamDesc {
   std::string name;              // a C++ template argument of the kernel, e.g. "BM"
   std::vector<int64_t> values;   // default candidate values
   std::string help;              // one line
+  bool implicit = false;         // TRANS_A, TRANS_B: implied by the descriptor's `layouts`
 };
 
 /// A value computed from the parameters ([derived]), usable by every expression after it.
@@ -46,10 +47,21 @@ struct TemplateDesc {
   /// Which problems the tuner tries the family on (`applies`, over M, N, K and the parameters);
   /// none: every problem. The kernel is correct everywhere; this only says where it may win.
   std::optional<Expr> applies;
+  /// The layouts the kernel computes ("nn", "nt", "tn", "tt"), in the order declared. Beyond "nn",
+  /// the kernel takes TRANS_A and TRANS_B as its last two template arguments (implicit params).
+  std::vector<std::string> layouts{"nn"};
+  /// Whether the kernel takes the batch strides (strided-batched GEMM on grid z).
+  bool batched = false;
 
   /// Evaluates one of this descriptor's expressions at a point: names resolve to the parameters,
   /// then the derived values, then the target's DEVICE_* names. `key` names it in errors.
   int64_t eval(const Expr& expr, const ParamValues& values, const Target& target, std::string_view key) const;
+  /// The layout a point computes: from TRANS_A and TRANS_B, "nn" for a family without them.
+  std::string layout_of(const ParamValues& values) const;
+  bool supports_layout(std::string_view layout) const;
+  /// Whether a point computes this problem at all: its layout, and a batch above 1 only when the
+  /// family is batched. Unlike `applies`, this is about correctness and is never ignored.
+  bool serves(const ParamValues& values, const Problem& problem) const;
   /// Whether `applies` holds for a problem (true without one).
   bool applies_to(const ParamValues& values, const Target& target, const Problem& problem) const;
   /// The position of the first constraint the point fails, or nullopt when it meets them all.

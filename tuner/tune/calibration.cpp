@@ -35,12 +35,20 @@ std::vector<CalibrationShape> calibration_shapes(const std::vector<Problem>& req
   const int64_t hi = std::clamp<int64_t>(round16(hi_scale), lo, k_max_scale);
   const int64_t mid = round16(std::sqrt(static_cast<double>(lo) * static_cast<double>(hi)));
 
+  // Every layout the requested problems have gets the same shapes (unbatched: a batched call's time
+  // is predicted from the tiles of the whole batch).
+  std::vector<std::pair<bool, bool>> layouts;
+  for (const auto& p : requested)
+    if (std::find(layouts.begin(), layouts.end(), std::make_pair(p.trans_a, p.trans_b)) == layouts.end())
+      layouts.emplace_back(p.trans_a, p.trans_b);
   std::vector<CalibrationShape> out;
   const auto add = [&](int64_t m, int64_t n, int64_t k, const char* shape_class, bool full_search = false) {
-    const Problem p{std::max<int64_t>(m, 1), std::max<int64_t>(n, 1), std::max<int64_t>(k, 1)};
-    if (std::find(requested.begin(), requested.end(), p) != requested.end()) return;
-    if (std::any_of(out.begin(), out.end(), [&](const auto& s) { return s.problem == p; })) return;
-    out.push_back({p, shape_class, full_search});
+    for (const auto& [ta, tb] : layouts) {
+      const Problem p = Problem::make(std::max<int64_t>(m, 1), std::max<int64_t>(n, 1), std::max<int64_t>(k, 1), ta, tb);
+      if (std::find(requested.begin(), requested.end(), p) != requested.end()) continue;
+      if (std::any_of(out.begin(), out.end(), [&](const auto& s) { return s.problem == p; })) continue;
+      out.push_back({p, shape_class, full_search});
+    }
   };
   // Ragged squares: between the smallest and the largest scale, off every tile multiple, and one
   // just past the largest (a last tile row and column of one).

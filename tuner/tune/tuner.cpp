@@ -126,6 +126,7 @@ TuneSummary run_tune(Store& store, const Compiler& compiler, Measurer& measurer,
     for (ProblemState& state : states) {
       const Problem& p = state.problem();
       ++done;
+      if (!cand.tmpl->serves(cand.values, p)) continue;   // another layout, or a batch the family cannot take
       const bool everywhere = compiled->index < req.ignore_applies.size() && req.ignore_applies[compiled->index];
       if (!everywhere && !cand.tmpl->applies_to(cand.values, target, p)) continue;   // the family does not serve this shape
       if (!req.retune && state.has_trial(trial_key(req.device.uuid, compiled->binary.key, p))) {

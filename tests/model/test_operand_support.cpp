@@ -1,0 +1,141 @@
+// What a template declares about operands: its layouts (the implicit TRANS_A and TRANS_B
+// parameters) and batching; which candidates the space enumerates for the problems' layouts, and
+// which problems each candidate serves.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "space/preset.hpp"
+#include "space/space.hpp"
+#include "space/template_desc.hpp"
+#include "test_support.hpp"
+
+namespace fs = std::filesystem;
+
+namespace cmt {
+namespace {
+
+/// A descriptor with one parameter V and the given extra top-level lines, beside an empty source.
+fs::path write_template(const test::TempDir& dir, const std::string& name, const std::string& extra,
+                        const std::string& constraints = "") {
+  test::write_file(dir / (name + ".cuh"), "// empty\n");
+  test::write_file(dir / (name + ".toml"), fmt::format(R"(name = "{0}"
+kernel = "cmt_sgemm_{0}"
+summary = "test"
+{1}
+[[param]]
+name = "V"
+values = [1, 2]
+
+[launch]
+threads = "128"
+tile_m = "64"
+tile_n = "64"
+{2})",
+                                                        name, extra, constraints));
+  return dir / (name + ".toml");
+}
+
+Preset preset_for(const std::string& name) {
+  Preset p;
+  p.file = "inline.toml";
+  p.name = "inline";
+  p.templates.push_back(PresetTemplate{name, {}});
+  return p;
+}
+
+TEST(OperandSupport, DefaultIsNnUnbatchedWithoutImplicitParameters) {
+  test::TempDir dir;
+  const TemplateDesc t = load_template(write_template(dir, "plain", ""));
+  EXPECT_EQ(t.layouts, std::vector<std::string>{"nn"});
+  EXPECT_FALSE(t.batched);
+  ASSERT_EQ(t.params.size(), 1u);
+  EXPECT_EQ(t.name_expression({{"V", 1}}), "cmt_sgemm_plain<1>");
+  EXPECT_TRUE(t.serves({{"V", 1}}, Problem::make(8, 8, 8)));
+  EXPECT_FALSE(t.serves({{"V", 1}}, Problem::make(8, 8, 8, true, false))) << "another layout";
+  EXPECT_FALSE(t.serves({{"V", 1}}, Problem::make(8, 8, 8, false, false, 4))) << "a batch";
+}
+
+TEST(OperandSupport, LayoutsAddTransAAndTransBAsTheLastTemplateArguments) {
+  test::TempDir dir;
+  const TemplateDesc t = load_template(
+      write_template(dir, "lay", "layouts = [\"nn\", \"tn\", \"tt\"]\nbatched = true\n",
+                     "[[constraint]]\ncheck = \"V == 1 || TRANS_B == 0\"\nreason = \"V=2 has no transposed B\"\n"));
+  EXPECT_EQ(t.layouts, (std::vector<std::string>{"nn", "tn", "tt"}));
+  EXPECT_TRUE(t.batched);
+  ASSERT_EQ(t.params.size(), 3u);
+  EXPECT_EQ(t.params[1].name, "TRANS_A");
+  EXPECT_EQ(t.params[1].values, (std::vector<int64_t>{0, 1}));
+  EXPECT_TRUE(t.params[1].implicit);
+  EXPECT_EQ(t.params[2].name, "TRANS_B");
+  const ParamValues tn = {{"V", 1}, {"TRANS_A", 1}, {"TRANS_B", 0}};
+  EXPECT_EQ(t.name_expression(tn), "cmt_sgemm_lay<1, 1, 0>");
+  EXPECT_EQ(t.layout_of(tn), "tn");
+  EXPECT_TRUE(t.serves(tn, Problem::make(8, 8, 8, true, false, 16)));
+  EXPECT_FALSE(t.serves(tn, Problem::make(8, 8, 8)));
+
+  // Enumerated for the problems' layouts only; nt is not the family's, and V=2 with TRANS_B is pruned.
+  Target target = test::sm90();
+  const auto ids = [&](std::vector<std::string> layouts) {
+    target.layouts = std::move(layouts);
+    const std::vector<TemplateDesc> templates{t};
+    std::vector<std::string> out;
+    for (const auto& c : enumerate_space(templates, preset_for("lay"), target).candidates) out.push_back(c.id());
+    return out;
+  };
+  EXPECT_EQ(ids({"nn"}), (std::vector<std::string>{"lay[V=1,TRANS_A=0,TRANS_B=0]", "lay[V=2,TRANS_A=0,TRANS_B=0]"}));
+  EXPECT_EQ(ids({"tn", "nt"}), (std::vector<std::string>{"lay[V=1,TRANS_A=1,TRANS_B=0]", "lay[V=2,TRANS_A=1,TRANS_B=0]"}));
+  EXPECT_EQ(ids({"tt"}), (std::vector<std::string>{"lay[V=1,TRANS_A=1,TRANS_B=1]"}));
+  EXPECT_TRUE(ids({"nt"}).empty());
+  // nn and tt asked for: the grid of TRANS_A x TRANS_B holds tn and nt too, pruned as not asked for.
+  target.layouts = {"nn", "tt"};
+  const std::vector<TemplateDesc> templates{t};
+  const SearchSpace space = enumerate_space(templates, preset_for("lay"), target);
+  EXPECT_EQ(space.candidates.size(), 3u);
+  EXPECT_EQ(space.stats.at(0).pruned.back().reason, "a layout that was not asked for");
+  EXPECT_EQ(space.stats.at(0).pruned.back().count, 4);
+}
+
+TEST(OperandSupport, BadDeclarationsAreOneLineErrors) {
+  test::TempDir dir;
+  const auto error = [&](const std::string& extra, const std::string& name = "bad") {
+    return test::usage_error([&] { load_template(write_template(dir, name, extra)); });
+  };
+  EXPECT_NE(error("layouts = [\"nn\", \"xx\"]\n").find("layouts[1]: must be \"nn\", \"nt\", \"tn\" or \"tt\""),
+            std::string::npos);
+  EXPECT_NE(error("layouts = []\n").find("layouts: must be a non-empty array"), std::string::npos);
+  EXPECT_NE(error("layouts = [\"tn\", \"TN\"]\n").find("'tn' is listed twice"), std::string::npos);
+  EXPECT_NE(error("batched = 1\n").find("batched: must be true or false"), std::string::npos);
+  test::write_file(dir / "clash.cuh", "");
+  test::write_file(dir / "clash.toml", R"(name = "clash"
+kernel = "k"
+summary = "s"
+layouts = ["nn", "tn"]
+[[param]]
+name = "TRANS_A"
+values = [0]
+[launch]
+threads = "1"
+tile_m = "1"
+tile_n = "1"
+)");
+  EXPECT_NE(test::usage_error([&] { load_template(dir / "clash.toml"); }).find("'TRANS_A' is implied by `layouts`"),
+            std::string::npos);
+}
+
+TEST(OperandSupport, BuiltInFamiliesDeclareWhatTheyServe) {
+  const std::vector<TemplateDesc> templates = load_templates({default_templates_dir()});
+  // The header's generic default must compute every layout and batch, or some calls would be refused.
+  const TemplateDesc& generic = *find_template(templates, "blocktile2d");
+  EXPECT_EQ(generic.layouts, (std::vector<std::string>{"nn", "nt", "tn", "tt"}));
+  EXPECT_TRUE(generic.batched);
+  for (const auto& t : templates) {
+    EXPECT_EQ(t.layouts.front(), "nn") << t.name << ": every family computes nn";
+    const bool has_trans = std::any_of(t.params.begin(), t.params.end(), [](const ParamDesc& p) { return p.implicit; });
+    EXPECT_EQ(has_trans, t.layouts.size() > 1) << t.name;
+  }
+}
+
+}  // namespace
+}  // namespace cmt
