@@ -16,10 +16,32 @@ CublasHandle::~CublasHandle() {
   if (m_handle) cublasDestroy(m_handle);
 }
 
+cublasStatus_t CublasHandle::gemm_status(const GemmArgs& g) const {
+  // cuBLAS is column-major. A row-major matrix X (r x c, leading dimension ld) is, read column-major
+  // with the same ld, X^T (c x r). So the row-major product C = op(A) op(B) (M x N) is the
+  // column-major product C^T = op(B)^T op(A)^T (N x M, ldc): B's storage goes first, A's second,
+  // and M and N swap.
+  //
+  // The op flags carry over unchanged. Untransposed B is stored K x N row-major, which column-major
+  // is B^T = op(B)^T (N x K): CUBLAS_OP_N with ld = ldb (>= N, as cuBLAS wants for the first
+  // operand's rows). Transposed B (op(B) = B_s^T) is stored N x K row-major, which column-major is
+  // B_s^T (K x N), while C^T needs op(B)^T = B_s: transpose that view, CUBLAS_OP_T with ld = ldb
+  // (>= K). A (the second operand, op(A)^T is K x M) follows the same way: stored M x K row-major
+  // is A^T column-major, CUBLAS_OP_N; stored K x M (trans_a) is A column-major, so CUBLAS_OP_T.
+  // The batch strides are those of the storage and do not change either.
+  const cublasOperation_t op_b = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_a = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  if (g.batch > 1)
+    return cublasSgemmStridedBatched(m_handle, op_b, op_a, g.n, g.m, g.k, &g.alpha, g.b, g.ldb, g.stride_b, g.a, g.lda,
+                                     g.stride_a, &g.beta, g.c, g.ldc, g.stride_c, g.batch);
+  return cublasSgemm(m_handle, op_b, op_a, g.n, g.m, g.k, &g.alpha, g.b, g.ldb, g.a, g.lda, &g.beta, g.c, g.ldc);
+}
+
+void CublasHandle::gemm(const GemmArgs& args) const { CMT_CUBLAS_CHECK(gemm_status(args)); }
+
 cublasStatus_t CublasHandle::sgemm_status(int m, int n, int k, float alpha, const float* a, int lda, const float* b,
                                           int ldb, float beta, float* c, int ldc) const {
-  // Row-major C = A B is column-major C^T = B^T A^T: swap the operands and M/N.
-  return cublasSgemm(m_handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc);
+  return gemm_status(GemmArgs{m, n, k, alpha, a, lda, b, ldb, beta, c, ldc});
 }
 
 void CublasHandle::sgemm(int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,

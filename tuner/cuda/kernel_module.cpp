@@ -1,12 +1,14 @@
 #include "cuda/kernel_module.hpp"
 
+#include <algorithm>
+
 #include "cuda/check.hpp"
 
 namespace cmt {
 
-dim3 gemm_grid(const LaunchShape& shape, int m, int n) {
+dim3 gemm_grid(const LaunchShape& shape, int m, int n, int batch) {
   const auto blocks = [](int64_t extent, int64_t tile) { return static_cast<unsigned>((extent + tile - 1) / tile); };
-  return dim3(blocks(n, shape.tile_n), blocks(m, shape.tile_m), static_cast<unsigned>(shape.grid_z));
+  return dim3(blocks(n, shape.tile_n), blocks(m, shape.tile_m), static_cast<unsigned>(shape.grid_z * batch));
 }
 
 LoadedKernel::LoadedKernel(const std::vector<char>& cubin, const std::string& lowered_name) {
@@ -62,11 +64,22 @@ int LoadedKernel::max_active_blocks(int threads, int dynamic_smem, int grid_z) c
 }
 
 cudaError_t LoadedKernel::launch(const LaunchShape& shape, const GemmArgs& args, cudaStream_t stream) const {
-  GemmArgs a = args;
-  void* params[] = {&a.m, &a.n, &a.k, &a.alpha, &a.a, &a.lda, &a.b, &a.ldb, &a.beta, &a.c, &a.ldc};
-  const dim3 block(static_cast<unsigned>(shape.threads), 1, 1);
-  const cudaError_t status = cudaLaunchKernel(reinterpret_cast<const void*>(m_kernel), gemm_grid(shape, args.m, args.n),
-                                              block, params, static_cast<size_t>(shape.dynamic_smem), stream);
+  // Grid z holds at most 65535 blocks: a larger batch goes in several launches.
+  const int per_launch = std::max<int>(1, static_cast<int>(65535 / std::max<int64_t>(1, shape.grid_z)));
+  cudaError_t status = cudaSuccess;
+  for (int first = 0; first < args.batch && status == cudaSuccess; first += per_launch) {
+    GemmArgs a = args;
+    a.batch = std::min(per_launch, args.batch - first);
+    a.a += first * args.stride_a;
+    a.b += first * args.stride_b;
+    a.c += first * args.stride_c;
+    // A kernel without batching has 11 parameters and reads only the first 11 entries.
+    void* params[] = {&a.m, &a.n, &a.k, &a.alpha, &a.a, &a.lda, &a.b, &a.ldb, &a.beta, &a.c, &a.ldc,
+                      &a.stride_a, &a.stride_b, &a.stride_c};
+    const dim3 block(static_cast<unsigned>(shape.threads), 1, 1);
+    status = cudaLaunchKernel(reinterpret_cast<const void*>(m_kernel), gemm_grid(shape, a.m, a.n, a.batch), block,
+                              params, static_cast<size_t>(shape.dynamic_smem), stream);
+  }
   // A launch that fails is reported through the return value (data about the candidate); clear the
   // runtime's last error so the next, unrelated CUDA check does not pick it up.
   if (status != cudaSuccess) cudaGetLastError();

@@ -18,7 +18,9 @@ struct KernelAttributes {
   int max_threads_per_block = 0;
 };
 
-/// Arguments of every SGEMM template, in kernel-signature order.
+/// Arguments of every SGEMM template, in kernel-signature order (a batched family's kernel takes the
+/// three strides after ldc; the others stop at ldc), then what the kernels know at compile time
+/// (the layout) or from the grid (the batch).
 struct GemmArgs {
   int m, n, k;
   float alpha;
@@ -29,6 +31,9 @@ struct GemmArgs {
   float beta;
   float* c;
   int ldc;
+  long long stride_a = 0, stride_b = 0, stride_c = 0;  // elements between matrices of the batch
+  int batch = 1;
+  bool trans_a = false, trans_b = false;               // op(A), op(B) over row-major storage
 };
 
 /// Enqueues one GEMM implementation (a kernel, cuBLAS, an exported header) on the given arguments;
@@ -58,7 +63,7 @@ class LoadedKernel {
   KernelAttributes m_attributes;
 };
 
-/// Grid of the template convention: (ceil(N/tile_n), ceil(M/tile_m), grid_z).
-dim3 gemm_grid(const LaunchShape& shape, int m, int n);
+/// Grid of the template convention: (ceil(N/tile_n), ceil(M/tile_m), grid_z * batch).
+dim3 gemm_grid(const LaunchShape& shape, int m, int n, int batch = 1);
 
 }  // namespace cmt

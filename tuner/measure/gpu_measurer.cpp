@@ -139,10 +139,9 @@ std::optional<GemmLauncher> GpuMeasurer::kernel_launcher(const KernelUnderTest& 
 
 GemmLauncher GpuMeasurer::cublas_launcher() const {
   const CublasHandle& cublas = *m_cublas;
+  // Every layout and batch: cublasSgemmStridedBatched when batched, cublasSgemm otherwise.
   return [&cublas](const GemmArgs& a) {
-    return cublas.sgemm_status(a.m, a.n, a.k, a.alpha, a.a, a.lda, a.b, a.ldb, a.beta, a.c, a.ldc) == CUBLAS_STATUS_SUCCESS
-               ? cudaSuccess
-               : cudaErrorUnknown;
+    return cublas.gemm_status(a) == CUBLAS_STATUS_SUCCESS ? cudaSuccess : cudaErrorUnknown;
   };
 }
 
@@ -169,11 +168,15 @@ Measurement GpuMeasurer::measure(const KernelUnderTest& k, const Problem& proble
   }
   const ProblemWorkspace& ws = workspace(problem);
   m.layout = ws.timing();
-  if (auto unmet = unmet_requirements(k.requirements, ws.timing())) {
-    m.outcome = Outcome::skipped;
-    m.reason = *unmet;
-    return m;
-  }
+  // The timing layout is the tight one, so it says why; the validation layout (wider leading
+  // dimensions, 256-byte aligned matrices) meets every requirement the timing layout meets, but a
+  // kernel is never launched on a layout it rules out.
+  for (const Layout* layout : {&ws.timing(), &ws.validation()})
+    if (auto unmet = unmet_requirements(k.requirements, *layout)) {
+      m.outcome = Outcome::skipped;
+      m.reason = *unmet;
+      return m;
+    }
   LoadedKernel* kernel = nullptr;
   Outcome fail_outcome = Outcome::skipped;
   if (auto why = load(k, kernel, fail_outcome)) {
@@ -228,8 +231,8 @@ SampleStats GpuMeasurer::measure_cublas(const Problem& problem) {
   const TimingResult r = m_timer->time([&cublas, args] { return cublas(args); }, sampling_plan(k_cublas_timeout_ms), 0.0);
   note_failure(r.status);
   if (r.status != cudaSuccess)
-    throw InfraError("cuBLAS", "cublasSgemm", fmt::format("timing failed: {}", cudaGetErrorString(r.status)), __FILE__,
-                     __LINE__);
+    throw InfraError("cuBLAS", problem.batched() ? "cublasSgemmStridedBatched" : "cublasSgemm",
+                     fmt::format("timing failed: {}", cudaGetErrorString(r.status)), __FILE__, __LINE__);
   return r.stats;
 }
 

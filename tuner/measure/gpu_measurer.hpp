@@ -42,7 +42,8 @@ class GpuMeasurer final : public Measurer {
   /// A kernel, loaded and checked for launchability (kept loaded while the measurer lives, beyond
   /// its small cache), as a launcher; or nullopt and the reason in *why_not.
   std::optional<GemmLauncher> kernel_launcher(const KernelUnderTest& kernel, std::string* why_not);
-  /// cuBLAS SGEMM (FP32, TF32 off) on this measurer's stream.
+  /// cuBLAS SGEMM (FP32, TF32 off) on this measurer's stream, for any GemmArgs: the ops of
+  /// trans_a/trans_b, and cublasSgemmStridedBatched when batch > 1.
   GemmLauncher cublas_launcher() const;
   /// Validates an implementation on the problem's workspace (tune's validation, guards and all).
   ValidationResult validate(const GemmLauncher& launch, const Problem& problem);
