@@ -5,14 +5,20 @@
 // A thread's rows are ROW_THREADS apart and its columns COL_THREADS apart (strided, not a
 // contiguous TM x TN patch): neighbouring threads then read neighbouring B words (no bank
 // conflicts with scalar loads) and write neighbouring C columns (coalesced stores).
+//
+// Every layout (TRANS_A, TRANS_B) and strided batches: the generic default kernel of an exported
+// header, so it has no input requirements. A transposed operand is read along its stored rows
+// (coalesced) and stored into shared memory in the orientation the loop below reads (As[m][k],
+// Bs[k][n]); with TRANS_B the rows of Bs are padded by 4 words, so the stores of lanes on
+// consecutive k fall in different banks.
 #pragma once
 #include "cmt_common.cuh"
 
-template <int BM, int BN, int BK, int TM, int TN>
+template <int BM, int BN, int BK, int TM, int TN, int TRANS_A, int TRANS_B>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN))
 cmt_sgemm_blocktile2d(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                       const float* __restrict__ B, int ldb, float beta, float* __restrict__ C,
-                      int ldc) {
+                      int ldc, long long stride_a, long long stride_b, long long stride_c) {
   static_assert(BM % TM == 0 && BN % TN == 0, "BM and BN must be multiples of TM and TN");
   constexpr int ROW_THREADS = BM / TM;
   constexpr int COL_THREADS = BN / TN;
@@ -20,9 +26,11 @@ cmt_sgemm_blocktile2d(int M, int N, int K, float alpha, const float* __restrict_
   static_assert(THREADS <= 1024, "threads (BM/TM)*(BN/TN) must be <= 1024");
   // One pad word per A row: the rows a warp reads at the same k then fall in different banks.
   constexpr int A_LD = BK + 1;
+  constexpr int B_LD = TRANS_B ? BN + 4 : BN;
   __shared__ float As[BM * A_LD];  // As[m][k]
-  __shared__ float Bs[BK * BN];    // Bs[k][n]
+  __shared__ float Bs[BK * B_LD];  // Bs[k][n]
 
+  cmt_batch_offsets<1>(A, B, C, stride_a, stride_b, stride_c);
   const int tid = threadIdx.x;
   const int thread_row = tid / COL_THREADS;
   const int thread_col = tid % COL_THREADS;
@@ -30,8 +38,9 @@ cmt_sgemm_blocktile2d(int M, int N, int K, float alpha, const float* __restrict_
   const int n0 = blockIdx.x * BN;
   const int rows_left = M - m0;
   const int cols_left = N - n0;
-  const float* a_tile = A + cmt_offset(m0, 0, lda);
-  const float* b_tile = B + n0;
+  // op(A)(m0, 0) and op(B)(0, n0); a k step moves along k of the stored rows or across them.
+  const float* a_tile = A + cmt_offset_op<TRANS_A>(m0, 0, lda);
+  const float* b_tile = B + cmt_offset_op<TRANS_B>(0, n0, ldb);
 
   float acc[TM][TN];
 #pragma unroll
@@ -40,9 +49,10 @@ cmt_sgemm_blocktile2d(int M, int N, int K, float alpha, const float* __restrict_
     for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
 
   for (int k0 = 0; k0 < K; k0 += BK) {
-    cmt_load_tile<BM, BK, THREADS, A_LD>(As, a_tile + k0, lda, rows_left, K - k0, tid);
-    cmt_load_tile<BK, BN, THREADS, BN>(Bs, b_tile + cmt_offset(k0, 0, ldb), ldb, K - k0, cols_left,
-                                       tid);
+    cmt_load_tile<BM, BK, THREADS, A_LD, TRANS_A>(As, a_tile + cmt_offset_op<TRANS_A>(0, k0, lda), lda,
+                                                  rows_left, K - k0, tid);
+    cmt_load_tile<BK, BN, THREADS, B_LD, TRANS_B>(Bs, b_tile + cmt_offset_op<TRANS_B>(k0, 0, ldb), ldb,
+                                                  K - k0, cols_left, tid);
     __syncthreads();
     // Zero-filled rows/columns past the edges make the full BK loop safe on partial tiles.
 #pragma unroll
@@ -51,7 +61,7 @@ cmt_sgemm_blocktile2d(int M, int N, int K, float alpha, const float* __restrict_
 #pragma unroll
       for (int i = 0; i < TM; ++i) a[i] = As[(thread_row + i * ROW_THREADS) * A_LD + k];
 #pragma unroll
-      for (int j = 0; j < TN; ++j) b[j] = Bs[k * BN + thread_col + j * COL_THREADS];
+      for (int j = 0; j < TN; ++j) b[j] = Bs[k * B_LD + thread_col + j * COL_THREADS];
 #pragma unroll
       for (int i = 0; i < TM; ++i)
 #pragma unroll

@@ -35,10 +35,11 @@ CMT_DEVICE float4 cmt_cluster_load4(unsigned local, unsigned rank) {
   return v;
 }
 
-// The end of a cluster split-K kernel: the CLUSTER_K blocks of the cluster (one per grid z) hold
-// partial sums of the same block tile. Each parks its partial in its own shared memory (BM x BN
-// floats at the 32-bit shared address `smem`), then rank r sums the float4 groups g with
-// g % CLUSTER_K == r over ranks 0, 1, ... in that order (deterministic) and writes them to C.
+// The end of a cluster split-K kernel: the CLUSTER_K blocks of the cluster (ranks
+// blockIdx.z % CLUSTER_K) hold partial sums of the same block tile. Each parks its partial in its
+// own shared memory (BM x BN floats at the 32-bit shared address `smem`), then rank r sums the
+// float4 groups g with g % CLUSTER_K == r over ranks 0, 1, ... in that order (deterministic) and
+// writes them to C.
 // Every thread of every block must call this (it holds cluster barriers); the threads
 // tid < TILE_THREADS hold the partials. The caller has no shared-memory reads or copies pending.
 template <int CLUSTER_K, int TILE_THREADS, class Tile>
@@ -46,7 +47,8 @@ CMT_DEVICE void cmt_cluster_reduce_store(const Tile& tile, unsigned smem, int ti
                                          int block_m, int block_n, float alpha, float beta, bool interior,
                                          bool vector_c) {
   constexpr int GROUPS = Tile::ROWS * Tile::COLS / 4;  // float4 groups of accumulators per thread
-  const int rank = blockIdx.z;  // the cluster spans the grid's z extent, so this is the cluster rank
+  // A cluster is CLUSTER_K consecutive blocks along z (several clusters along z with strided batches).
+  const int rank = blockIdx.z % CLUSTER_K;
   __syncthreads();
   const unsigned parked = smem + tid * 16;  // this thread's float4 of group g at parked + g * TILE_THREADS * 16
   if (tid < TILE_THREADS) {

@@ -10,6 +10,27 @@ typedef long long cmt_index;
 // Row-major element offset.
 CMT_DEVICE cmt_index cmt_offset(int row, int col, int ld) { return (cmt_index)row * ld + col; }
 
+// Offset of element (row, col) of op(X), where X is stored row-major with leading dimension ld and
+// op(X) is X (TRANS == 0) or X transposed (TRANS == 1: element (row, col) is X[col][row]).
+template <int TRANS>
+CMT_DEVICE cmt_index cmt_offset_op(int row, int col, int ld) {
+  return TRANS ? cmt_offset(col, row, ld) : cmt_offset(row, col, ld);
+}
+
+// Strided batch (a family with `batched = true`): the grid's z extent is GRID_Z * batch (GRID_Z is
+// the descriptor's [launch] grid_z, the blocks per tile along z); block z computes problem
+// z / GRID_Z, whose A, B and C lie that many times stride_a, stride_b, stride_c elements after the
+// first ones (a stride of 0 broadcasts one A or B to every problem). Moves the three pointers to
+// this block's problem, in 64-bit arithmetic.
+template <int GRID_Z, class PtrA, class PtrB, class PtrC>  // float pointers, const and __restrict__ or not
+CMT_DEVICE void cmt_batch_offsets(PtrA& A, PtrB& B, PtrC& C, long long stride_a, long long stride_b,
+                                  long long stride_c) {
+  const cmt_index batch = (cmt_index)(blockIdx.z / GRID_Z);
+  A += batch * stride_a;
+  B += batch * stride_b;
+  C += batch * stride_c;
+}
+
 // C[row][col] = alpha*acc + beta*C[row][col], with BLAS semantics: C is not read when beta == 0.
 CMT_DEVICE void cmt_store_c(float* C, int ldc, int row, int col, float acc, float alpha, float beta) {
   float* p = C + cmt_offset(row, col, ldc);
@@ -30,8 +51,12 @@ CMT_DEVICE int cmt_ceil_div(int a, int b) { return (a + b - 1) / b; }
 // tiles at the M, N and K edges contribute nothing to the dot products. rows_left / cols_left are
 // block-uniform (e.g. M - m0, K - k0), so the bounds test is made once per tile: interior tiles,
 // the common case, take a copy loop with no per-element checks. The element -> thread mapping is
-// idx = tid + i*THREADS in row-major order, so consecutive threads read consecutive addresses;
-// any ROWS*COLS works (a trailing partial pass is guarded at compile time).
+// idx = tid + i*THREADS in the source's row-major order, so consecutive threads read consecutive
+// addresses; any ROWS*COLS works (a trailing partial pass is guarded at compile time).
+// cmt_load_tile's SRC_T = 1 reads a transposed operand (TRANS_A, TRANS_B): element (r, c) of the
+// tile is then src[c*ld + r], the source holds the tile as COLS rows of ROWS contiguous floats, and
+// consecutive threads walk those rows (coalesced reads) while storing into dst[r*DST_LD + c] as
+// the compute loop expects.
 // ---------------------------------------------------------------------------------------------
 
 // Row and column of element idx = tid + pass*THREADS of a row-major tile COLS wide (tid < THREADS).
@@ -55,30 +80,34 @@ CMT_DEVICE void cmt_tile_coords(int tid, int pass, int& r, int& c) {
   }
 }
 
-template <bool FULL, int ROWS, int COLS, int THREADS, int DST_LD>
+template <bool FULL, int ROWS, int COLS, int THREADS, int DST_LD, int SRC_T>
 CMT_DEVICE void cmt_load_tile_impl(float* dst, const float* src, int ld, int rows_left,
                                    int cols_left, int tid) {
   constexpr int COUNT = ROWS * COLS;
   constexpr int PASSES = (COUNT + THREADS - 1) / THREADS;
+  // The source's own rows: SRC_T = 1 stores the tile's columns as rows.
+  constexpr int SRC_COLS = SRC_T ? ROWS : COLS;
 #pragma unroll
   for (int i = 0; i < PASSES; ++i) {
     if (COUNT % THREADS == 0 || tid + i * THREADS < COUNT) {
-      int r, c;
-      cmt_tile_coords<COLS, THREADS>(tid, i, r, c);
-      const float* p = src + cmt_offset(r, c, ld);
+      int sr, sc;  // row and column of the source
+      cmt_tile_coords<SRC_COLS, THREADS>(tid, i, sr, sc);
+      const int r = SRC_T ? sc : sr, c = SRC_T ? sr : sc;  // and of the tile
+      const float* p = src + cmt_offset(sr, sc, ld);
       dst[r * DST_LD + c] = FULL ? __ldg(p) : cmt_load_or_zero(p, r < rows_left && c < cols_left);
     }
   }
 }
 
-// Scalar loads into dst[r*DST_LD + c] (same orientation as the source).
-template <int ROWS, int COLS, int THREADS, int DST_LD>
+// Scalar loads into dst[r*DST_LD + c]: element (r, c) of the tile is src[r*ld + c], or src[c*ld + r]
+// with SRC_T = 1 (read along the source's rows, stored transposed).
+template <int ROWS, int COLS, int THREADS, int DST_LD, int SRC_T = 0>
 CMT_DEVICE void cmt_load_tile(float* dst, const float* src, int ld, int rows_left, int cols_left,
                               int tid) {
   if (rows_left >= ROWS && cols_left >= COLS)
-    cmt_load_tile_impl<true, ROWS, COLS, THREADS, DST_LD>(dst, src, ld, rows_left, cols_left, tid);
+    cmt_load_tile_impl<true, ROWS, COLS, THREADS, DST_LD, SRC_T>(dst, src, ld, rows_left, cols_left, tid);
   else
-    cmt_load_tile_impl<false, ROWS, COLS, THREADS, DST_LD>(dst, src, ld, rows_left, cols_left, tid);
+    cmt_load_tile_impl<false, ROWS, COLS, THREADS, DST_LD, SRC_T>(dst, src, ld, rows_left, cols_left, tid);
 }
 
 // Reads p[0..3], of which only the first `valid` exist (valid may be <= 0 or > 4). One 128-bit

@@ -84,14 +84,19 @@ CMT_DEVICE bool cmt_is_thin_tile(int M, int N, int block_m, int block_n) {
 // Starts 4-byte cp.async copies of a rows x cols block (row stride src_ld) to the 32-bit shared
 // address dst (row stride dst_ld floats). Thread t copies elements t, t + THREADS, ... of the block
 // in row-major order, so a warp's copies cover consecutive elements of one or a few rows whatever
-// the row length.
-template <int THREADS>
+// the row length. TRANSPOSED: the source holds the block transposed (element (r, c) is
+// src[c * src_ld + r], a cols x rows block), and the threads walk it in its own row-major order.
+template <int THREADS, int TRANSPOSED = 0>
 CMT_DEVICE void cmt_copy_block_async(unsigned dst, int dst_ld, const float* src, int src_ld, int rows, int cols, int tid) {
+  if (TRANSPOSED) {
+    const int t = rows;  // the source's rows are the block's columns
+    rows = cols, cols = t;
+  }
   const int dr = THREADS / cols, dc = THREADS % cols;
-  int r = tid / cols, c = tid % cols;
+  int r = tid / cols, c = tid % cols;  // of the source
   #pragma unroll 1
   while (r < rows) {
-    cmt_cp_async_4_to(dst + (r * dst_ld + c) * 4, src + cmt_offset(r, c, src_ld), true);
+    cmt_cp_async_4_to(dst + (TRANSPOSED ? c * dst_ld + r : r * dst_ld + c) * 4, src + cmt_offset(r, c, src_ld), true);
     r += dr;
     c += dc;
     if (c >= cols) c -= cols, ++r;
@@ -102,8 +107,9 @@ CMT_DEVICE void cmt_copy_block_async(unsigned dst, int dst_ld, const float* src,
 // a small block (vm * vn <= CMT_THIN_PIECE * THIN_EDGE). K is taken in chunks staged in shared
 // memory (`smem`, smem_floats floats, 16-byte aligned); when the outputs are fewer than the
 // threads, groups of threads take interleaved k and their partials are added in group order.
-// All THREADS threads call it; it starts and ends with a barrier.
-template <int THREADS>
+// All THREADS threads call it; it starts and ends with a barrier. TRANS_A, TRANS_B: A and B stand for
+// op(A) and op(B) (stored K x M, N x K); their chunks are read along the stored rows.
+template <int THREADS, int TRANS_A = 0, int TRANS_B = 0>
 CMT_DEVICE void cmt_thin_block(const float* __restrict__ A, int lda, const float* __restrict__ B, int ldb,
                                float* __restrict__ C, int ldc, int K, int row0, int col0, int vm, int vn, float alpha,
                                float beta, float* smem, int smem_floats, int tid) {
@@ -125,8 +131,8 @@ CMT_DEVICE void cmt_thin_block(const float* __restrict__ A, int lda, const float
   for (int kb = 0; kb < K; kb += kc) {
     const int len = K - kb < kc ? K - kb : kc;
     __syncthreads();  // the previous chunk is consumed
-    cmt_copy_block_async<THREADS>(as, as_ld, A + cmt_offset(row0, kb, lda), lda, vm, len, tid);
-    cmt_copy_block_async<THREADS>(bs, vn, B + cmt_offset(kb, col0, ldb), ldb, len, vn, tid);
+    cmt_copy_block_async<THREADS, TRANS_A>(as, as_ld, A + cmt_offset_op<TRANS_A>(row0, kb, lda), lda, vm, len, tid);
+    cmt_copy_block_async<THREADS, TRANS_B>(bs, vn, B + cmt_offset_op<TRANS_B>(kb, col0, ldb), ldb, len, vn, tid);
     cmt_cp_async_commit();
     cmt_cp_async_wait<0>();
     __syncthreads();
@@ -174,7 +180,8 @@ CMT_DEVICE void cmt_thin_block(const float* __restrict__ A, int lda, const float
 
 // The thin strips of C, cut in pieces of at most CMT_THIN_PIECE rows (the thin column) or columns
 // (the thin row, which holds the corner); worker w of `workers` computes pieces w, w + workers, ...
-template <int BM, int BN, int THREADS, int THIN_EDGE, int INLINE_THIN_ROWS>
+// TRANS_A, TRANS_B: the layout, as in cmt_thin_block.
+template <int BM, int BN, int THREADS, int THIN_EDGE, int TRANS_A = 0, int TRANS_B = 0, int INLINE_THIN_ROWS>
 CMT_DEVICE void cmt_thin_edges_share(const CmtThinEdges<BM, BN, THIN_EDGE, INLINE_THIN_ROWS>& edges, int M, int N,
                                      int K, const float* __restrict__ A, int lda, const float* __restrict__ B, int ldb,
                                      float* __restrict__ C, int ldc, float alpha, float beta, float* smem,
@@ -191,13 +198,13 @@ CMT_DEVICE void cmt_thin_edges_share(const CmtThinEdges<BM, BN, THIN_EDGE, INLIN
     if (p < col_pieces) {
       const int row0 = p * piece;
       const int vm = col_rows - row0 < piece ? col_rows - row0 : piece;
-      cmt_thin_block<THREADS>(A, lda, B, ldb, C, ldc, K, row0, col_first, vm, N - col_first, alpha, beta, smem,
-                              smem_floats, tid);
+      cmt_thin_block<THREADS, TRANS_A, TRANS_B>(A, lda, B, ldb, C, ldc, K, row0, col_first, vm, N - col_first, alpha,
+                                                beta, smem, smem_floats, tid);
     } else {
       const int col0 = (p - col_pieces) * piece;
       const int vn = N - col0 < piece ? N - col0 : piece;
-      cmt_thin_block<THREADS>(A, lda, B, ldb, C, ldc, K, row_first, col0, M - row_first, vn, alpha, beta, smem,
-                              smem_floats, tid);
+      cmt_thin_block<THREADS, TRANS_A, TRANS_B>(A, lda, B, ldb, C, ldc, K, row_first, col0, M - row_first, vn, alpha,
+                                                beta, smem, smem_floats, tid);
     }
   }
 }
@@ -257,8 +264,9 @@ CMT_DEVICE void cmt_copy_spans_warp(unsigned dst, int dst_ld, const float* src, 
 // and the other warps multiply them; full and empty mbarriers pass the stages between them. A
 // consumer warp owns its outputs: on a thin-column row its lanes interleave k (summed by shuffles,
 // deterministic); on thin-row columns each lane sums all k of its 4 columns. Before sm_90, with one
-// warp, or when the thin rows and columns do not fit in shared memory, the workers share the strips
-// out with cmt_thin_edges_share instead. `smem` is the 32-bit shared address of the dynamic shared
+// warp, when the thin rows and columns do not fit in shared memory, or for a transposed operand
+// (TRANS_A, TRANS_B: the panels are no longer rows of the stored matrices), the workers share the
+// strips out with cmt_thin_edges_share instead. `smem` is the 32-bit shared address of the dynamic shared
 // memory, smem_floats floats; all THREADS threads call it.
 #define CMT_THIN_STAGES 4
 #define CMT_THIN_SMEM_FLOATS 40960  // 160 KiB, what THIN_WORKERS builds ask for (multistage.toml)
@@ -271,7 +279,7 @@ struct CmtThinPiece {
   int kc, chunks;   // k per chunk, chunks over K
 };
 
-template <int BM, int BN, int THREADS, int THIN_EDGE, int INLINE_THIN_ROWS>
+template <int BM, int BN, int THREADS, int THIN_EDGE, int TRANS_A = 0, int TRANS_B = 0, int INLINE_THIN_ROWS>
 CMT_DEVICE void cmt_thin_edges_stream(const CmtThinEdges<BM, BN, THIN_EDGE, INLINE_THIN_ROWS>& edges, int M, int N,
                                       int K, const float* __restrict__ A, int lda, const float* __restrict__ B, int ldb,
                                       float* __restrict__ C, int ldc, float alpha, float beta, unsigned smem,
@@ -289,9 +297,10 @@ CMT_DEVICE void cmt_thin_edges_stream(const CmtThinEdges<BM, BN, THIN_EDGE, INLI
   const int small_floats = 2 * K * TE4;
   const int stage_floats = (smem_floats - BAR_FLOATS - small_floats) / STAGES / 4 * 4;
   const int kc_col = stage_floats / COL_PIECE - 6, kc_row = stage_floats / SPAN_LD;
-  if (!CMT_HAS_BULK_COPY || WARPS < 2 || kc_col < 64 || kc_row < 1) {
-    cmt_thin_edges_share<BM, BN, THREADS, THIN_EDGE>(edges, M, N, K, A, lda, B, ldb, C, ldc, alpha, beta,
-                                                     cmt_dynamic_smem_floats(), smem_floats, tid, worker, workers);
+  if (TRANS_A || TRANS_B || !CMT_HAS_BULK_COPY || WARPS < 2 || kc_col < 64 || kc_row < 1) {
+    cmt_thin_edges_share<BM, BN, THREADS, THIN_EDGE, TRANS_A, TRANS_B>(
+        edges, M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, cmt_dynamic_smem_floats(), smem_floats, tid, worker,
+        workers);
     return;
   }
   const int warp = tid / 32, lane = tid % 32;

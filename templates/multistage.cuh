@@ -4,6 +4,13 @@
 // a time when VEC == 4 (aligned inputs) or 4 bytes otherwise. SPLITK > 1 slices each k tile across
 // SPLITK groups of warps in the block and sums their partial tiles through shared memory in a fixed
 // order, so results are deterministic.
+//
+// Layouts: the tiles in shared memory are always As[k][m] and Bs[k][n]; only the copies change. With
+// TRANS_A the stored rows of A are k and m is contiguous, as B's are normally, so A is copied like B
+// (VEC floats along m, into As[k][m]); with TRANS_B the stored rows of B are n and k is contiguous, as
+// A's are normally, so B is copied like A (8-k chunks of 4-byte copies, stored transposed into
+// Bs[k][n], whose rows are then padded to BN + 4 floats so those stores hit 32 different banks).
+// The kernel takes strided batches on grid z (cmt_batch_offsets).
 #pragma once
 
 #include "cmt_common.cuh"
@@ -19,13 +26,15 @@
 #define CMT_DIAG_BLOCK_TIMES
 #endif
 
-// Threads and shared-memory ring of the multistage kernels (floats; A transposed, rows padded).
-template <int BM, int BN, int BK, int WM, int WN, int STAGES, int PAD, int SPLITK>
+// Threads and shared-memory ring of the multistage kernels (floats; A transposed, rows padded; B's
+// rows padded by 4 with TRANS_B).
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, int PAD, int SPLITK, int TRANS_B = 0>
 struct CmtMultistageShape {
   static constexpr int TILE_THREADS = (BM / WM) * (BN / WN) * 32;  // the threads of one k slice
   static constexpr int THREADS = TILE_THREADS * SPLITK;
   static constexpr int AS_LD = BM + PAD;
-  static constexpr int A_STAGE = BK * AS_LD, B_STAGE = BK * BN, STAGE = A_STAGE + B_STAGE;
+  static constexpr int BS_LD = TRANS_B ? BN + 4 : BN;
+  static constexpr int A_STAGE = BK * AS_LD, B_STAGE = BK * BS_LD, STAGE = A_STAGE + B_STAGE;
   static constexpr int RING_FLOATS = STAGES * STAGE;
 };
 
@@ -56,8 +65,8 @@ struct CmtInlineRows {
   }
 
   // Reads the k tile's values: a_pad is the 32-bit shared address of column BM of the A stage (row
-  // stride AS_LD floats), bs that of the B stage (row stride BN).
-  template <int AS_LD>
+  // stride AS_LD floats), bs that of the B stage (row stride BS_LD).
+  template <int AS_LD, int BS_LD = BN>
   CMT_DEVICE void load(unsigned a_pad, unsigned bs) {
 #pragma unroll
     for (int s = 0; s < KS; ++s) {
@@ -70,7 +79,7 @@ struct CmtInlineRows {
 #pragma unroll
         for (int r = 0; r < R; ++r) a[s][r] = w[r];
       }
-      b[s] = cmt_load_shared4(bs + (k * BN + 4 * quad) * 4);
+      b[s] = cmt_load_shared4(bs + (k * BS_LD + 4 * quad) * 4);
     }
   }
 
@@ -122,18 +131,24 @@ struct CmtInlineRows {
 // threads end up holding the sum of all slices' partials, added in slice order. Returns with no
 // copies in flight when SPLITK > 1. With SHORT_LAST_TILE, a last k tile at most half full multiplies
 // only its k, split evenly over the slices, instead of a whole zero-filled tile (a rolled loop,
-// which costs registers in some builds).
+// which costs registers in some builds). TRANS_A, TRANS_B: A is stored K x M, B N x K (row-major);
+// thin_a then points at op(A)'s first thin row, A + row_first. a_fill and b_fill are any valid
+// addresses of A's and B's memory, which the zero-filling copies name without reading: the kernel
+// passes its own parameters (the first problem of a batch), which cost no registers where A and B,
+// moved to the block's problem, would be held across the main loop.
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES, int VEC, int PAD, int SPLITK,
-          bool SHORT_LAST_TILE = false, int INLINE_THIN_ROWS = 0, int A_CHUNK = 8>
+          bool SHORT_LAST_TILE = false, int INLINE_THIN_ROWS = 0, int A_CHUNK = 8, int TRANS_A = 0, int TRANS_B = 0>
 CMT_DEVICE void cmt_multistage_accumulate(
     CmtWarpTile<BN, WM, WN, WNITER, TM, TN>& tile, int tid, int M, int N, int K, const float* __restrict__ A, int lda,
-    const float* __restrict__ B, int ldb, int block_m, int block_n, int kt_begin, int kt_end,
+    const float* __restrict__ B, int ldb, int block_m, int block_n, int kt_begin, int kt_end, const float* a_fill,
+    const float* b_fill,
     CmtInlineRows<BN, BK, CmtMultistageShape<BM, BN, BK, WM, WN, STAGES, PAD, SPLITK>::THREADS,
                   (INLINE_THIN_ROWS > 0 ? INLINE_THIN_ROWS : 1)>* inline_rows = nullptr,
     const float* __restrict__ thin_a = nullptr) {
   using Tile = CmtWarpTile<BN, WM, WN, WNITER, TM, TN>;
-  using Shape = CmtMultistageShape<BM, BN, BK, WM, WN, STAGES, PAD, SPLITK>;
+  using Shape = CmtMultistageShape<BM, BN, BK, WM, WN, STAGES, PAD, SPLITK, TRANS_B>;
   constexpr int TILE_THREADS = Shape::TILE_THREADS, THREADS = Shape::THREADS, AS_LD = Shape::AS_LD;
+  constexpr int BS_LD = Shape::BS_LD;
   constexpr int A_STAGE = Shape::A_STAGE, STAGE = Shape::STAGE;
   constexpr int K_PER_SLICE = BK / SPLITK;
   // A is copied in chunks of A_CHUNK consecutive k: A_CHUNK lanes walk along k, the next A_CHUNK take
@@ -145,8 +160,20 @@ CMT_DEVICE void cmt_multistage_accumulate(
   constexpr int A_ROWS_PER_PASS = THREADS / A_CHUNK;
   constexpr int A_LOADS = BM * BK / THREADS;
   constexpr int B_VECS_PER_ROW = BN / VEC;
-  constexpr int B_ROWS_PER_PASS = THREADS / B_VECS_PER_ROW;
+  constexpr int B_ROWS_PER_PASS = TRANS_B ? 1 : THREADS / B_VECS_PER_ROW;  // (unused with TRANS_B)
   constexpr int B_LOADS = BK / B_ROWS_PER_PASS;
+  // TRANS_A: A copied like B above, VEC floats along m of each stored row k of A.
+  constexpr int TA_VECS_PER_ROW = BM / VEC;
+  constexpr int TA_ROWS_PER_PASS = TRANS_A && THREADS >= TA_VECS_PER_ROW ? THREADS / TA_VECS_PER_ROW : 1;
+  static_assert(!TRANS_A || (THREADS % TA_VECS_PER_ROW == 0 && BK % TA_ROWS_PER_PASS == 0),
+                "TRANS_A: threads must be a multiple of BM/VEC, and BK a multiple of threads/(BM/VEC)");
+  constexpr int TA_LOADS = BK / TA_ROWS_PER_PASS;
+  // TRANS_B: B copied like A above, in chunks of TB_CHUNK consecutive k of each stored row n of B.
+  constexpr int TB_CHUNK = 8;
+  static_assert(!TRANS_B || (BK % TB_CHUNK == 0 && (BN * BK) % THREADS == 0),
+                "TRANS_B: BK must be a multiple of 8 and BN*BK a multiple of the threads");
+  constexpr int TB_ROWS_PER_PASS = THREADS / TB_CHUNK;
+  constexpr int TB_LOADS = BN * BK / THREADS;
 
   const int slice = tid / TILE_THREADS;
   const int k_tiles = kt_end - kt_begin;
@@ -172,66 +199,150 @@ CMT_DEVICE void cmt_multistage_accumulate(
   const cmt_index a_group_step = (cmt_index)A_ROWS_PER_PASS * lda;
   const float* b_src = B + cmt_offset(b_k, b_bytes > 0 ? block_n + b_n : 0, ldb);
   const cmt_index b_pass_step = (cmt_index)B_ROWS_PER_PASS * ldb;
+  // TRANS_A, as B above: thread copies VEC floats at m = ta_m of stored rows k = ta_k + i * TA_ROWS_PER_PASS;
+  // the columns past M are zero-filled from column 0 of the row.
+  const int ta_m = (tid % TA_VECS_PER_ROW) * VEC, ta_k = tid / TA_VECS_PER_ROW;
+  const int ta_rows_left = M - (block_m + ta_m);
+  const int ta_bytes = ta_rows_left >= VEC ? VEC * 4 : (ta_rows_left > 0 ? ta_rows_left * 4 : 0);
+  const float* ta_src = A + cmt_offset(ta_k, ta_bytes > 0 ? block_m + ta_m : 0, lda);
+  const cmt_index ta_pass_step = (cmt_index)TA_ROWS_PER_PASS * lda;
+  // TRANS_B, as A above: TB_CHUNK lanes walk along k of one stored row n, on rows TB_ROWS_PER_PASS
+  // apart (groups); the rows past N are zero-filled.
+  constexpr bool TB_GROUPED = BN % TB_ROWS_PER_PASS == 0;
+  constexpr int TB_GROUPS = TB_GROUPED ? BN / TB_ROWS_PER_PASS : 1;
+  const int tb_kk = tid % TB_CHUNK, tb_row = tid / TB_CHUNK;
+  const int tb_cols_left = N - (block_n + tb_row);
+  const int tb_groups_in = tb_cols_left <= 0 ? 0 : (tb_cols_left + TB_ROWS_PER_PASS - 1) / TB_ROWS_PER_PASS;
+  const float* tb_src = B + cmt_offset(tb_groups_in > 0 ? block_n + tb_row : 0, tb_kk, ldb);
+  const cmt_index tb_group_step = (cmt_index)TB_ROWS_PER_PASS * ldb;
+  // Full k tiles take the unchecked path when every thread's copies fall on whole groups.
+  constexpr bool FULL_COPIES = (TRANS_A || A_GROUPED) && (!TRANS_B || TB_GROUPED);
   // Shared-memory addresses are formed in 32 bits from one base, so nvcc and NVRTC agree.
   const unsigned smem_base = cmt_dynamic_smem_address();
-  const unsigned a_dst0 = smem_base + (a_kk * AS_LD + a_row) * 4;
-  const unsigned b_dst0 = smem_base + (A_STAGE + b_k * BN + b_n) * 4;
-  // INLINE_THIN_ROWS: thread t < rows * BK copies A[thin row t / BK][k0 + t % BK] into the A
+  const unsigned a_dst0 = TRANS_A ? smem_base + (ta_k * AS_LD + ta_m) * 4 : smem_base + (a_kk * AS_LD + a_row) * 4;
+  const unsigned b_dst0 =
+      TRANS_B ? smem_base + (A_STAGE + tb_kk * BS_LD + tb_row) * 4 : smem_base + (A_STAGE + b_k * BN + b_n) * 4;
+  // INLINE_THIN_ROWS: thread t < rows * BK copies op(A)[thin row t / BK][k0 + t % BK] into the A
   // padding.
   const int thin_copies = INLINE_THIN_ROWS > 0 ? inline_rows->rows * BK : 0;
   const int thin_r = tid / BK, thin_k = tid % BK;
-  const float* thin_src = INLINE_THIN_ROWS > 0 && tid < thin_copies ? thin_a + cmt_offset(thin_r, thin_k, lda) : A;
+  const float* thin_src =
+      INLINE_THIN_ROWS > 0 && tid < thin_copies ? thin_a + cmt_offset_op<TRANS_A>(thin_r, thin_k, lda) : a_fill;
   const unsigned thin_dst0 = smem_base + (thin_k * AS_LD + BM + thin_r) * 4;
   const bool thin_rows = INLINE_THIN_ROWS > 0 && thin_copies > 0;  // this block multiplies thin rows
 
   // Fills ring stage `stage` with k tile kt_begin + t.
   auto load_tile = [&](int stage, int t) {
     const int k0 = (kt_begin + t) * BK;
-    if (A_GROUPED && k0 + BK <= K) {
+    if (FULL_COPIES && k0 + BK <= K) {
       const unsigned a_dst = a_dst0 + stage * STAGE * 4, b_dst = b_dst0 + stage * STAGE * 4;
-      const float* a_k = a_src + k0;
+      if (TRANS_A) {
+        const float* a_kt = ta_src + (cmt_index)k0 * lda;
 #pragma unroll
-      for (int g = 0; g < A_GROUPS; ++g) {
-        const bool inside = g < a_groups_in;
-        const float* row = inside ? a_k + g * a_group_step : A;  // A: row 0 holds at least BK floats
+        for (int i = 0; i < TA_LOADS; ++i) {
+          if (VEC == 4)
+            cmt_cp_async_16_to(a_dst + i * TA_ROWS_PER_PASS * AS_LD * 4, a_kt + i * ta_pass_step, ta_bytes);
+          else
+            cmt_cp_async_4_to(a_dst + i * TA_ROWS_PER_PASS * AS_LD * 4, a_kt + i * ta_pass_step, ta_bytes > 0);
+        }
+      } else {
+        const float* a_k = a_src + k0;
 #pragma unroll
-        for (int c = 0; c < BK / A_CHUNK; ++c)
-          cmt_cp_async_4_to(a_dst + (c * A_CHUNK * AS_LD + g * A_ROWS_PER_PASS) * 4, row + c * A_CHUNK, inside);
+        for (int g = 0; g < A_GROUPS; ++g) {
+          const bool inside = g < a_groups_in;
+          const float* row = inside ? a_k + g * a_group_step : a_fill;  // (not read)
+#pragma unroll
+          for (int c = 0; c < BK / A_CHUNK; ++c)
+            cmt_cp_async_4_to(a_dst + (c * A_CHUNK * AS_LD + g * A_ROWS_PER_PASS) * 4, row + c * A_CHUNK, inside);
+        }
       }
       if (INLINE_THIN_ROWS > 0 && tid < thin_copies)
-        cmt_cp_async_4_to(thin_dst0 + stage * STAGE * 4, thin_src + k0, true);
-      const float* b_kt = b_src + (cmt_index)k0 * ldb;
+        cmt_cp_async_4_to(thin_dst0 + stage * STAGE * 4, TRANS_A ? thin_src + (cmt_index)k0 * lda : thin_src + k0,
+                          true);
+      if (TRANS_B) {
+        const float* b_k = tb_src + k0;
 #pragma unroll
-      for (int i = 0; i < B_LOADS; ++i) {
-        if (VEC == 4)
-          cmt_cp_async_16_to(b_dst + i * B_ROWS_PER_PASS * BN * 4, b_kt + i * b_pass_step, b_bytes);
-        else
-          cmt_cp_async_4_to(b_dst + i * B_ROWS_PER_PASS * BN * 4, b_kt + i * b_pass_step, b_bytes > 0);
+        for (int g = 0; g < TB_GROUPS; ++g) {
+          const bool inside = g < tb_groups_in;
+          const float* row = inside ? b_k + g * tb_group_step : b_fill;  // (not read)
+#pragma unroll
+          for (int c = 0; c < BK / TB_CHUNK; ++c)
+            cmt_cp_async_4_to(b_dst + (c * TB_CHUNK * BS_LD + g * TB_ROWS_PER_PASS) * 4, row + c * TB_CHUNK, inside);
+        }
+      } else {
+        const float* b_kt = b_src + (cmt_index)k0 * ldb;
+#pragma unroll
+        for (int i = 0; i < B_LOADS; ++i) {
+          if (VEC == 4)
+            cmt_cp_async_16_to(b_dst + i * B_ROWS_PER_PASS * BN * 4, b_kt + i * b_pass_step, b_bytes);
+          else
+            cmt_cp_async_4_to(b_dst + i * B_ROWS_PER_PASS * BN * 4, b_kt + i * b_pass_step, b_bytes > 0);
+        }
       }
       return;
     }
     const unsigned as = smem_base + stage * STAGE * 4, bs = as + A_STAGE * 4;
+    if (TRANS_A) {
 #pragma unroll
-    for (int i = 0; i < A_LOADS; ++i) {
-      const int r = a_row + i * A_ROWS_PER_PASS;  // (chunk, row) pairs, rows fastest
-      const int m = r % BM, k = (r / BM) * A_CHUNK + a_kk;
-      const bool inside = k0 + k < K && block_m + m < M;
-      const float* src = inside ? A + cmt_offset(block_m + m, k0 + k, lda) : A;
-      cmt_cp_async_4_to(as + (k * AS_LD + m) * 4, src, inside);
+      for (int i = 0; i < TA_LOADS; ++i) {
+        const int k = ta_k + i * TA_ROWS_PER_PASS;
+        const int bytes = k0 + k < K ? ta_bytes : 0;
+        const float* src = bytes > 0 ? A + cmt_offset(k0 + k, block_m + ta_m, lda) : a_fill;
+        if (VEC == 4)
+          cmt_cp_async_16_to(as + (k * AS_LD + ta_m) * 4, src, bytes);
+        else
+          cmt_cp_async_4_to(as + (k * AS_LD + ta_m) * 4, src, bytes > 0);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < A_LOADS; ++i) {
+        const int r = a_row + i * A_ROWS_PER_PASS;  // (chunk, row) pairs, rows fastest
+        const int m = r % BM, k = (r / BM) * A_CHUNK + a_kk;
+        const bool inside = k0 + k < K && block_m + m < M;
+        const float* src = inside ? A + cmt_offset(block_m + m, k0 + k, lda) : a_fill;
+        cmt_cp_async_4_to(as + (k * AS_LD + m) * 4, src, inside);
+      }
     }
     if (INLINE_THIN_ROWS > 0 && tid < thin_copies) {
       const bool inside = k0 + thin_k < K;
-      cmt_cp_async_4_to(thin_dst0 + stage * STAGE * 4, inside ? thin_src + k0 : A, inside);
+      cmt_cp_async_4_to(thin_dst0 + stage * STAGE * 4,
+                        inside ? (TRANS_A ? thin_src + (cmt_index)k0 * lda : thin_src + k0) : a_fill, inside);
     }
+    if (TRANS_B && TB_GROUPED) {
+      // As on the full path, with k checked element by element. (Walking (chunk, row) pairs, as the
+      // copies of an untransposed A above do, had ptxas hold their addresses across the main loop:
+      // 255 registers and spills on 64x128 and 128x128 tiles, where this takes 168 to 229.)
+      const float* b_k = tb_src + k0;
 #pragma unroll
-    for (int i = 0; i < B_LOADS; ++i) {
-      const int k = b_k + i * B_ROWS_PER_PASS;
-      const int bytes = k0 + k < K ? b_bytes : 0;
-      const float* src = bytes > 0 ? B + cmt_offset(k0 + k, block_n + b_n, ldb) : B;
-      if (VEC == 4)
-        cmt_cp_async_16_to(bs + (k * BN + b_n) * 4, src, bytes);
-      else
-        cmt_cp_async_4_to(bs + (k * BN + b_n) * 4, src, bytes > 0);
+      for (int g = 0; g < TB_GROUPS; ++g) {
+        const float* row = g < tb_groups_in ? b_k + g * tb_group_step : b_fill;
+#pragma unroll
+        for (int c = 0; c < BK / TB_CHUNK; ++c) {
+          const bool inside = g < tb_groups_in && k0 + c * TB_CHUNK + tb_kk < K;
+          cmt_cp_async_4_to(bs + ((c * TB_CHUNK + tb_kk) * BS_LD + tb_row + g * TB_ROWS_PER_PASS) * 4,
+                            inside ? row + c * TB_CHUNK : b_fill, inside);
+        }
+      }
+    } else if (TRANS_B) {
+#pragma unroll
+      for (int i = 0; i < TB_LOADS; ++i) {
+        const int r = tb_row + i * TB_ROWS_PER_PASS;  // (chunk, row n) pairs, rows fastest
+        const int n = r % BN, k = (r / BN) * TB_CHUNK + tb_kk;
+        const bool inside = k0 + k < K && block_n + n < N;
+        const float* src = inside ? B + cmt_offset(block_n + n, k0 + k, ldb) : b_fill;
+        cmt_cp_async_4_to(bs + (k * BS_LD + n) * 4, src, inside);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < B_LOADS; ++i) {
+        const int k = b_k + i * B_ROWS_PER_PASS;
+        const int bytes = k0 + k < K ? b_bytes : 0;
+        const float* src = bytes > 0 ? B + cmt_offset(k0 + k, block_n + b_n, ldb) : b_fill;
+        if (VEC == 4)
+          cmt_cp_async_16_to(bs + (k * BN + b_n) * 4, src, bytes);
+        else
+          cmt_cp_async_4_to(bs + (k * BN + b_n) * 4, src, bytes > 0);
+      }
     }
   };
 
@@ -254,16 +365,16 @@ CMT_DEVICE void cmt_multistage_accumulate(
       const int per_slice = (k_left + SPLITK - 1) / SPLITK;
       const int k_end = (slice + 1) * per_slice < k_left ? (slice + 1) * per_slice : k_left;
 #pragma unroll 1
-      for (int k = slice * per_slice; k < k_end; ++k) tile.step_at(as + k * AS_LD * 4, bs + k * BN * 4);
-      if (thin_rows) inline_rows->template load<AS_LD>(as + BM * 4, bs);  // zero past K
+      for (int k = slice * per_slice; k < k_end; ++k) tile.step_at(as + k * AS_LD * 4, bs + k * BS_LD * 4);
+      if (thin_rows) inline_rows->template load<AS_LD, BS_LD>(as + BM * 4, bs);  // zero past K
       continue;
     }
 #pragma unroll
     for (int kk = 0; kk < K_PER_SLICE; ++kk) {
       const int k = slice * K_PER_SLICE + kk;
-      tile.step_at(as + k * AS_LD * 4, bs + k * BN * 4);
+      tile.step_at(as + k * AS_LD * 4, bs + k * BS_LD * 4);
     }
-    if (thin_rows) inline_rows->template load<AS_LD>(as + BM * 4, bs);
+    if (thin_rows) inline_rows->template load<AS_LD, BS_LD>(as + BM * 4, bs);
   }
   if (thin_rows && k_tiles > 0) inline_rows->multiply();
 
@@ -296,13 +407,17 @@ CMT_DEVICE void cmt_multistage_accumulate(
 }
 
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES, int VEC, int PAD, int SPLITK,
-          int SWIZZLE, int THIN_EDGE, int THIN_WORKERS, int INLINE_THIN_ROWS, int A_CHUNK>
+          int SWIZZLE, int THIN_EDGE, int THIN_WORKERS, int INLINE_THIN_ROWS, int A_CHUNK, int TRANS_A, int TRANS_B>
 __global__ void __launch_bounds__(CmtMultistageShape<BM, BN, BK, WM, WN, STAGES, PAD, SPLITK>::THREADS,
                                   THIN_EDGE > 0 ? 1 : 0)
     cmt_sgemm_multistage(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
-                         const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc) {
+                         const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc,
+                         long long stride_a, long long stride_b, long long stride_c) {
   CMT_DIAG_BLOCK_TIMES;  // diagnostics only; empty in the tuner's and exported builds
-  using Shape = CmtMultistageShape<BM, BN, BK, WM, WN, STAGES, PAD, SPLITK>;
+  const float* const a_fill = A;  // see cmt_multistage_accumulate
+  const float* const b_fill = B;
+  cmt_batch_offsets<1>(A, B, C, stride_a, stride_b, stride_c);
+  using Shape = CmtMultistageShape<BM, BN, BK, WM, WN, STAGES, PAD, SPLITK, TRANS_B>;
   constexpr int TILE_THREADS = Shape::TILE_THREADS, THREADS = Shape::THREADS, RING_FLOATS = Shape::RING_FLOATS;
   const int tid = threadIdx.x;
   int block_m, block_n;
@@ -321,9 +436,9 @@ __global__ void __launch_bounds__(CmtMultistageShape<BM, BN, BK, WM, WN, STAGES,
         edges.rows_inline(M) && block_m + BM == row_first ? M - row_first : 0, tid);
     if (rows.rows > 0) rows.read_c(C, ldc, N, row_first, block_n, beta, tid);
     cmt_multistage_accumulate<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, VEC, PAD, SPLITK, true, INLINE_THIN_ROWS,
-                              A_CHUNK>(
-        tile, tid, M, N, K, A, lda, B, ldb, block_m, block_n, 0, (K + BK - 1) / BK, &rows,
-        A + cmt_offset(row_first, 0, lda));
+                              A_CHUNK, TRANS_A, TRANS_B>(
+        tile, tid, M, N, K, A, lda, B, ldb, block_m, block_n, 0, (K + BK - 1) / BK, a_fill, b_fill, &rows,
+        A + cmt_offset_op<TRANS_A>(row_first, 0, lda));
     if (tid < TILE_THREADS) {  // slice 0
       const bool interior = block_m + BM <= M && block_n + BN <= N;
       tile.store(C, ldc, M, N, block_m, block_n, alpha, beta, interior, VEC == 4);
@@ -337,8 +452,8 @@ __global__ void __launch_bounds__(CmtMultistageShape<BM, BN, BK, WM, WN, STAGES,
   } else if (!thin) {
     CmtWarpTile<BN, WM, WN, WNITER, TM, TN> tile(tid % TILE_THREADS);
     cmt_multistage_accumulate<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, VEC, PAD, SPLITK, (THIN_EDGE > 0), 0,
-                              A_CHUNK>(
-        tile, tid, M, N, K, A, lda, B, ldb, block_m, block_n, 0, (K + BK - 1) / BK);
+                              A_CHUNK, TRANS_A, TRANS_B>(
+        tile, tid, M, N, K, A, lda, B, ldb, block_m, block_n, 0, (K + BK - 1) / BK, a_fill, b_fill);
     if (tid < TILE_THREADS) {  // slice 0
       const bool interior = block_m + BM <= M && block_n + BN <= N;
       tile.store(C, ldc, M, N, block_m, block_n, alpha, beta, interior, VEC == 4);
@@ -356,13 +471,14 @@ __global__ void __launch_bounds__(CmtMultistageShape<BM, BN, BK, WM, WN, STAGES,
     const int workers = thin_blocks < THIN_WORKERS ? thin_blocks : THIN_WORKERS;
     const int worker = cmt_linear_block() - interior_tiles;
     if (thin && worker < workers)
-      cmt_thin_edges_stream<BM, BN, THREADS, THIN_EDGE>(edges, M, N, K, A, lda, B, ldb, C, ldc, alpha, beta,
-                                                        cmt_dynamic_smem_address(), THIN_FLOATS, tid, worker, workers);
+      cmt_thin_edges_stream<BM, BN, THREADS, THIN_EDGE, TRANS_A, TRANS_B>(
+          edges, M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, cmt_dynamic_smem_address(), THIN_FLOATS, tid, worker,
+          workers);
   } else if (!thin || interior_tiles == 0) {
     // The interior blocks share the strips out after their tiles (all blocks when none is interior).
     const int workers = interior_tiles > 0 ? interior_tiles : gridDim.x * gridDim.y;
-    cmt_thin_edges_share<BM, BN, THREADS, THIN_EDGE>(edges, M, N, K, A, lda, B, ldb, C, ldc, alpha, beta,
-                                                     cmt_dynamic_smem_floats(), RING_FLOATS, tid, cmt_linear_block(),
-                                                     workers);
+    cmt_thin_edges_share<BM, BN, THREADS, THIN_EDGE, TRANS_A, TRANS_B>(edges, M, N, K, A, lda, B, ldb, C, ldc, alpha,
+                                                                       beta, cmt_dynamic_smem_floats(), RING_FLOATS, tid,
+                                                                       cmt_linear_block(), workers);
   }
 }

@@ -23,6 +23,11 @@
 // fill and store with checks; interior tiles take unchecked copies of both (decided per block).
 // beta == 0 never reads C. STREAM = 1 writes C with evict-first (st.global.cs) stores, and reads it
 // with ld.global.cs when beta != 0.
+// Layouts: a transposed operand (TRANS_A: A stored K x M; TRANS_B: B stored N x K) is read along its
+// stored rows, VEC floats at a time, and lands in the same shared tiles: a transposed A's vectors of
+// m go to As[k][m..m+3] whole, a transposed B's vectors of k are stored element by element into
+// Bs[k][pos(n)], whose rows are then padded by 4 floats (fewer bank conflicts on those stores).
+// Strided batches run on grid z (cmt_batch_offsets).
 #pragma once
 #include "cmt_common.cuh"
 
@@ -81,23 +86,26 @@ struct CmtSmallkCoords {
   }
 };
 
-// Copies one k chunk into shared memory: As[k*LDA + m] = A[m][k] (a points at A[m0][k0]) and
-// Bs[k*BN + pos(n)] = B[k][n] (b points at B[k0][n0]). FULL: the chunk lies inside A and B (KC k
-// left, BM rows and BN columns of C left), no checks. Otherwise elements at m >= rows_left,
-// n >= cols_left or k >= kc are zeros, and nothing outside is read. Every load of the chunk is
-// issued before the first shared store, so their latencies overlap (one round trip per chunk).
-// A: consecutive threads take consecutive k (VEC = 4: float4 of k) of one row, coalesced reads
-// transposed into As with scalar stores. B: consecutive threads take consecutive columns.
-template <bool FULL, int BM, int BN, int KC, int TN, int VEC, int THREADS, int LDA>
+// Copies one k chunk into shared memory: As[k*LDA + m] = op(A)[m][k] (a points at op(A)[m0][k0])
+// and Bs[k*LDB + pos(n)] = op(B)[k][n] (b points at op(B)[k0][n0]). FULL: the chunk lies inside A
+// and B (KC k left, BM rows and BN columns of C left), no checks. Otherwise elements at
+// m >= rows_left, n >= cols_left or k >= kc are zeros, and nothing outside is read. Every load of
+// the chunk is issued before the first shared store, so their latencies overlap (one round trip per
+// chunk). Each operand is read along its stored rows, consecutive threads on consecutive VEC-float
+// vectors of a row: A (TRANS_A = 0): rows m, vectors of k, transposed into As with scalar stores;
+// A (TRANS_A = 1): rows k, vectors of m, stored whole; B (TRANS_B = 0): rows k, vectors of n;
+// B (TRANS_B = 1): rows n, vectors of k, stored element by element.
+template <bool FULL, int BM, int BN, int KC, int TN, int VEC, int THREADS, int LDA, int LDB = BN, int TRANS_A = 0,
+          int TRANS_B = 0>
 CMT_DEVICE void cmt_smallk_load_chunk(float* As, float* Bs, const float* __restrict__ a, int lda,
                                       const float* __restrict__ b, int ldb, int rows_left,
                                       int cols_left, int kc, int tid) {
   constexpr int CT = BN / TN;
-  constexpr int A_COLS = KC / VEC;  // loads per row of the A chunk
-  constexpr int A_COUNT = BM * A_COLS;
+  constexpr int A_COLS = (TRANS_A ? BM : KC) / VEC;  // loads per stored row of the A chunk
+  constexpr int A_COUNT = (TRANS_A ? KC : BM) * A_COLS;
   constexpr int A_PASSES = (A_COUNT + THREADS - 1) / THREADS;
-  constexpr int B_COLS = BN / VEC;  // loads per row of the B chunk
-  constexpr int B_COUNT = KC * B_COLS;
+  constexpr int B_COLS = (TRANS_B ? KC : BN) / VEC;  // loads per stored row of the B chunk
+  constexpr int B_COUNT = (TRANS_B ? BN : KC) * B_COLS;
   constexpr int B_PASSES = (B_COUNT + THREADS - 1) / THREADS;
   typedef CmtSmallkCoords<A_COLS, THREADS> ACoords;
   typedef CmtSmallkCoords<B_COLS, THREADS> BCoords;
@@ -113,11 +121,12 @@ CMT_DEVICE void cmt_smallk_load_chunk(float* As, float* Bs, const float* __restr
     if (A_COUNT % THREADS == 0 || tid + p * THREADS < A_COUNT) {
       int pr, pc;
       ACoords::pass(tid, p, pr, pc);
-      const int m = ac.tr + pr, k = (ac.tc + pc) * VEC;
+      const int sr = ac.tr + pr, sc = (ac.tc + pc) * VEC;  // stored row and column
+      const int m = TRANS_A ? sc : sr, k = TRANS_A ? sr : sc;
       const float* src = a_thr + (cmt_index)pr * lda + pc * VEC;
       if (VEC == 4)
         va[p] = FULL ? __ldg(reinterpret_cast<const float4*>(src))
-                     : cmt_load4_or_zero(src, m < rows_left ? kc - k : 0);
+                     : cmt_load4_or_zero(src, TRANS_A ? (k < kc ? rows_left - m : 0) : (m < rows_left ? kc - k : 0));
       else
         sa[p] = FULL ? __ldg(src) : cmt_load_or_zero(src, m < rows_left && k < kc);
     }
@@ -127,11 +136,12 @@ CMT_DEVICE void cmt_smallk_load_chunk(float* As, float* Bs, const float* __restr
     if (B_COUNT % THREADS == 0 || tid + p * THREADS < B_COUNT) {
       int pr, pc;
       BCoords::pass(tid, p, pr, pc);
-      const int k = bc.tr + pr, n = (bc.tc + pc) * VEC;
+      const int sr = bc.tr + pr, sc = (bc.tc + pc) * VEC;  // stored row and column
+      const int k = TRANS_B ? sc : sr, n = TRANS_B ? sr : sc;
       const float* src = b_thr + (cmt_index)pr * ldb + pc * VEC;
       if (VEC == 4)
         vb[p] = FULL ? __ldg(reinterpret_cast<const float4*>(src))
-                     : cmt_load4_or_zero(src, k < kc ? cols_left - n : 0);
+                     : cmt_load4_or_zero(src, TRANS_B ? (n < cols_left ? kc - k : 0) : (k < kc ? cols_left - n : 0));
       else
         sb[p] = FULL ? __ldg(src) : cmt_load_or_zero(src, k < kc && n < cols_left);
     }
@@ -142,8 +152,11 @@ CMT_DEVICE void cmt_smallk_load_chunk(float* As, float* Bs, const float* __restr
     if (A_COUNT % THREADS == 0 || tid + p * THREADS < A_COUNT) {
       int pr, pc;
       ACoords::pass(tid, p, pr, pc);
-      const int m = ac.tr + pr, k = (ac.tc + pc) * VEC;
-      if (VEC == 4) {
+      const int sr = ac.tr + pr, sc = (ac.tc + pc) * VEC;
+      const int m = TRANS_A ? sc : sr, k = TRANS_A ? sr : sc;
+      if (TRANS_A && VEC == 4) {
+        *reinterpret_cast<float4*>(As + k * LDA + m) = va[p];
+      } else if (VEC == 4) {
         As[(k + 0) * LDA + m] = va[p].x;
         As[(k + 1) * LDA + m] = va[p].y;
         As[(k + 2) * LDA + m] = va[p].z;
@@ -158,13 +171,19 @@ CMT_DEVICE void cmt_smallk_load_chunk(float* As, float* Bs, const float* __restr
     if (B_COUNT % THREADS == 0 || tid + p * THREADS < B_COUNT) {
       int pr, pc;
       BCoords::pass(tid, p, pr, pc);
-      const int k = bc.tr + pr, n = (bc.tc + pc) * VEC;
-      if (VEC == 4) {
-        *reinterpret_cast<float4*>(Bs + k * BN + n) = vb[p];
+      const int sr = bc.tr + pr, sc = (bc.tc + pc) * VEC;
+      const int k = TRANS_B ? sc : sr, n = TRANS_B ? sr : sc;
+      if (TRANS_B && VEC == 4) {  // four k of column n (VEC = 4 keeps B in its own column order)
+        Bs[(k + 0) * LDB + n] = vb[p].x;
+        Bs[(k + 1) * LDB + n] = vb[p].y;
+        Bs[(k + 2) * LDB + n] = vb[p].z;
+        Bs[(k + 3) * LDB + n] = vb[p].w;
+      } else if (VEC == 4) {
+        *reinterpret_cast<float4*>(Bs + k * LDB + n) = vb[p];
       } else {
         // Column n = tc + j*CT is element j = 4g+q of thread tc: it goes to (g*CT + tc)*4 + q.
         const unsigned j = static_cast<unsigned>(n) / CT;
-        Bs[k * BN + ((j / 4) * CT + static_cast<unsigned>(n) % CT) * 4 + j % 4] = sb[p];
+        Bs[k * LDB + ((j / 4) * CT + static_cast<unsigned>(n) % CT) * 4 + j % 4] = sb[p];
       }
     }
   }
@@ -268,10 +287,11 @@ CMT_DEVICE void cmt_smallk_store(float* __restrict__ c_tile, int ldc, const floa
 #define CMT_SMALLK_MIN_BLOCKS(threads) ((threads) >= 512 ? 1 : 512 / (threads))
 #endif
 
-template <int BM, int BN, int KC, int TM, int TN, int VEC, int STREAM>
+template <int BM, int BN, int KC, int TM, int TN, int VEC, int STREAM, int TRANS_A, int TRANS_B>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN), CMT_SMALLK_MIN_BLOCKS((BM / TM) * (BN / TN)))
 cmt_sgemm_smallk(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
-                 const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc) {
+                 const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc,
+                 long long stride_a, long long stride_b, long long stride_c) {
   static_assert(TM % 4 == 0 && TN % 4 == 0, "TM and TN must be multiples of 4");
   static_assert(BM % TM == 0 && BN % TN == 0, "BM and BN must be multiples of TM and TN");
   static_assert(KC % 4 == 0, "KC must be a multiple of 4");
@@ -283,9 +303,11 @@ cmt_sgemm_smallk(int M, int N, int K, float alpha, const float* __restrict__ A, 
   // 4 floats of padding per k row of As keep its float4 reads aligned and spread the transposed
   // stores of neighbouring k over the banks.
   constexpr int LDA = BM + 4;
+  constexpr int LDB = TRANS_B ? BN + 4 : BN;
   __shared__ __align__(16) float As[KC * LDA];  // As[k][m]
-  __shared__ __align__(16) float Bs[KC * BN];   // Bs[k][pos(n)]
+  __shared__ __align__(16) float Bs[KC * LDB];  // Bs[k][pos(n)]
 
+  cmt_batch_offsets<1>(A, B, C, stride_a, stride_b, stride_c);
   const int tid = threadIdx.x;
   const int tr = threadIdx.x / CT;
   const int tc = threadIdx.x % CT;
@@ -314,24 +336,24 @@ cmt_sgemm_smallk(int M, int N, int K, float alpha, const float* __restrict__ A, 
     // (it spilled). Recomputing them per chunk costs a few integer instructions.
     int tid_c = tid, lda_c = lda, ldb_c = ldb;
     asm volatile("" : "+r"(tid_c), "+r"(lda_c), "+r"(ldb_c));
-    const float* a = A + cmt_offset(m0, k0, lda_c);
-    const float* b = B + cmt_offset(k0, n0, ldb_c);
+    const float* a = A + cmt_offset_op<TRANS_A>(m0, k0, lda_c);
+    const float* b = B + cmt_offset_op<TRANS_B>(k0, n0, ldb_c);
     if (inside_mn && kc == KC)
-      cmt_smallk_load_chunk<true, BM, BN, KC, TN, VEC, THREADS, LDA>(As, Bs, a, lda_c, b, ldb_c, rows_left,
-                                                                     cols_left, kc, tid_c);
+      cmt_smallk_load_chunk<true, BM, BN, KC, TN, VEC, THREADS, LDA, LDB, TRANS_A, TRANS_B>(
+          As, Bs, a, lda_c, b, ldb_c, rows_left, cols_left, kc, tid_c);
     else
-      cmt_smallk_load_chunk<false, BM, BN, KC, TN, VEC, THREADS, LDA>(As, Bs, a, lda_c, b, ldb_c, rows_left,
-                                                                      cols_left, kc, tid_c);
+      cmt_smallk_load_chunk<false, BM, BN, KC, TN, VEC, THREADS, LDA, LDB, TRANS_A, TRANS_B>(
+          As, Bs, a, lda_c, b, ldb_c, rows_left, cols_left, kc, tid_c);
     __syncthreads();
     if (kc == KC) {
 #pragma unroll
-      for (int k = 0; k < KC; ++k) cmt_smallk_step<TM, TN, RT, CT>(acc, a_k + k * LDA, b_k + k * BN);
+      for (int k = 0; k < KC; ++k) cmt_smallk_step<TM, TN, RT, CT>(acc, a_k + k * LDA, b_k + k * LDB);
     } else {
       // The chunk is zero past kc, so whole steps of 4 (kc rounded up <= KC) add nothing extra.
 #pragma unroll 1
       for (int k = 0; k < kc; k += 4) {
 #pragma unroll
-        for (int u = 0; u < 4; ++u) cmt_smallk_step<TM, TN, RT, CT>(acc, a_k + (k + u) * LDA, b_k + (k + u) * BN);
+        for (int u = 0; u < 4; ++u) cmt_smallk_step<TM, TN, RT, CT>(acc, a_k + (k + u) * LDA, b_k + (k + u) * LDB);
       }
     }
     if (K - k0 > KC) __syncthreads();  // the next chunk overwrites As and Bs

@@ -28,7 +28,9 @@
 // One candidate: its id, kernel and launch shape (grid (ceil(N/tile_n), ceil(M/tile_m)), 1-D blocks).
 struct BlockTimesBuild {
   const char* id;
-  void (*kernel)(int, int, int, float, const float*, int, const float*, int, float, float*, int);
+  // multistage is batched: the batch strides follow ldc (one matrix here: grid z = 1, strides 0).
+  void (*kernel)(int, int, int, float, const float*, int, const float*, int, float, float*, int, long long, long long,
+                 long long);
   int threads, tile_m, tile_n, dynamic_smem, ld_multiple;
 };
 #include "block_times_build.h"  // written by block_times.sh: static const BlockTimesBuild kBuild = {...};
@@ -83,7 +85,7 @@ int main(int argc, char** argv) {
   for (int round = 0; round < warmup + rounds; ++round) {
     CHECK(cudaMemsetAsync(flush, round, flush_bytes));
     CHECK(cudaEventRecord(start));
-    kBuild.kernel<<<grid, kBuild.threads, kBuild.dynamic_smem>>>(m, n, k, 1.0f, a, k, b, n, beta, c, n);
+    kBuild.kernel<<<grid, kBuild.threads, kBuild.dynamic_smem>>>(m, n, k, 1.0f, a, k, b, n, beta, c, n, 0, 0, 0);
     CHECK(cudaEventRecord(stop));
     CHECK(cudaEventSynchronize(stop));
     CHECK(cudaGetLastError());

@@ -34,10 +34,7 @@ constexpr uid_t k_nobody = 65534;
 void build_database(const fs::path& file) { test::tuned_database(file, "GPU-db-access"); }
 
 /// Makes a database of the latest schema look as one written before migration 2.
-void downgrade_to_version_1(const fs::path& file) {
-  Database(file).exec("ALTER TABLE trials DROP COLUMN grid_z; ALTER TABLE winners DROP COLUMN grid_z; "
-                      "PRAGMA user_version = 1");
-}
+void downgrade_to_version_1(const fs::path& file) { test::downgrade_schema(file, 1); }
 
 /// The folder's entries, sorted.
 std::vector<std::string> entries(const fs::path& folder) {

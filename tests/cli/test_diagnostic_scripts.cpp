@@ -21,7 +21,7 @@ namespace {
 // The 1025^3 winner: thin workers and an inline thin row, the paths with early returns.
 const std::string k_winner =
     "multistage[BM=64,BN=128,BK=32,WM=32,WN=64,WNITER=2,TM=4,TN=4,STAGES=3,VEC=1,PAD=4,SPLITK=2,SWIZZLE=1,THIN_EDGE=4,"
-    "THIN_WORKERS=4,INLINE_THIN_ROWS=1,A_CHUNK=8]";
+    "THIN_WORKERS=4,INLINE_THIN_ROWS=1,A_CHUNK=8,TRANS_A=0,TRANS_B=0]";
 
 std::filesystem::path diag_dir() { return default_templates_dir().parent_path() / "scripts" / "diag"; }
 
@@ -35,7 +35,7 @@ TEST(BlockTimes, ScriptWritesTheCandidatesKernelAndLaunchShape) {
   const auto printed = block_times(fmt::format("--print-build '{}'", k_winner));
   ASSERT_EQ(printed.exit_code, 0) << printed.output;
   EXPECT_NE(printed.output.find("\"" + k_winner + "\""), std::string::npos) << printed.output;
-  EXPECT_NE(printed.output.find("cmt_sgemm_multistage<64, 128, 32, 32, 64, 2, 4, 4, 3, 1, 4, 2, 1, 4, 4, 1, 8>,"),
+  EXPECT_NE(printed.output.find("cmt_sgemm_multistage<64, 128, 32, 32, 64, 2, 4, 4, 3, 1, 4, 2, 1, 4, 4, 1, 8, 0, 0>,"),
             std::string::npos)
       << printed.output;
   // threads = (64/32)*(128/64)*32*2; tile 64 x 128; thin workers ask for 160 KiB; VEC = 1 needs no alignment.

@@ -138,8 +138,9 @@ TEST(CompilerParity, MultistageAndClusterkCompileToTheSameCodeWithNvrtcAndNvcc) 
     nvrtc_text[c->binary.lowered_name] = text.begin()->second;
     sources.insert(c->candidate->tmpl->source_path.filename().string());
     instantiations += fmt::format("template __global__ void {}(int, int, int, float, const float*, int, const float*, "
-                                  "int, float, float*, int);\n",
-                                  c->candidate->tmpl->name_expression(c->candidate->values));
+                                  "int, float, float*, int{});\n",
+                                  c->candidate->tmpl->name_expression(c->candidate->values),
+                                  c->candidate->tmpl->batched ? ", long long, long long, long long" : "");
   }
   ASSERT_EQ(nvrtc_text.size(), candidates.size());
 

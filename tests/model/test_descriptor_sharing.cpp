@@ -220,7 +220,7 @@ TEST(DescriptorSharingBuiltin, WarpTiledFamiliesShareTheirConstraintsAndAskTheDe
   const TemplateDesc* multistage = find_template(templates, "multistage");
   const ParamValues big = params_from_string(
       "BM=128,BN=128,BK=32,WM=64,WN=32,WNITER=2,TM=4,TN=4,STAGES=4,VEC=4,PAD=4,SPLITK=1,SWIZZLE=8,THIN_EDGE=0,"
-      "THIN_WORKERS=0,INLINE_THIN_ROWS=0,A_CHUNK=8");
+      "THIN_WORKERS=0,INLINE_THIN_ROWS=0,A_CHUNK=8,TRANS_A=0,TRANS_B=0");
   EXPECT_FALSE(multistage->failed_constraint(big, test::sm90()).has_value());
   const auto failed = multistage->failed_constraint(big, target_for_arch("sm_89"));
   ASSERT_TRUE(failed.has_value());

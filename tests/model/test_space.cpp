@@ -530,7 +530,8 @@ TEST(SpaceBuiltin, ClusterkLaunchesOneClusterPerTileAlongZ) {
   const auto it = std::find_if(templates.begin(), templates.end(), [](const TemplateDesc& t) { return t.name == "clusterk"; });
   ASSERT_NE(it, templates.end());
   ParamValues values = params_from_string(
-      "BM=128,BN=128,BK=16,WM=64,WN=64,WNITER=2,TM=8,TN=4,STAGES=3,VEC=1,PAD=4,SPLITK=1,CLUSTER_K=3,SWIZZLE=1,THIN_EDGE=0");
+      "BM=128,BN=128,BK=16,WM=64,WN=64,WNITER=2,TM=8,TN=4,STAGES=3,VEC=1,PAD=4,SPLITK=1,CLUSTER_K=3,SWIZZLE=1,THIN_EDGE=0,"
+      "TRANS_A=0,TRANS_B=0");
   const LaunchShape shape = it->launch_shape(values, test::sm90());
   EXPECT_EQ(shape.grid_z, 3);
   EXPECT_EQ(shape.threads, 128);
@@ -572,7 +573,7 @@ TEST(SpaceBuiltin, MultistageCopiesAInRunsOf8Or16) {
   const auto it = std::find_if(templates.begin(), templates.end(), [](const TemplateDesc& t) { return t.name == "multistage"; });
   ASSERT_NE(it, templates.end());
   const auto valid = [&](const std::string& params) {
-    return !it->failed_constraint(params_from_string(params), test::sm90());
+    return !it->failed_constraint(params_from_string(params + ",TRANS_A=0,TRANS_B=0"), test::sm90());
   };
   const std::string base = "BM=64,BN=128,WM=32,WN=64,WNITER=2,TM=4,TN=4,STAGES=3,VEC=4,PAD=4,SPLITK=2,SWIZZLE=1,"
                            "THIN_EDGE=0,THIN_WORKERS=0,INLINE_THIN_ROWS=0";

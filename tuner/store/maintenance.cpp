@@ -97,7 +97,7 @@ CheckResult check_winner_binaries(Store& store) {
   Database& db = store.db();
   Statement s = db.prepare(
       "SELECT w.binary_key, min(w.template_name), min(w.params), count(*), b.key IS NOT NULL, b.ok, b.source_hash, "
-      "(SELECT count(*) FROM sources WHERE hash = b.source_hash), length(b.cubin) "
+      "(SELECT count(*) FROM sources WHERE hash = b.source_hash) "
       "FROM winners w LEFT JOIN binaries b ON b.key = w.binary_key GROUP BY w.binary_key ORDER BY 2, 3");
   std::vector<std::string> problems;
   int64_t binaries = 0;
@@ -111,7 +111,7 @@ CheckResult check_winner_binaries(Store& store) {
       problems.push_back(fmt::format("{} is not in the compile cache (key {})", binary, key));
     else if (s.column_int(5) == 0)
       problems.push_back(fmt::format("{} is a compile failure", binary));
-    else if (s.column_int(8) == 0)  // a compiled binary always has a cubin: `db vacuum` dropped it
+    else if (store.cubin_dropped(key))
       problems.push_back(fmt::format("{} has no cubin (dropped)", binary));
     else if (s.column_int(7) == 0)
       problems.push_back(fmt::format("{}: its source {} is not in the database", binary, s.column_text(6)));

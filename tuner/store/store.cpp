@@ -491,8 +491,19 @@ std::optional<BinaryRecord> Store::find_binary(const std::string& key) {
   s.bind(1, key);
   if (!s.step()) return std::nullopt;
   BinaryRecord binary = read_binary(s);
-  if (cubin_dropped(binary)) return std::nullopt;
+  if (::cmt::cubin_dropped(binary)) return std::nullopt;
   return binary;
+}
+
+bool Store::cubin_dropped(const std::string& key) {
+  Statement s = m_db.prepare("SELECT ok, length(cubin), log FROM binaries WHERE key = ?");
+  s.bind(1, key);
+  if (!s.step()) return false;
+  BinaryRecord b;
+  b.ok = s.column_int(0) != 0;
+  if (s.column_int(1) > 0) return false;
+  b.log = s.column_text(2);
+  return ::cmt::cubin_dropped(b);
 }
 
 Store::UnusedCubins Store::unused_cubins(bool drop) {

@@ -56,6 +56,9 @@ class Store {
   // Compile cache. A binary whose cubin `db vacuum` dropped keeps its row (export maps trials to
   // their source bundles through it) but is no longer found: the next compile replaces it.
   std::optional<BinaryRecord> find_binary(const std::string& key);
+  /// Whether `db vacuum` dropped the cubin of binary `key` (false for a key not stored). Reads only
+  /// the columns of every schema version, so `db check` can ask it of an older database.
+  bool cubin_dropped(const std::string& key);
   void put_binary(const BinaryRecord& binary);          // insert or replace
   int64_t count_binaries();
   /// Every cached binary's source bundle hash, by binary key (no cubins read).

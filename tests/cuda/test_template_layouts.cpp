@@ -1,0 +1,356 @@
+// Operand layouts (TRANS_A, TRANS_B) and strided batches in the kernel templates: every family that
+// declares them compiles for every layout, without spills, for sm_90 and sm_80 (an exported header
+// may target either); NVRTC and nvcc build the same machine code for transposed multistage and
+// clusterk kernels; and the shared-memory ring the descriptors launch with is the one the kernels
+// use. Real NVRTC and nvcc; no GPU needed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cuda/nvrtc_compiler.hpp"
+#include "space/space.hpp"
+#include "store/store.hpp"
+#include "test_support.hpp"
+#include "tune/compile_service.hpp"
+
+namespace cmt {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string> k_all_layouts = {"nn", "nt", "tn", "tt"};
+
+/// A target for `arch` whose problems have every layout.
+Target all_layouts(const std::string& arch) {
+  Target t = arch == "sm_90" ? test::sm90() : target_for_arch(arch);
+  t.layouts = k_all_layouts;
+  return t;
+}
+
+const TemplateDesc& find_desc(const std::vector<TemplateDesc>& templates, const std::string& name) {
+  const auto it = std::find_if(templates.begin(), templates.end(), [&](const TemplateDesc& t) { return t.name == name; });
+  if (it == templates.end()) throw std::runtime_error("no template " + name);
+  return *it;
+}
+
+/// The contents of every section of a 64-bit little-endian ELF file whose name starts with prefix
+/// (as in test_compiler_parity.cpp).
+std::map<std::string, std::string> elf_sections(const std::string& elf, const std::string& prefix) {
+  auto read = [&](size_t at, size_t bytes) {
+    if (at + bytes > elf.size()) throw std::runtime_error("truncated ELF file");
+    uint64_t v = 0;
+    std::memcpy(&v, elf.data() + at, bytes);
+    return v;
+  };
+  if (elf.size() < 64 || elf.compare(0, 4, "\x7f" "ELF") != 0 || elf[4] != 2)
+    throw std::runtime_error("not an ELF64 file");
+  const uint64_t shoff = read(0x28, 8), shentsize = read(0x3A, 2), shnum = read(0x3C, 2);
+  const uint64_t shstrndx = read(0x3E, 2);
+  auto header = [&](uint64_t i, size_t field_at, size_t bytes) { return read(shoff + i * shentsize + field_at, bytes); };
+  const uint64_t names_at = header(shstrndx, 0x18, 8);
+  std::map<std::string, std::string> sections;
+  for (uint64_t i = 0; i < shnum; ++i) {
+    const uint64_t name_at = names_at + header(i, 0x00, 4);
+    if (name_at >= elf.size()) throw std::runtime_error("ELF section name past the end of the file");
+    const std::string name(elf.c_str() + name_at);
+    const uint64_t type = header(i, 0x04, 4), offset = header(i, 0x18, 8), size = header(i, 0x20, 8);
+    if (name.rfind(prefix, 0) != 0 || type == 8 /* SHT_NOBITS */) continue;
+    if (offset + size > elf.size()) throw std::runtime_error("ELF section past the end of the file");
+    sections[name] = elf.substr(offset, size);
+  }
+  return sections;
+}
+
+// The families with layouts and batches, a few points each: edge paths (THIN_EDGE, the inline thin
+// row, a short last k tile over SPLITK slices), 16- and 4-byte copies, clusters of 2, 3 and 8.
+constexpr const char* k_preset = R"(name = "layouts"
+description = "the families with layouts and batches, a few points each"
+
+[templates.blocktile2d]
+BM = [64, 128]
+BN = [64]
+BK = [8, 16]
+TM = [8]
+TN = [4]
+
+[[templates.multistage]]
+BM = [128]
+BN = [128]
+BK = [32]
+WM = [64]
+WN = [32]
+WNITER = [2]
+TM = [4]
+STAGES = [4]
+VEC = [1, 4]
+PAD = [4]
+SPLITK = [1]
+SWIZZLE = [8]
+THIN_EDGE = [0]
+THIN_WORKERS = [0]
+INLINE_THIN_ROWS = [0]
+A_CHUNK = [8]
+
+[[templates.multistage]]
+BM = [64]
+BN = [128]
+BK = [32]
+WM = [32]
+WN = [64]
+WNITER = [2]
+TM = [4]
+STAGES = [3]
+VEC = [1]
+PAD = [4]
+SPLITK = [2]
+SWIZZLE = [1]
+THIN_EDGE = [4]
+THIN_WORKERS = [0]
+INLINE_THIN_ROWS = [0, 1]
+A_CHUNK = [8]
+
+[[templates.multistage]]
+BM = [32]
+BN = [32]
+BK = [32]
+WM = [16]
+WN = [32]
+WNITER = [1]
+TM = [4]
+STAGES = [2]
+VEC = [4]
+PAD = [4]
+SPLITK = [4]
+SWIZZLE = [1]
+THIN_EDGE = [4]
+THIN_WORKERS = [0]
+INLINE_THIN_ROWS = [0]
+A_CHUNK = [8]
+
+[[templates.clusterk]]
+BM = [64]
+BN = [64]
+BK = [32]
+WM = [32]
+WN = [32]
+WNITER = [2]
+TM = [4]
+STAGES = [3]
+VEC = [4]
+PAD = [4]
+SPLITK = [2]
+CLUSTER_K = [2]
+SWIZZLE = [1]
+THIN_EDGE = [0]
+
+[[templates.clusterk]]
+BM = [64]
+BN = [128]
+BK = [16]
+WM = [32]
+WN = [64]
+WNITER = [2]
+TM = [4]
+STAGES = [3]
+VEC = [1]
+PAD = [4]
+SPLITK = [1]
+CLUSTER_K = [3]
+SWIZZLE = [8]
+THIN_EDGE = [4]
+
+[[templates.clusterk_deep]]
+BM = [32]
+BN = [128]
+BK = [16]
+WM = [32]
+WN = [64]
+TM = [4]
+STAGES = [4]
+VEC = [4]
+SPLITK = [2]
+CLUSTER_K = [8]
+
+[templates.smallk]
+BM = [64]
+BN = [128]
+KC = [16]
+TM = [4]
+TN = [4]
+VEC = [1, 4]
+STREAM = [0]
+)";
+
+const std::set<std::string> k_layout_families = {"blocktile2d", "multistage", "clusterk", "clusterk_deep", "smallk"};
+
+TEST(TemplateLayouts, FamiliesDeclareTheirLayoutsAndBatchesAndTheOthersKeepTheContract) {
+  const auto templates = load_templates({default_templates_dir()});
+  for (const TemplateDesc& t : templates) {
+    const std::string source = t.load_source().main_text;
+    if (k_layout_families.count(t.name)) {
+      EXPECT_EQ(t.layouts, k_all_layouts) << t.name;
+      EXPECT_TRUE(t.batched) << t.name;
+      ASSERT_GE(t.params.size(), 2u) << t.name;
+      EXPECT_EQ(t.params[t.params.size() - 2].name, "TRANS_A") << t.name;
+      EXPECT_EQ(t.params.back().name, "TRANS_B") << t.name;
+      EXPECT_NE(source.find("int TRANS_A, int TRANS_B>"), std::string::npos) << t.name << ": the last template arguments";
+      EXPECT_NE(source.find("long long stride_a, long long stride_b, long long stride_c"), std::string::npos)
+          << t.name << ": the batched signature";
+    } else {
+      EXPECT_EQ(t.layouts, std::vector<std::string>{"nn"}) << t.name;
+      EXPECT_FALSE(t.batched) << t.name;
+      EXPECT_EQ(source.find("stride_a"), std::string::npos) << t.name << ": an unbatched kernel takes 11 arguments";
+    }
+  }
+}
+
+// Every layout of every family in the preset is enumerated (both the layouts' own constraints and
+// the ones all layouts share leave points), and each compiles for sm_90 and sm_80 without spills.
+TEST(TemplateLayouts, EveryLayoutCompilesWithoutSpillsForSm90AndSm80) {
+  const auto templates = load_templates({default_templates_dir()});
+  test::TempDir dir;
+  test::write_file(dir / "layouts.toml", k_preset);
+  const Preset preset = load_preset(dir / "layouts.toml");
+  for (const std::string arch : {"sm_90", "sm_80"}) {
+    const SearchSpace space = enumerate_space(templates, preset, all_layouts(arch));
+    std::map<std::string, std::set<std::string>> layouts_of;  // family -> layouts enumerated
+    for (const Candidate& c : space.candidates) layouts_of[c.tmpl->name].insert(c.tmpl->layout_of(c.values));
+    for (const std::string& family : k_layout_families)
+      EXPECT_EQ(layouts_of[family], std::set<std::string>(k_all_layouts.begin(), k_all_layouts.end()))
+          << family << " on " << arch;
+
+    Store store(dir / (arch + ".db"));
+    const NvrtcCompiler nvrtc;
+    CompileService service(store, nvrtc, arch, 0);
+    service.submit_all(space.candidates);
+    size_t compiled = 0;
+    while (auto c = service.next()) {
+      ++compiled;
+      ASSERT_TRUE(c->binary.ok) << c->candidate->id() << " (" << arch << "):\n" << c->binary.log;
+      EXPECT_EQ(c->binary.spill_stores, 0) << c->candidate->id() << " (" << arch << ")";
+      EXPECT_EQ(c->binary.spill_loads, 0) << c->candidate->id() << " (" << arch << ")";
+    }
+    EXPECT_EQ(compiled, space.candidates.size()) << arch;
+  }
+}
+
+// A multistage or clusterk kernel must run in an exported header (nvcc) as the tuner measured it
+// (NVRTC): the same machine code, for one instantiation of each layout (nn included: its batched
+// signature is new too).
+TEST(TemplateLayouts, MultistageAndClusterkCompileToTheSameCodeWithNvrtcAndNvccInEveryLayout) {
+  const auto templates = load_templates({default_templates_dir()});
+  test::TempDir dir;
+  test::write_file(dir / "layouts.toml", k_preset);
+  std::vector<Candidate> candidates;
+  std::set<std::string> seen;  // template and layout: one instantiation each
+  for (Candidate& c : enumerate_space(templates, load_preset(dir / "layouts.toml"), all_layouts("sm_90")).candidates) {
+    const std::string layout = c.tmpl->layout_of(c.values);
+    if (c.tmpl->name != "multistage" && c.tmpl->name != "clusterk") continue;
+    // multistage: the 64x128 tile with thin edges and the inline thin row; clusterk: the 64x64 tile.
+    const bool wanted = c.tmpl->name == "multistage" ? find_param(c.values, "INLINE_THIN_ROWS").value_or(0) == 1
+                                                     : find_param(c.values, "BM").value_or(0) == 64;
+    if (wanted && seen.insert(c.tmpl->name + ":" + layout).second) candidates.push_back(std::move(c));
+  }
+  ASSERT_EQ(candidates.size(), 8u);
+
+  Store store(dir / "cache.db");
+  const NvrtcCompiler nvrtc;
+  CompileService service(store, nvrtc, "sm_90", 0);
+  service.submit_all(candidates);
+  std::map<std::string, std::string> nvrtc_text;  // lowered name -> the kernel's .text section
+  std::set<std::string> sources;
+  std::string instantiations;
+  while (auto c = service.next()) {
+    ASSERT_TRUE(c->binary.ok) << c->candidate->id() << ":\n" << c->binary.log;
+    const std::string cubin(c->binary.cubin.begin(), c->binary.cubin.end());
+    const auto text = elf_sections(cubin, ".text." + c->binary.lowered_name);
+    ASSERT_EQ(text.size(), 1u) << c->candidate->id() << ": no .text section for " << c->binary.lowered_name;
+    nvrtc_text[c->binary.lowered_name] = text.begin()->second;
+    sources.insert(c->candidate->tmpl->source_path.filename().string());
+    instantiations += fmt::format("template __global__ void {}(int, int, int, float, const float*, int, const float*, "
+                                  "int, float, float*, int, long long, long long, long long);\n",
+                                  c->candidate->tmpl->name_expression(c->candidate->values));
+  }
+  ASSERT_EQ(nvrtc_text.size(), candidates.size());
+
+  std::string unit;
+  for (const auto& s : sources) unit += fmt::format("#include \"{}\"\n", s);
+  test::write_file(dir / "all.cu", unit + instantiations);
+  const auto built = test::run_command(fmt::format("'{}' -std=c++17 -O3 -arch=sm_90 -cubin -I'{}' -o '{}' '{}' 2>&1",
+                                                   test::nvcc_path(), default_templates_dir().string(),
+                                                   (dir / "all.cubin").string(), (dir / "all.cu").string()));
+  ASSERT_EQ(built.exit_code, 0) << built.output;
+  const auto nvcc_text = elf_sections(test::read_file(dir / "all.cubin"), ".text.");
+  for (const auto& [name, code] : nvrtc_text) {
+    const auto it = nvcc_text.find(".text." + name);
+    ASSERT_NE(it, nvcc_text.end()) << "nvcc did not build " << name;
+    EXPECT_EQ(it->second.size(), code.size()) << name << ": code sizes differ";
+    EXPECT_TRUE(it->second == code) << name << ": NVRTC and nvcc built different machine code";
+  }
+}
+
+// The dynamic shared memory a descriptor launches with must hold the ring the kernel addresses:
+// the descriptors' RING_FLOATS against CmtMultistageShape<...>::RING_FLOATS (B's rows padded with
+// TRANS_B), for every candidate of the preset, evaluated by a host program nvcc builds (not run on
+// a GPU).
+TEST(TemplateLayouts, DescriptorRingMatchesTheKernelsShapeInEveryLayout) {
+  const auto templates = load_templates({default_templates_dir()});
+  test::TempDir dir;
+  test::write_file(dir / "layouts.toml", k_preset);
+  const Target target = all_layouts("sm_90");
+  std::string program = "#include <cstdio>\n#include \"multistage.cuh\"\nint main() {\n";
+  std::string expected;
+  for (const Candidate& c : enumerate_space(templates, load_preset(dir / "layouts.toml"), target).candidates) {
+    const TemplateDesc& t = *c.tmpl;
+    if (t.name != "multistage" && t.name != "clusterk" && t.name != "clusterk_deep") continue;
+    const auto derived = std::find_if(t.derived.begin(), t.derived.end(), [](const DerivedValue& d) { return d.name == "RING_FLOATS"; });
+    ASSERT_NE(derived, t.derived.end()) << t.name;
+    std::string args;
+    for (const char* p : {"BM", "BN", "BK", "WM", "WN", "STAGES", "PAD", "SPLITK", "TRANS_B"}) {
+      const auto v = find_param(c.values, p);
+      ASSERT_TRUE(v.has_value()) << c.id() << ": no " << p;
+      args += (args.empty() ? "" : ", ") + std::to_string(*v);
+    }
+    program += fmt::format("  std::printf(\"%d\\n\", CmtMultistageShape<{}>::RING_FLOATS);\n", args);
+    expected += std::to_string(t.eval(derived->expr, c.values, target, "derived.RING_FLOATS")) + "\n";
+  }
+  ASSERT_FALSE(expected.empty());
+  test::write_file(dir / "ring.cu", program + "  return 0;\n}\n");
+  const auto built = test::run_command(fmt::format("'{}' -std=c++17 -arch=sm_90 -I'{}' -o '{}' '{}' 2>&1", test::nvcc_path(),
+                                                   default_templates_dir().string(), (dir / "ring").string(),
+                                                   (dir / "ring.cu").string()));
+  ASSERT_EQ(built.exit_code, 0) << built.output;
+  const auto ran = test::run_command("'" + (dir / "ring").string() + "'");
+  ASSERT_EQ(ran.exit_code, 0) << ran.output;
+  EXPECT_EQ(ran.output, expected);
+}
+
+// The points the layouts rule out in multistage, with their reasons.
+TEST(TemplateLayouts, MultistageKeepsThinWorkersAndLongARunsToTheLayoutsTheyServe) {
+  const auto templates = load_templates({default_templates_dir()});
+  const TemplateDesc& t = find_desc(templates, "multistage");
+  const std::string base = "BM=64,BN=128,BK=32,WM=32,WN=64,WNITER=2,TM=4,TN=4,STAGES=3,VEC=1,PAD=4,SPLITK=2,SWIZZLE=1,"
+                           "THIN_EDGE=4,INLINE_THIN_ROWS=0,";
+  const auto failed = [&](const std::string& rest) -> std::string {
+    const auto c = t.failed_constraint(params_from_string(base + rest), test::sm90());
+    return c ? t.constraints[*c].reason : "";
+  };
+  EXPECT_EQ(failed("THIN_WORKERS=4,A_CHUNK=8,TRANS_A=0,TRANS_B=0"), "");
+  for (const char* layout : {"TRANS_A=0,TRANS_B=1", "TRANS_A=1,TRANS_B=0", "TRANS_A=1,TRANS_B=1"}) {
+    EXPECT_EQ(failed(std::string("THIN_WORKERS=0,A_CHUNK=8,") + layout), "") << layout;
+    EXPECT_NE(failed(std::string("THIN_WORKERS=4,A_CHUNK=8,") + layout).find("THIN_WORKERS"), std::string::npos) << layout;
+  }
+  EXPECT_EQ(failed("THIN_WORKERS=0,A_CHUNK=16,TRANS_A=0,TRANS_B=1"), "");
+  EXPECT_NE(failed("THIN_WORKERS=0,A_CHUNK=16,TRANS_A=1,TRANS_B=0").find("TRANS_A"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cmt
