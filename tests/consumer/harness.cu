@@ -1,6 +1,7 @@
 // Correctness harness for a header written by `cm-tune export` (tests/consumer/README.md): checks
 // CMTUNE_NS::sgemm against cuBLAS FP32 on tuned, untuned, ragged and misaligned problems and on the
-// BLAS corner cases, then times both, L2 flushed, interleaved, and prints TF/s side by side.
+// BLAS corner cases, and its transposed, strided-batched (broadcast too) and column-major entries in
+// every layout, then times both, L2 flushed, interleaved, and prints TF/s side by side.
 // The GPU test ExportConsumer (tests/gpu/test_export_consumer.cpp) builds and runs it, and
 // scripts/gpu/gpu_session.sh runs it in its `consumer` phase. Exit code: 0 all checks passed,
 // 1 a check failed, 2 bad usage or a CUDA/cuBLAS failure.
@@ -95,18 +96,24 @@ __device__ float tolerance(int k, float alpha, float beta, float abs_ab, float c
 
 // Walks the whole C allocation: inside the M x N block ours must be within tolerance of the
 // reference; everywhere else (ldc padding, the offset, the guard after C) it must be untouched.
+// A batch: `batch` matrices of C, stride_c floats apart (the gaps between them count as outside).
 __global__ void compare(const float* ours, const float* ref, const float* c0, const float* abs_ab, size_t total,
-                        size_t offset, int M, int N, int K, int ldc, float alpha, float beta, CompareResult* out) {
+                        size_t offset, int M, int N, int K, int ldc, float alpha, float beta, CompareResult* out,
+                        int batch = 1, size_t stride_c = 0) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < total; i += static_cast<size_t>(gridDim.x) * blockDim.x) {
     bool inside = false;
-    size_t row = 0, col = 0;
+    size_t row = 0, col = 0, b = 0;
     if (i >= offset) {
-      row = (i - offset) / static_cast<size_t>(ldc);
-      col = (i - offset) % static_cast<size_t>(ldc);
-      inside = row < static_cast<size_t>(M) && col < static_cast<size_t>(N);
+      const size_t j = i - offset;
+      b = stride_c > 0 ? j / stride_c : 0;
+      const size_t in_matrix = stride_c > 0 ? j % stride_c : j;
+      row = in_matrix / static_cast<size_t>(ldc);
+      col = in_matrix % static_cast<size_t>(ldc);
+      inside = b < static_cast<size_t>(batch) && row < static_cast<size_t>(M) && col < static_cast<size_t>(N);
     }
     if (inside) {
-      const float tol = tolerance(K, alpha, beta, abs_ab ? abs_ab[row * N + col] : 0.0f, c0[i]);
+      const float tol =
+          tolerance(K, alpha, beta, abs_ab ? abs_ab[(b * static_cast<size_t>(M) + row) * N + col] : 0.0f, c0[i]);
       const float v = ours[i], r = ref[i];
       const float ratio = (isfinite(v) && isfinite(r)) ? fabsf(v - r) / tol : INFINITY;
       if (!(ratio <= 1.0f)) atomicAdd(&out->bad, 1ULL);
@@ -292,6 +299,107 @@ void check_status(Context& ctx, const std::string& name, Size s, int lda, int ld
 
 int round_up4(int x) { return (x + 3) / 4 * 4; }
 
+cublasOperation_t cublas_op(tuned::Op op) { return op == tuned::Op::T ? CUBLAS_OP_T : CUBLAS_OP_N; }
+const char* layout_text(tuned::Op a, tuned::Op b) {
+  static const char* names[] = {"nn", "nt", "tn", "tt"};
+  return names[(a == tuned::Op::T ? 2 : 0) + (b == tuned::Op::T ? 1 : 0)];
+}
+
+/// One call of the transposed or strided-batched API (or, with col_major, its column-major form)
+/// checked against cuBLAS: stored A is M x K (K x M for Op::T), B K x N (N x K), leading
+/// dimensions `pad` wider than that, `batch` matrices each (stride 0 for a broadcast operand), and
+/// 64 guard floats between the matrices of C that must stay untouched.
+void check_operands(Context& ctx, Size s, tuned::Op op_a, tuned::Op op_b, int batch, bool broadcast_a,
+                    bool broadcast_b, int pad, float alpha, float beta, bool c_nan, bool col_major, uint64_t seed) {
+  const bool ta = op_a == tuned::Op::T, tb = op_b == tuned::Op::T;
+  // Row-major storage; a column-major call names the same memory with rows and columns swapped.
+  const int a_rows = ta ? s.k : s.m, a_cols = ta ? s.m : s.k;
+  const int b_rows = tb ? s.n : s.k, b_cols = tb ? s.k : s.n;
+  const int lda = a_cols + pad, ldb = b_cols + pad, ldc = s.n + pad;
+  const long long stride_a = broadcast_a ? 0 : static_cast<long long>(a_rows) * lda + 32;
+  const long long stride_b = broadcast_b ? 0 : static_cast<long long>(b_rows) * ldb + 32;
+  const long long stride_c = static_cast<long long>(s.m) * ldc + 64;
+  DeviceBuffer a(static_cast<size_t>(stride_a * (batch - 1) + static_cast<long long>(a_rows) * lda));
+  DeviceBuffer b(static_cast<size_t>(stride_b * (batch - 1) + static_cast<long long>(b_rows) * ldb));
+  const size_t c_total = static_cast<size_t>(stride_c * batch);
+  DeviceBuffer c0(c_total), ours(c_total), ref(c_total);
+  DeviceBuffer abs_a(a.n), abs_b(b.n), abs_ab(static_cast<size_t>(batch) * s.m * s.n);
+  random_fill(a, seed);
+  random_fill(b, seed + 1);
+  if (c_nan)
+    CHECK_CUDA(cudaMemset(c0.p, 0xff, c0.n * sizeof(float)));
+  else
+    random_fill(c0, seed + 2);
+  copy(ours, c0);
+  copy(ref, c0);
+
+  std::string name = std::string(col_major ? "colmajor-" : "") + layout_text(op_a, op_b);
+  if (batch > 1) name += "*" + std::to_string(batch) + (broadcast_a ? "-sa0" : broadcast_b ? "-sb0" : "");
+  if (c_nan) name += "-nan";
+  CheckRecord r{name, s, lda, ldb, ldc, 0, alpha, beta, "", 0, 0, 0, "", false};
+  const char* kernel = nullptr;
+  cudaError_t status;
+  if (col_major) {
+    // The row-major C (M x N) is the column-major C^T (N x M) = op(B)^T op(A)^T: B takes A's place.
+    // Column-major B^T read with op_b is the row-major B read with op_b, so the ops carry over.
+    status = tuned::sgemm_colmajor_strided_batched(op_b, op_a, s.n, s.m, s.k, alpha, b.p, ldb, stride_b, a.p, lda,
+                                                   stride_a, beta, ours.p, ldc, stride_c, batch);
+    r.kernel = "column-major entry";
+  } else {
+    if (tuned::kernel_name(op_a, op_b, s.m, s.n, s.k, a.p, lda, stride_a, b.p, ldb, stride_b, ours.p, ldc, stride_c,
+                           batch, &kernel) == cudaSuccess && kernel)
+      r.kernel = kernel;
+    status = batch == 1 ? tuned::sgemm(op_a, op_b, s.m, s.n, s.k, alpha, a.p, lda, b.p, ldb, beta, ours.p, ldc)
+                        : tuned::sgemm_strided_batched(op_a, op_b, s.m, s.n, s.k, alpha, a.p, lda, stride_a, b.p, ldb,
+                                                       stride_b, beta, ours.p, ldc, stride_c, batch);
+  }
+  const cudaError_t sync = cudaDeviceSynchronize();
+  if (status != cudaSuccess || sync != cudaSuccess) {
+    r.error = std::string("sgemm returned ") + cudaGetErrorName(status) + ", then " + cudaGetErrorName(sync);
+    if (sync != cudaSuccess) {
+      report(ctx, r);
+      std::fprintf(stderr, "error: the GPU context is unusable after %s: %s\n", name.c_str(), cudaGetErrorString(sync));
+      std::exit(1);
+    }
+  }
+  // The reference: cuBLAS on the column-major view C^T = op(B)^T op(A)^T.
+  CHECK_CUBLAS(cublasSgemmStridedBatched(ctx.cublas, cublas_op(op_b), cublas_op(op_a), s.n, s.m, s.k, &alpha, b.p, ldb,
+                                         stride_b, a.p, lda, stride_a, &beta, ref.p, ldc, stride_c, batch));
+  abs_copy<<<k_blocks, k_threads>>>(a.p, abs_a.p, a.n);
+  abs_copy<<<k_blocks, k_threads>>>(b.p, abs_b.p, b.n);
+  CHECK_CUDA(cudaGetLastError());
+  const float one = 1.0f, zero = 0.0f;
+  CHECK_CUBLAS(cublasSgemmStridedBatched(ctx.cublas, cublas_op(op_b), cublas_op(op_a), s.n, s.m, s.k, &one, abs_b.p, ldb,
+                                         stride_b, abs_a.p, lda, stride_a, &zero, abs_ab.p, s.n,
+                                         static_cast<long long>(s.m) * s.n, batch));
+  CHECK_CUDA(cudaMemset(ctx.result, 0, sizeof(CompareResult)));
+  compare<<<k_blocks, k_threads>>>(ours.p, ref.p, c0.p, abs_ab.p, c_total, 0, s.m, s.n, s.k, ldc, alpha, beta, ctx.result,
+                                   batch, static_cast<size_t>(stride_c));
+  CHECK_CUDA(cudaGetLastError());
+  CompareResult host{};
+  CHECK_CUDA(cudaMemcpy(&host, ctx.result, sizeof(host), cudaMemcpyDeviceToHost));
+  float ratio = 0;
+  std::memcpy(&ratio, &host.max_ratio_bits, sizeof(ratio));
+  r.max_ratio = ratio;
+  r.bad = host.bad;
+  r.outside_written = host.outside_written;
+  report(ctx, r);
+}
+
+/// Every layout, unbatched and in batches (packed, A broadcast, B broadcast), beta = 0 over NaN and
+/// alpha/beta over random C, leading dimensions wider than the matrices, and the column-major entry.
+void check_layouts(Context& ctx, Size s, uint64_t seed) {
+  for (const tuned::Op op_a : {tuned::Op::N, tuned::Op::T})
+    for (const tuned::Op op_b : {tuned::Op::N, tuned::Op::T}) {
+      check_operands(ctx, s, op_a, op_b, 1, false, false, 0, 1.0f, 0.0f, true, false, seed += 3);
+      check_operands(ctx, s, op_a, op_b, 1, false, false, 5, 0.75f, -1.25f, false, false, seed += 3);
+      check_operands(ctx, s, op_a, op_b, 5, false, false, 3, 1.0f, 0.0f, true, false, seed += 3);
+      check_operands(ctx, s, op_a, op_b, 5, true, false, 0, 0.75f, 0.5f, false, false, seed += 3);
+      check_operands(ctx, s, op_a, op_b, 5, false, true, 4, 1.25f, 0.0f, true, false, seed += 3);
+      check_operands(ctx, s, op_a, op_b, 3, false, false, 1, 0.5f, 2.0f, false, true, seed += 3);
+    }
+}
+
 void check_size(Context& ctx, Size s, uint64_t seed) {
   check_product(ctx, "beta0-nan-c", s, s.k, s.n, s.n, 0, 1.0f, 0.0f, true, seed);
   check_product(ctx, "alpha-beta", s, s.k, s.n, s.n, 0, 0.75f, -1.25f, false, seed + 10);
@@ -458,6 +566,7 @@ void write_json(const std::string& file, const std::string& device, const std::s
 
 int main(int argc, char** argv) {
   std::vector<Size> sizes;
+  std::vector<Size> tuned_operand_problems;   // tuned with a transpose or a batch: checked in every layout
   bool sizes_given = false, timing = true, with_tuned = true;
   int samples = 30, device = 0;
   std::string json_file;
@@ -493,7 +602,10 @@ int main(int argc, char** argv) {
       CHECK_CUDA(tuned::tuned_problems(nullptr, 0, &count));
       std::vector<tuned::TunedProblem> problems(static_cast<size_t>(count));
       CHECK_CUDA(tuned::tuned_problems(problems.data(), count, &count));
-      for (const auto& p : problems) sizes.push_back({p.m, p.n, p.k});
+      for (const auto& p : problems) {
+        if (p.layout == 0 && p.batch == 1) sizes.push_back({p.m, p.n, p.k});
+        else if (p.batch <= 64) tuned_operand_problems.push_back({p.m, p.n, p.k});
+      }
       std::printf("tuned problems for this device: %d\n", count);
     }
     // Untuned and ragged: between tuned sizes, odd edges, and tiny.
@@ -512,6 +624,11 @@ int main(int argc, char** argv) {
   check_corners(ctx);
   uint64_t seed = 1000;
   for (const Size& s : sizes) check_size(ctx, s, seed += 100);
+  std::printf("\nlayouts and batches (op(A) op(B), batch, broadcast, wider leading dimensions, column-major):\n");
+  std::vector<Size> operand_sizes = {{257, 129, 300}, {64, 64, 64}, {100, 100, 100}, {1, 77, 33}, {1023, 65, 129}};
+  for (const auto& p : tuned_operand_problems)
+    if (operand_sizes.size() < 12) operand_sizes.push_back(p);
+  for (const Size& s : operand_sizes) check_layouts(ctx, s, seed += 100);
 
   std::vector<TimeRecord> times;
   double geomean = NAN;

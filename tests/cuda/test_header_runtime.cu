@@ -15,33 +15,51 @@ namespace detail {
 
 template <int Id>
 __global__ void kernel(int, int, int, float, const float*, int, const float*, int, float, float*, int) {}
+template <int Id>
+__global__ void batched_kernel(int, int, int, float, const float*, int, const float*, int, float, float*, int, long long,
+                               long long, long long) {}
 
-// A table like the ones export writes: 0 the generic default, 1 a kernel needing 16-byte aligned
-// inputs and leading dimensions % 4, 2 one needing nothing.
-constexpr int k_generic_kernel = 0;
-constexpr int k_kernel_count = 3;
+// A table like the ones export writes: 0 the NN generic default, 1 a kernel needing 16-byte aligned
+// inputs and leading dimensions % 4, 2 one needing nothing; 3 the TN generic default (batched), 4 a
+// batched TN kernel, 5 an unbatched TN kernel. No NT or TT generic: such calls are refused.
+constexpr int k_generic_kernels[4] = {0, -1, 3, -1};
+constexpr int k_kernel_count = 6;
 constexpr KernelInfo k_kernels[k_kernel_count] = {
-    {"generic", "src_a", 128, 64, 64, 0, 1, 4, 1},
-    {"vec4", "src_a", 256, 128, 128, 100000, 1, 16, 4},
-    {"portable", "src_a", 128, 64, 128, 0, 1, 4, 1},
+    {"generic", "src_a", 128, 64, 64, 0, 1, 4, 1, 0, 0},
+    {"vec4", "src_a", 256, 128, 128, 100000, 1, 16, 4, 0, 0},
+    {"portable", "src_a", 128, 64, 128, 0, 1, 4, 1, 0, 0},
+    {"generic_tn", "src_a", 128, 64, 64, 0, 1, 4, 1, 2, 1},
+    {"tn_batched", "src_a", 128, 32, 32, 0, 1, 4, 1, 2, 1},
+    {"tn_single", "src_a", 256, 128, 128, 0, 1, 4, 1, 2, 0},
 };
-constexpr Entry k_entries_0[] = {{{256, 256, 256}, 1, 2}, {{1024, 1024, 1024}, 1, -1}, {{4096, 4096, 4096}, 2, 2}};
-constexpr Entry k_entries_1[] = {{{512, 512, 512}, 2, 2}};
+// {M, N, K, layout, batch, broadcast}, primary, portable
+constexpr Entry k_entries_0[] = {{{256, 256, 256, 0, 1, 0}, 1, 2},
+                                 {{1024, 1024, 1024, 0, 1, 0}, 1, -1},
+                                 {{4096, 4096, 4096, 0, 1, 0}, 2, 2},
+                                 {{64, 64, 64, 2, 4096, 0}, 4, 4},
+                                 {{64, 64, 64, 2, 4096, 2}, 3, 3}};
+constexpr Entry k_entries_1[] = {{{512, 512, 512, 0, 1, 0}, 2, 2}};
 // vec4 costs 20 us + 0.05 us per million multiply-adds of its busiest SM; portable 3 us + 0.4 us.
-// vec4 was measured on 256..8192 in each dimension, portable on 16..8192.
+// vec4 was measured on 256..8192 in each dimension, portable on 16..8192. tn_batched costs 2 us +
+// 0.4 us, tn_single 1 us + 0.01 us, both measured on 16..8192.
 constexpr KernelModel k_models_0[] = {{1, 1, {20, 0.05, 0, 0}, 256, 8192, 256, 8192, 256, 8192},
-                                      {2, 1, {3, 0.4, 0, 0}, 16, 8192, 16, 8192, 16, 8192}};
+                                      {2, 1, {3, 0.4, 0, 0}, 16, 8192, 16, 8192, 16, 8192},
+                                      {4, 1, {2, 0.4, 0, 0}, 16, 8192, 16, 8192, 16, 8192},
+                                      {5, 1, {1, 0.01, 0, 0}, 16, 8192, 16, 8192, 16, 8192}};
 constexpr KernelModel k_models_1[] = {{2, 1, {3, 0.4, 0, 0}, 16, 8192, 16, 8192, 16, 8192}};
 constexpr int k_device_table_count = 2;
 constexpr DeviceTable k_device_tables[k_device_table_count] = {
-    {"NVIDIA H100 80GB HBM3", 9, 0, 132, k_entries_0, 3, k_models_0, 2},
+    {"NVIDIA H100 80GB HBM3", 9, 0, 132, k_entries_0, 5, k_models_0, 4},
     {"NVIDIA A100-SXM4-80GB", 8, 0, 108, k_entries_1, 1, k_models_1, 1},
 };
-inline KernelFn kernel_function(int index) {
+inline const void* kernel_function(int index) {
   switch (index) {
-    case 0: return &kernel<0>;
-    case 1: return &kernel<1>;
-    case 2: return &kernel<2>;
+    case 0: return reinterpret_cast<const void*>(static_cast<KernelFn>(&kernel<0>));
+    case 1: return reinterpret_cast<const void*>(static_cast<KernelFn>(&kernel<1>));
+    case 2: return reinterpret_cast<const void*>(static_cast<KernelFn>(&kernel<2>));
+    case 3: return reinterpret_cast<const void*>(static_cast<BatchedKernelFn>(&batched_kernel<3>));
+    case 4: return reinterpret_cast<const void*>(static_cast<BatchedKernelFn>(&batched_kernel<4>));
+    case 5: return reinterpret_cast<const void*>(static_cast<KernelFn>(&kernel<5>));
     default: return nullptr;
   }
 }
@@ -85,6 +103,28 @@ TEST(HeaderRuntime, SelectionFollowsTheDispatchRules) {
   EXPECT_EQ(select(5, 64, 64, 64, 64, 64, 64, 256), 0);
 }
 
+TEST(HeaderRuntime, SelectionServesEachLayoutAndBatchWithItsOwnKernels) {
+  using rt::detail::Call;
+  using rt::detail::select;
+  // {layout, batch, broadcast, M, N, K, lda, ldb, ldc, alignment}
+  // Tuned TN batch: the entry's kernel; the same shape with B broadcast has its own entry.
+  EXPECT_EQ(select(0, Call{2, 4096, 0, 64, 64, 64, 64, 64, 64, 256}), 4);
+  EXPECT_EQ(select(0, Call{2, 4096, 2, 64, 64, 64, 64, 64, 64, 256}), 3);
+  // An untuned TN batch: only batched TN kernels may run (tn_single is faster but not batched).
+  EXPECT_EQ(select(0, Call{2, 100, 0, 300, 300, 300, 300, 300, 300, 256}), 4);
+  // An untuned TN single call: the cheapest TN model, never an NN kernel.
+  EXPECT_EQ(select(0, Call{2, 1, 0, 300, 300, 300, 300, 300, 300, 256}), 5);
+  // NN calls never run a TN kernel; here no NN kernel takes a batch, not even the generic default, so
+  // a batched NN call is refused (-1) rather than run by a kernel that would ignore the batch.
+  EXPECT_EQ(select(0, Call{0, 1, 0, 300, 300, 300, 300, 300, 300, 256}), 2);
+  EXPECT_EQ(select(0, Call{0, 4, 0, 300, 300, 300, 300, 300, 300, 256}), -1);
+  // No NT or TT kernel at all: -1, the call is refused.
+  EXPECT_EQ(select(0, Call{1, 1, 0, 300, 300, 300, 300, 300, 300, 256}), -1);
+  EXPECT_EQ(select(-1, Call{3, 1, 0, 300, 300, 300, 300, 300, 300, 256}), -1);
+  // Without a table: the layout's generic default.
+  EXPECT_EQ(select(-1, Call{2, 8, 0, 64, 64, 64, 64, 64, 64, 256}), 3);
+}
+
 TEST(HeaderRuntime, CachedSelectionAgreesWithSelectionOverManyCalls) {
   using rt::detail::cached_select;
   using rt::detail::select;
@@ -92,8 +132,10 @@ TEST(HeaderRuntime, CachedSelectionAgreesWithSelectionOverManyCalls) {
   for (int round = 0; round < 3; ++round)
     for (int m = 100; m <= 3000; m += 97)
       for (const int align : {4, 256})
-        EXPECT_EQ(cached_select(0, m, 2000, 2000, 2000, 2000, 2000, align), select(0, m, 2000, 2000, 2000, 2000, 2000, align))
-            << m << " " << align;
+        for (const int layout : {0, 2}) {
+          const rt::detail::Call call{layout, 1, 0, m, 2000, 2000, 2000, 2000, 2000, align};
+          EXPECT_EQ(cached_select(0, call), select(0, call)) << m << " " << align << " " << layout;
+        }
 }
 
 TEST(HeaderRuntime, AlignmentIsTheLargestCommonPowerOfTwoUpTo256) {
@@ -113,6 +155,32 @@ TEST(HeaderRuntime, BadArgumentsAreRefusedBeforeAnyDeviceCall) {
   EXPECT_EQ(rt::sgemm(0, 2, 2, 1.0f, a, 2, b, 2, 0.0f, c, 2), cudaSuccess) << "M = 0: nothing to do";
   EXPECT_EQ(rt::sgemm(2, 0, 2, 1.0f, a, 2, b, 1, 0.0f, c, 1), cudaSuccess) << "N = 0: nothing to do";
   EXPECT_EQ(rt::sgemm(2, 2, 2, 0.0f, nullptr, 2, nullptr, 2, 1.0f, c, 2), cudaSuccess) << "C = 1 * C";
+  using rt::Op;
+  // Transposed A is stored K x M: lda >= M; transposed B is N x K: ldb >= K.
+  EXPECT_EQ(rt::sgemm(Op::T, Op::N, 3, 2, 1, 1.0f, a, 2, b, 2, 0.0f, c, 2), cudaErrorInvalidValue) << "lda < M";
+  EXPECT_EQ(rt::sgemm(Op::N, Op::T, 2, 2, 3, 1.0f, a, 3, b, 2, 0.0f, c, 2), cudaErrorInvalidValue) << "ldb < K";
+  EXPECT_EQ(rt::sgemm(static_cast<Op>(7), Op::N, 2, 2, 2, 1.0f, a, 2, b, 2, 0.0f, c, 2), cudaErrorInvalidValue);
+  // Batches: overlapping matrices of C, negative strides and counts are refused; batch 0 does nothing.
+  EXPECT_EQ(rt::sgemm_strided_batched(Op::N, Op::N, 2, 2, 2, 1.0f, a, 2, 4, b, 2, 4, 0.0f, c, 2, 3, 2),
+            cudaErrorInvalidValue)
+      << "stride_c < (M-1)*ldc + N";
+  EXPECT_EQ(rt::sgemm_strided_batched(Op::N, Op::N, 2, 2, 2, 1.0f, a, 2, -4, b, 2, 4, 0.0f, c, 2, 4, 2),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(rt::sgemm_strided_batched(Op::N, Op::N, 2, 2, 2, 1.0f, a, 2, 4, b, 2, 4, 0.0f, c, 2, 4, -1),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(rt::sgemm_strided_batched(Op::N, Op::N, 2, 2, 2, 1.0f, a, 2, 4, b, 2, 4, 0.0f, c, 2, 4, 0), cudaSuccess);
+  // Column-major: M x N C with ldc >= M (the row-major N x M transpose).
+  EXPECT_EQ(rt::sgemm_colmajor(Op::N, Op::N, 3, 2, 2, 1.0f, a, 3, b, 2, 0.0f, c, 2), cudaErrorInvalidValue) << "ldc < M";
+}
+
+TEST(HeaderRuntime, BroadcastAndAlignmentOfABatchCountTheirStrides) {
+  EXPECT_EQ(rt::detail::broadcast_bits(1, 0, 0), 0) << "unbatched";
+  EXPECT_EQ(rt::detail::broadcast_bits(8, 0, 64), 1);
+  EXPECT_EQ(rt::detail::broadcast_bits(8, 64, 0), 2);
+  alignas(256) static char buffer[1024];
+  // A stride of 10 floats (40 bytes) leaves every other matrix 8-byte aligned only.
+  EXPECT_EQ(rt::detail::alignment_of(buffer, buffer, buffer, 10, 0, 64), 8);
+  EXPECT_EQ(rt::detail::alignment_of(buffer, buffer, buffer, 64, 0, 64), 256);
 }
 
 }  // namespace

@@ -49,6 +49,7 @@ struct KernelSpec {
   Requirements requirements;
   std::string source_hash;
   int registers = 128;
+  bool batched = false;   // the family takes batch strides (its kernel's signature has 14 arguments)
 };
 
 /// Builds a database through the Store API: devices, one run, sources, binaries, trials, winners.
@@ -115,6 +116,7 @@ class DbBuilder {
       b.ok = true;
       b.cubin = {'c', 'u', 'b', 'i', 'n'};   // export never reads the cubin
       b.lowered_name = "_Z" + k.template_name;
+      b.batched = k.batched;
       m_store.put_binary(b);
     }
     TrialRecord t;
@@ -190,8 +192,10 @@ KernelSpec real_kernel(DbBuilder& db, const std::vector<TemplateDesc>& templates
                        const std::string& preferred, const KernelWant& want) {
   const TemplateDesc& t = find_desc(templates, name);
   const ParamValues wanted = params_from_string(preferred);
+  const std::string layout = t.layout_of(wanted);
   const auto acceptable = [&](const ParamValues& v) {
-    return config_valid(t, v) && want(t.launch_shape(v, test::sm90()), t.requirements(v, test::sm90()));
+    return config_valid(t, v) && t.layout_of(v) == layout &&
+           want(t.launch_shape(v, test::sm90()), t.requirements(v, test::sm90()));
   };
   ParamValues values;
   for (const auto& p : t.params) values.emplace_back(p.name, find_param(wanted, p.name).value_or(p.values.at(0)));
@@ -213,6 +217,7 @@ KernelSpec real_kernel(DbBuilder& db, const std::vector<TemplateDesc>& templates
   k.shape = t.launch_shape(values, test::sm90());
   k.requirements = t.requirements(values, test::sm90());
   k.source_hash = db.add_source(name, t.load_source());
+  k.batched = t.batched;
   return k;
 }
 
@@ -227,6 +232,7 @@ constexpr const char* k_a100_uuid = "GPU-22222222-0000-0000-0000-000000000002";
 struct RealFixture {
   std::vector<TemplateDesc> templates = load_templates({default_templates_dir()});
   KernelSpec ms4, ms1, wt, bv, b2, ck;
+  KernelSpec ms_tn, b2_nt;   // a TN multistage with requirements, a batched NT blocktile2d without
   int64_t h100 = 0, a100 = 0;
 
   void build(DbBuilder& db) {
@@ -248,6 +254,11 @@ struct RealFixture {
     ck = real_kernel(db, templates, "clusterk",
                      "BM=128,BN=128,BK=16,WM=64,WN=64,WNITER=2,TM=8,TN=4,STAGES=3,VEC=1,PAD=4,SPLITK=1,CLUSTER_K=3,THIN_EDGE=4",
                      without_requirements);
+    ms_tn = real_kernel(db, templates, "multistage",
+                        "BM=128,BN=128,BK=16,WM=64,WN=64,WNITER=2,TM=8,TN=4,STAGES=3,VEC=4,PAD=4,SPLITK=1,TRANS_A=1,TRANS_B=0",
+                        with_requirements);
+    b2_nt = real_kernel(db, templates, "blocktile2d", "BM=64,BN=64,BK=8,TM=8,TN=4,TRANS_A=0,TRANS_B=1",
+                        without_requirements);
     h100 = db.add_device(k_h100_uuid, k_h100, 9, 0, 132);
     a100 = db.add_device(k_a100_uuid, k_a100, 8, 0, 108);
     db.add_winner(k_h100_uuid, {1024, 1024, 1024}, "overall", ms4, 0.10);
@@ -261,6 +272,9 @@ struct RealFixture {
     db.add_winner(k_a100_uuid, {2048, 2048, 2048}, "portable", ms1, 2.0);
     db.add_winner(k_a100_uuid, {128, 128, 128}, "overall", b2, 0.01);
     db.add_winner(k_a100_uuid, {128, 128, 128}, "portable", b2, 0.01);
+    db.add_winner(k_h100_uuid, Problem::make(1024, 1024, 1024, true, false), "overall", ms_tn, 0.11);
+    db.add_winner(k_h100_uuid, Problem::make(64, 64, 64, false, true, 4096), "overall", b2_nt, 0.2);
+    db.add_winner(k_h100_uuid, Problem::make(64, 64, 64, false, true, 4096), "portable", b2_nt, 0.2);
     add_calibration(db);
   }
 
@@ -281,14 +295,23 @@ struct RealFixture {
     };
     add_all(k_h100_uuid, 132, {{&ms4, 40}, {&ms1, 22}, {&wt, 36}, {&bv, 25}, {&b2, 14}, {&ck, 30}});
     add_all(k_a100_uuid, 108, {{&wt, 15}, {&ms1, 10}, {&b2, 8}});
+    // The transposed kernels on their own layouts; the batched one on batches too.
+    for (const Problem& p : shapes) {
+      const Problem tn = Problem::make(p.m, p.n, p.k, true, false);
+      db.add_trial(k_h100_uuid, tn, "calibration", ms_tn, synthetic_ms(ms_tn, 38, 132, tn));
+      for (const int64_t batch : {1, 8}) {
+        const Problem nt = Problem::make(p.m, p.n, p.k, false, true, batch);
+        db.add_trial(k_h100_uuid, nt, "calibration", b2_nt, synthetic_ms(b2_nt, 12, 132, nt));
+      }
+    }
   }
 
   static double synthetic_ms(const KernelSpec& k, double tflops, int sms, const Problem& p) {
     const double tiles = std::ceil(double(p.m) / double(k.shape.tile_m)) * std::ceil(double(p.n) / double(k.shape.tile_n)) *
-                         double(k.shape.grid_z);
+                         double(k.shape.grid_z) * double(p.batch);
     const double quantised = std::ceil(tiles / sms) * sms / tiles;
     const double compute_us = p.flops() / (tflops * 1e6) * quantised;
-    const double memory_us = 4.0 * double(p.m * p.k + p.k * p.n + p.m * p.n) / 3e6;
+    const double memory_us = 4.0 * double(p.m * p.k + p.k * p.n + p.m * p.n) * double(p.batch) / 3e6;
     return (4.0 + compute_us + memory_us) / 1e3;
   }
 };
@@ -350,11 +373,22 @@ TEST(ExportFlatten, RealTemplatesFlattenWithoutIncludes) {
 
 TEST(ExportModel, GenericDefaultIsAValidBlocktile2dWithoutRequirements) {
   const TemplateDesc& t = builtin_blocktile2d();
-  const ParamValues values = generic_default_params(t);
-  EXPECT_EQ(params_to_string(values), "BM=64,BN=64,BK=8,TM=8,TN=4");
-  for (const auto& c : t.constraints) EXPECT_NE(t.eval(c.check, values, test::sm90(), "constraint"), 0) << c.reason;
-  EXPECT_TRUE(t.requirements(values, test::sm90()).none());
-  EXPECT_EQ(t.launch_shape(values, test::sm90()).dynamic_smem, 0);
+  const bool layouts = t.layouts != std::vector<std::string>{"nn"};
+  for (const std::string_view layout : k_layout_names) {
+    const auto values = generic_default_params(t, layout);
+    if (!t.supports_layout(layout)) {
+      EXPECT_FALSE(values) << layout;
+      continue;
+    }
+    ASSERT_TRUE(values) << layout;
+    const std::string trans =
+        layouts ? fmt::format(",TRANS_A={},TRANS_B={}", layout[0] == 't' ? 1 : 0, layout[1] == 't' ? 1 : 0) : "";
+    EXPECT_EQ(params_to_string(*values), "BM=64,BN=64,BK=8,TM=8,TN=4" + trans);
+    EXPECT_EQ(t.layout_of(*values), layout);
+    for (const auto& c : t.constraints) EXPECT_NE(t.eval(c.check, *values, test::sm90(), "constraint"), 0) << c.reason;
+    EXPECT_TRUE(t.requirements(*values, test::sm90()).none());
+    EXPECT_EQ(t.launch_shape(*values, test::sm90()).dynamic_smem, 0);
+  }
 }
 
 TEST(ExportModel, NamespaceNames) {
@@ -544,12 +578,12 @@ TEST(ExportHeader, HoldsUsedSourcesOnlyAndProvenanceWithoutTimes) {
   }
   EXPECT_EQ(includes, std::vector<std::string>{"#include <cuda_runtime.h>"});
   // The multistage kernel needs > 48 KiB and cp.async: the header raises the limit and guards the arch.
-  EXPECT_NE(header.find(fmt::format(", {}, 1, {}, {}}},", f.ms4.shape.dynamic_smem, f.ms4.requirements.align_bytes,
+  EXPECT_NE(header.find(fmt::format(", {}, 1, {}, {}, 0, ", f.ms4.shape.dynamic_smem, f.ms4.requirements.align_bytes,
                                     f.ms4.requirements.ld_multiple)),
             std::string::npos);
   // The clusterk kernel launches 3 blocks per tile along z, and its cluster is compiled for sm_90 only.
   EXPECT_EQ(f.ck.shape.grid_z, 3);
-  EXPECT_NE(header.find(fmt::format(", {}, 3, 4, 1}},", f.ck.shape.dynamic_smem)), std::string::npos);
+  EXPECT_NE(header.find(fmt::format(", {}, 3, 4, 1, 0, ", f.ck.shape.dynamic_smem)), std::string::npos);
   EXPECT_NE(header.find("__cluster_dims__(1, 1, n)"), std::string::npos);
   EXPECT_NE(header.find("__CUDA_ARCH__ < 800"), std::string::npos);
   // Identical macro definitions of several bundles are undefined after each.
@@ -925,20 +959,39 @@ TEST(ExportNvcc, HeaderSelectionMatchesChooseKernelAndCompilesForSm80) {
       for (const auto& [dl, dc, align] : std::vector<std::tuple<int, int, int>>{{0, 0, 256}, {1, 0, 256}, {0, 3, 256},
                                                                                {0, 0, 4}, {0, 0, 8}, {0, 0, 16}, {4, 4, 16}})
         cases.push_back({table, p, p.k + dl, p.n + dl, p.n + dc, align});
+  // Every layout, unbatched and batched (packed, and with A or B broadcast), on a fifth of the shapes
+  // and the tuned ones: only kernels of the call's layout (and batched ones for a batch) may run.
+  std::vector<Problem> operand_shapes = {{1024, 1024, 1024}, {64, 64, 64}, {100, 100, 100}, {1023, 1023, 1023}};
+  for (size_t i = 0; i < problems.size(); i += 5)
+    if (problems[i].m * problems[i].n < (int64_t{1} << 24)) operand_shapes.push_back(problems[i]);
+  for (int table = -1; table < 2; ++table)
+    for (const Problem& shape : operand_shapes)
+      for (int layout = 0; layout < 4; ++layout)
+        for (const int64_t batch : {1, 4096, 7})
+          for (int broadcast = 0; broadcast < (batch > 1 ? 3 : 1); ++broadcast) {
+            Problem p = Problem::make(shape.m, shape.n, shape.k, layout >= 2, layout % 2 == 1, batch);
+            if (broadcast == 1) p.stride_a = 0;
+            if (broadcast == 2) p.stride_b = 0;
+            const CallShape call = tight_call(p);
+            cases.push_back({table, call.problem, call.lda, call.ldb, call.ldc, call.alignment});
+          }
 
   std::string program = "#include \"tuned_sgemm.cuh\"\n#include <cstdio>\n\n";
-  program += "struct Case { int table, m, n, k, lda, ldb, ldc, alignment; };\n";
+  program += "struct Case { int table, layout, batch, broadcast, m, n, k, lda, ldb, ldc, alignment; };\n";
   program += "static const Case k_cases[] = {\n";
   for (const auto& c : cases)
-    program += fmt::format("    {{{}, {}, {}, {}, {}, {}, {}, {}}},\n", c.table, c.p.m, c.p.n, c.p.k, c.lda, c.ldb, c.ldc,
-                           c.alignment);
+    program += fmt::format("    {{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}},\n", c.table,
+                           (c.p.trans_a ? 2 : 0) + (c.p.trans_b ? 1 : 0), c.p.batch,
+                           c.p.batch > 1 ? (c.p.stride_a == 0 ? 1 : 0) + (c.p.stride_b == 0 ? 2 : 0) : 0, c.p.m, c.p.n,
+                           c.p.k, c.lda, c.ldb, c.ldc, c.alignment);
   program += R"(};
 
 // Host only: nothing here touches a GPU. The sgemm reference keeps every kernel instantiated.
 int main(int argc, char**) {
   if (argc > 5) return cmtune::sgemm(1, 1, 1, 1.0f, nullptr, 1, nullptr, 1, 0.0f, nullptr, 1) == cudaSuccess;
   for (const Case& c : k_cases)
-    std::printf("%d\n", cmtune::detail::select(c.table, c.m, c.n, c.k, c.lda, c.ldb, c.ldc, c.alignment));
+    std::printf("%d\n", cmtune::detail::select(c.table, cmtune::detail::Call{c.layout, c.batch, c.broadcast, c.m, c.n,
+                                                                            c.k, c.lda, c.ldb, c.ldc, c.alignment}));
   using cmtune::detail::match_device_table;
   std::printf("match %d %d %d %d %d\n", match_device_table("NVIDIA H100 80GB HBM3", 9, 0, 132),
               match_device_table("NVIDIA A100-SXM4-40GB", 8, 0, 108), match_device_table("NVIDIA H100 PCIe", 9, 0, 114),
@@ -958,23 +1011,25 @@ int main(int argc, char**) {
   ASSERT_EQ(run.exit_code, 0) << run.output;
 
   std::istringstream lines(run.output);
-  const std::string generic = model.kernels[k_generic_kernel_index].name_expression;
   int mismatches = 0;
   for (const auto& c : cases) {
     std::string line;
     ASSERT_TRUE(std::getline(lines, line)) << "output ended early:\n" << run.output;
     const int index = std::stoi(line);
-    ASSERT_GE(index, 0);
+    ASSERT_GE(index, -1);
     ASSERT_LT(index, static_cast<int>(model.kernels.size()));
-    std::string expected = generic;
-    if (c.table >= 0) {
-      const CallShape call{c.p, c.lda, c.ldb, c.ldc, c.alignment};
-      expected = model.kernels[static_cast<size_t>(choose_kernel(model, static_cast<size_t>(c.table), call).kernel)].name_expression;
-    }
-    if (model.kernels[static_cast<size_t>(index)].name_expression != expected && ++mismatches <= 10)
+    const auto name = [&](int i) { return i < 0 ? std::string("(refused)") : model.kernels[static_cast<size_t>(i)].name_expression; };
+    const CallShape call{c.p, c.lda, c.ldb, c.ldc, c.alignment};
+    const size_t table = c.table < 0 ? model.devices.size() : static_cast<size_t>(c.table);
+    const std::string expected = name(choose_kernel(model, table, call).kernel);
+    if (name(index) != expected && ++mismatches <= 10)
       ADD_FAILURE() << fmt::format("table {} {} lda={} ldb={} ldc={} alignment={}: header picks {}, choose_kernel {}",
-                                   c.table, c.p.to_string(), c.lda, c.ldb, c.ldc, c.alignment,
-                                   model.kernels[static_cast<size_t>(index)].name_expression, expected);
+                                   c.table, c.p.to_string(), c.lda, c.ldb, c.ldc, c.alignment, name(index), expected);
+    // Whatever runs computes the call's layout, and takes its batch.
+    ASSERT_GE(index, 0) << c.p.to_string() << ": blocktile2d serves every layout and batch, so nothing is refused";
+    const ExportKernel& k = model.kernels[static_cast<size_t>(index)];
+    EXPECT_EQ(k.layout, c.p.layout()) << c.p.to_string() << " ran " << k.name_expression;
+    if (c.p.batch > 1) EXPECT_TRUE(k.batched) << c.p.to_string() << " ran " << k.name_expression;
   }
   EXPECT_EQ(mismatches, 0);
   std::string line;

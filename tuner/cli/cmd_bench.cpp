@@ -23,14 +23,16 @@ namespace {
 struct BenchOptions {
   std::string device = "0";
   std::string sizes;
+  OperandOptions operands;
   std::string header;
   std::string name_space = "cmtune";
   int rounds = 100;
   bool json = false;
 };
 
-using HeaderSgemm = cudaError_t (*)(int, int, int, float, const float*, int, const float*, int, float, float*, int,
-                                    cudaStream_t);
+/// The harness's entry: sgemm_strided_batched with op flags as ints (1: transposed).
+using HeaderSgemm = cudaError_t (*)(int, int, int, int, int, float, const float*, int, long long, const float*, int,
+                                    long long, float, float*, int, long long, int, cudaStream_t);
 
 /// Builds the exported header into a shared library with nvcc and loads its sgemm entry point.
 class HeaderLibrary {
@@ -45,14 +47,19 @@ class HeaderLibrary {
     {
       std::ofstream src(m_dir / "harness.cu");
       src << fmt::format("#include \"{}\"\n", header_path.string())
-          << "extern \"C\" cudaError_t cmt_bench_sgemm(int m, int n, int k, float alpha, const float* a, int lda,\n"
-          << "    const float* b, int ldb, float beta, float* c, int ldc, cudaStream_t s) {\n"
-          << fmt::format("  return {}::sgemm(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, s);\n}}\n", name_space)
-          << "extern \"C\" const char* cmt_bench_kernel_name(int m, int n, int k, int lda, int ldb, int ldc) {\n"
+          << fmt::format("namespace ns = {};\n", name_space)
+          << "static ns::Op op(int t) { return t ? ns::Op::T : ns::Op::N; }\n"
+          << "extern \"C\" cudaError_t cmt_bench_sgemm(int ta, int tb, int m, int n, int k, float alpha, const float* a,\n"
+          << "    int lda, long long sa, const float* b, int ldb, long long sb, float beta, float* c, int ldc, long long sc,\n"
+          << "    int batch, cudaStream_t s) {\n"
+          << "  return ns::sgemm_strided_batched(op(ta), op(tb), m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc,\n"
+          << "                                   batch, s);\n}\n"
+          << "extern \"C\" const char* cmt_bench_kernel_name(int ta, int tb, int m, int n, int k, int lda, long long sa,\n"
+          << "    int ldb, long long sb, int ldc, long long sc, int batch) {\n"
           << "  const float* p = reinterpret_cast<const float*>(256);  // aligned as cudaMalloc's buffers\n"
           << "  const char* name = nullptr;\n"
-          << fmt::format("  return {}::kernel_name(m, n, k, p, lda, p, ldb, p, ldc, &name) == cudaSuccess ? name : nullptr;\n}}\n",
-                         name_space);
+          << "  return ns::kernel_name(op(ta), op(tb), m, n, k, p, lda, sa, p, ldb, sb, p, ldc, sc, batch, &name) == cudaSuccess\n"
+          << "      ? name : nullptr;\n}\n";
     }
     const char* cuda_home = std::getenv("CUDA_HOME");
     const std::string nvcc = fmt::format("{}/bin/nvcc", cuda_home ? cuda_home : "/usr/local/cuda");
@@ -77,10 +84,12 @@ class HeaderLibrary {
     std::filesystem::remove_all(m_dir, ec);  // the library stays mapped until exit
   }
   HeaderSgemm sgemm() const { return m_sgemm; }
-  /// The instantiation the header's dispatch runs for a tight call on aligned buffers.
-  std::string kernel_name(const Problem& p) const {
-    const char* name = m_kernel_name(static_cast<int>(p.m), static_cast<int>(p.n), static_cast<int>(p.k),
-                                     static_cast<int>(p.k), static_cast<int>(p.n), static_cast<int>(p.n));
+  /// The instantiation the header's dispatch runs for a call on aligned buffers.
+  std::string kernel_name(const CallShape& c) const {
+    const Problem& p = c.problem;
+    const char* name = m_kernel_name(p.trans_a, p.trans_b, static_cast<int>(p.m), static_cast<int>(p.n),
+                                     static_cast<int>(p.k), static_cast<int>(c.lda), p.stride_a, static_cast<int>(c.ldb),
+                                     p.stride_b, static_cast<int>(c.ldc), p.stride_c, static_cast<int>(p.batch));
     return name ? name : "?";
   }
 
@@ -88,7 +97,7 @@ class HeaderLibrary {
   std::filesystem::path m_dir;
   void* m_handle = nullptr;
   HeaderSgemm m_sgemm = nullptr;
-  using KernelName = const char* (*)(int, int, int, int, int, int);
+  using KernelName = const char* (*)(int, int, int, int, int, int, long long, int, long long, int, long long, int);
   KernelName m_kernel_name = nullptr;
 };
 
@@ -110,7 +119,7 @@ double geomean(const std::vector<double>& v) {
 }
 
 int run_bench(const GlobalOptions& global, const BenchOptions& o) {
-  const auto problems = parse_sizes(o.sizes);
+  const auto problems = apply_operand_options(parse_sizes(o.sizes), o.operands);
   // The GPU first: without one, nothing is opened or created.
   const DeviceInfo device = select_device(resolve_live_device(o.device).index);
   Store store(database_path(global), OpenMode::read);   // only reads: works on a database this user cannot write
@@ -131,7 +140,8 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
     const HeaderSgemm fn = header->sgemm();
     const cudaStream_t stream = measurer.stream();
     header_launch = [fn, stream](const GemmArgs& a) {
-      return fn(a.m, a.n, a.k, a.alpha, a.a, a.lda, a.b, a.ldb, a.beta, a.c, a.ldc, stream);
+      return fn(a.trans_a, a.trans_b, a.m, a.n, a.k, a.alpha, a.a, a.lda, a.stride_a, a.b, a.ldb, a.stride_b, a.beta, a.c,
+                a.ldc, a.stride_c, a.batch, stream);
     };
   }
   std::vector<BenchRow> rows;
@@ -140,9 +150,11 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
   for (const Problem& p : problems) {
     BenchRow row;
     row.problem = p;
-    const DispatchChoice choice = choose_kernel(model, 0, tight_call(p));
+    const CallShape call = tight_call(p);
+    const DispatchChoice choice = choose_kernel(model, 0, call);
     row.dispatch_note = choice.why;
     row.tuned = choice.exact;
+    if (choice.kernel < 0) throw UsageError(fmt::format("{}: {}", p.to_string(), choice.why));
     const ExportKernel& k = model.kernels.at(static_cast<size_t>(choice.kernel));
     row.winner = fmt::format("{}[{}]", k.template_name, k.params);
     if (k.binary_key.empty())
@@ -157,7 +169,7 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
     if (!winner) throw UsageError(fmt::format("{}: {} cannot run here: {}", p.to_string(), row.winner, why_not));
 
     if (header) {
-      const std::string ran = header->kernel_name(p);
+      const std::string ran = header->kernel_name(call);
       row.header_kernel = ran;
       for (const auto& mk : model.kernels)
         if (mk.name_expression == ran) row.header_kernel = fmt::format("{}[{}]", mk.template_name, mk.params);
@@ -248,6 +260,7 @@ void add_bench_command(CLI::App& app, GlobalOptions& global, Action& action) {
                   "Sizes, as for tune (@FILE: one MxNxK per line, # comments); untuned shapes run what the dispatch "
                   "predicts fastest")
       ->required();
+  add_operand_options(*sub, o->operands);
   sub->add_option("--header", o->header, "Exported header to build (nvcc) and time through its dispatch")
       ->check(non_empty_path());
   sub->add_option("--namespace", o->name_space, "Namespace of the header's sgemm")->capture_default_str();

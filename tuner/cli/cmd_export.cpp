@@ -1,4 +1,5 @@
 // cm-tune export: the database's winners as one self-contained CUDA header (docs/EXPORT.md).
+#include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
@@ -97,10 +98,12 @@ int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
   }
   size_t problems = 0;
   for (const auto& d : model.devices) problems += d.entries.size();
-  const std::string summary = fmt::format("{} device table{}, {} tuned problem{}, {} kernel{} (incl. the generic default)",
-                                          model.devices.size(), model.devices.size() == 1 ? "" : "s", problems,
-                                          problems == 1 ? "" : "s", model.kernels.size(),
-                                          model.kernels.size() == 1 ? "" : "s");
+  const size_t generics = static_cast<size_t>(
+      std::count_if(std::begin(model.generic_kernels), std::end(model.generic_kernels), [](int k) { return k >= 0; }));
+  const std::string summary =
+      fmt::format("{} device table{}, {} tuned problem{}, {} kernel{} (incl. {} generic default{}, one per layout)",
+                  model.devices.size(), model.devices.size() == 1 ? "" : "s", problems, problems == 1 ? "" : "s",
+                  model.kernels.size(), model.kernels.size() == 1 ? "" : "s", generics, generics == 1 ? "" : "s");
   if (existing && *existing == header) {
     fmt::print("{} unchanged: {}\n", out.string(), summary);  // not rewritten, so builds stay up to date
     return 0;

@@ -19,6 +19,7 @@ struct QueryOptions {
   int64_t size = 0, m = 0, n = 0, k = 0;
   int top = 5;
   bool json = false;
+  OperandOptions operands;
 };
 
 int run_query(const GlobalOptions& global, const QueryOptions& o) {
@@ -30,6 +31,9 @@ int run_query(const GlobalOptions& global, const QueryOptions& o) {
     if (o.m <= 0 || o.n <= 0 || o.k <= 0) throw UsageError("give --size N, or all of --m, --n and --k (each >= 1)");
     p = {o.m, o.n, o.k};
   }
+  const std::vector<Problem> expanded = apply_operand_options({p}, o.operands);
+  if (expanded.size() != 1) throw UsageError("query takes one problem: give one --layout and one --batch");
+  p = expanded.front();
   if (!std::filesystem::exists(database_path(global)))
     throw UsageError(fmt::format("database {} does not exist; run cm-tune tune first", database_path(global).string()));
   Store store(database_path(global), OpenMode::read);   // only reads: works on a database this user cannot write
@@ -43,6 +47,7 @@ int run_query(const GlobalOptions& global, const QueryOptions& o) {
   }
   const ExportModel model = device_export_model(store, device.id, global);
   const DispatchChoice choice = choose_kernel(model, 0, tight_call(p));
+  if (choice.kernel < 0) throw UsageError(fmt::format("{}: {}", p.to_string(), choice.why));
   const ExportKernel& chosen = model.kernels.at(static_cast<size_t>(choice.kernel));
   const auto kernel_label = [&](int index) {
     const ExportKernel& k = model.kernels.at(static_cast<size_t>(index));
@@ -127,6 +132,7 @@ void add_query_command(CLI::App& app, GlobalOptions& global, Action& action) {
       ->capture_default_str();
   // The same limits as tune's --sizes.
   const auto dimension = whole_number(1, k_max_dimension);
+  add_operand_options(*sub, o->operands, true);
   sub->add_option("--size", o->size, "Square problem N x N x N")->check(dimension);
   sub->add_option("--m", o->m, "Rows of A and C")->check(dimension);
   sub->add_option("--n", o->n, "Columns of B and C")->check(dimension);

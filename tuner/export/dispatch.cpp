@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <map>
 
+#include "tune/protocol.hpp"
+
 namespace cmt {
 
 namespace rules {
@@ -17,9 +19,31 @@ struct KernelTiles {
   int tile_m, tile_n, grid_z;
 };
 
+/// The header's TunedProblem fields exact_entry reads.
+struct EntryKey {
+  struct {
+    long long m, n, k;
+    int layout;
+    long long batch;
+    int broadcast;
+  } problem;
+};
+
+EntryKey entry_key(const Problem& p) {
+  return {{p.m, p.n, p.k, rules::layout_index(p.trans_a, p.trans_b), p.batch,
+           rules::broadcast_bits(p.batch, p.stride_a, p.stride_b)}};
+}
+
 }  // namespace
 
-CallShape tight_call(const Problem& problem) { return {problem, problem.k, problem.n, problem.n, 256}; }
+CallShape tight_call(const Problem& problem) {
+  const Layout t = timing_layout(problem);
+  const auto bits = static_cast<unsigned long long>(256 | (t.stride_a * 4) | (t.stride_b * 4) | (t.stride_c * 4));
+  Problem p = problem;
+  p.stride_a = t.stride_a, p.stride_b = t.stride_b, p.stride_c = t.stride_c;
+  return {p, t.lda, t.ldb, t.ldc, rules::alignment_of_bits(bits)};
+}
+
 
 bool requirements_met(const Requirements& r, const CallShape& call) {
   return rules::requirements_met(r.align_bytes, r.ld_multiple, call.lda, call.ldb, call.ldc, call.alignment);
@@ -28,13 +52,24 @@ bool requirements_met(const Requirements& r, const CallShape& call) {
 DispatchChoice choose_kernel(const ExportModel& model, size_t device, const CallShape& call) {
   DispatchChoice c;
   if (device >= model.devices.size()) {
-    c.why = "nothing tuned for this device: the generic default kernel runs";
+    const int g = model.generic_kernels[rules::layout_index(call.problem.trans_a, call.problem.trans_b)];
+    c.kernel = g >= 0 && (call.problem.batch <= 1 || model.kernels.at(static_cast<size_t>(g)).batched) ? g : -1;
+    c.why = c.kernel >= 0 ? "nothing tuned for this device: the generic default kernel runs"
+                          : "nothing tuned for this device, and no generic kernel computes this layout and batch";
     return c;
   }
   const ExportDevice& dev = model.devices[device];
   const Problem& p = call.problem;
+  const int layout = rules::layout_index(p.trans_a, p.trans_b);
+  const auto serves = [&](int kernel) {
+    const ExportKernel& k = model.kernels.at(static_cast<size_t>(kernel));
+    return rules::kernel_serves(rules::layout_index(k.layout[0] == 't', k.layout[1] == 't'), k.batched, layout, p.batch);
+  };
+  const int g = model.generic_kernels[layout];
+  const int generic = g >= 0 && serves(g) ? g : -1;
+  c.kernel = generic;
   const auto usable = [&](int kernel) {
-    return requirements_met(model.kernels.at(static_cast<size_t>(kernel)).requirements, call);
+    return serves(kernel) && requirements_met(model.kernels.at(static_cast<size_t>(kernel)).requirements, call);
   };
   std::vector<KernelTiles> tiles;
   for (const auto& k : model.kernels)
@@ -43,7 +78,7 @@ DispatchChoice choose_kernel(const ExportModel& model, size_t device, const Call
   for (const auto& m : dev.models) {
     Prediction pr;
     pr.kernel = m.kernel;
-    pr.us = rules::model_us(m, tiles.data(), dev.sm_count, p.m, p.n, p.k);
+    pr.us = rules::model_us(m, tiles.data(), dev.sm_count, p.m, p.n, p.k, p.batch);
     pr.usable = usable(m.kernel);
     pr.in_domain = rules::in_model_domain(m, p.m, p.n, p.k, rules::domain_factor(0));
     c.predictions.push_back(pr);
@@ -54,12 +89,16 @@ DispatchChoice choose_kernel(const ExportModel& model, size_t device, const Call
     return a.us < b.us;
   });
 
-  const int e = rules::exact_entry(dev.entries.data(), static_cast<int>(dev.entries.size()), p.m, p.n, p.k);
+  std::vector<EntryKey> keys;
+  for (const auto& entry : dev.entries) keys.push_back(entry_key(entry.problem));
+  const EntryKey call_key = entry_key(p);
+  const int e = rules::exact_entry(keys.data(), static_cast<int>(keys.size()), p.m, p.n, p.k, layout, p.batch,
+                                   call_key.problem.broadcast);
   if (e >= 0) {
     const ExportEntry& entry = dev.entries[static_cast<size_t>(e)];
     c.exact = true;
     const bool met = usable(entry.primary);
-    c.kernel = rules::entry_kernel(entry.primary, met, entry.portable, k_generic_kernel_index);
+    c.kernel = rules::entry_kernel(entry.primary, met, entry.portable, generic);
     c.portable_fallback = !met;
     if (met) {
       c.why = "tuned for this problem: its measured winner runs";
@@ -75,7 +114,7 @@ DispatchChoice choose_kernel(const ExportModel& model, size_t device, const Call
   double us = 0;
   int pass = 0;
   const int best = rules::best_predicted(dev.models.data(), static_cast<int>(dev.models.size()), tiles.data(),
-                                         dev.sm_count, p.m, p.n, p.k, usable, &us, &pass);
+                                         dev.sm_count, p.m, p.n, p.k, p.batch, usable, &us, &pass);
   if (best < 0) {
     c.why = dev.models.empty() ? "no kernel has a cost model on this device: the generic default kernel runs"
                                : "the call meets no modelled kernel's requirements: the generic default kernel runs";

@@ -25,12 +25,13 @@ std::vector<DispatchEntry> dispatch_entries(Store& store, int64_t device_id);
 
 /// What a call passes that the choice depends on.
 struct CallShape {
-  Problem problem;
+  Problem problem;           // its strides are the call's
   int64_t lda = 0, ldb = 0, ldc = 0;
-  int64_t alignment = 256;   // largest power of two dividing every base address (A, B, C), capped at 256
+  int64_t alignment = 256;   // largest power of two dividing every matrix's address (A, B, C), capped at 256
 };
 
-/// A tight row-major call (lda = K, ldb = ldc = N) on freshly allocated buffers.
+/// A tight row-major call (the stored matrices' widths as leading dimensions, the problem's strides)
+/// on freshly allocated buffers.
 CallShape tight_call(const Problem& problem);
 
 /// Whether a call satisfies a kernel's requirements.
@@ -40,12 +41,12 @@ bool requirements_met(const Requirements& requirements, const CallShape& call);
 struct Prediction {
   int kernel = 0;            // index into ExportModel::kernels
   double us = 0;             // predicted microseconds
-  bool usable = false;       // the call meets the kernel's requirements
+  bool usable = false;       // the kernel computes the call (layout, batch) and it meets the kernel's requirements
   bool in_domain = false;    // the call's shape is within a factor of two of the shapes it was measured on
 };
 
 struct DispatchChoice {
-  int kernel = k_generic_kernel_index;   // index into ExportModel::kernels
+  int kernel = k_generic_kernel_index;   // index into ExportModel::kernels; -1: no kernel computes the call
   bool exact = false;                    // the call's problem was tuned: its measured winner runs
   bool portable_fallback = false;        // exact, but the call misses the winner's requirements
   std::optional<double> predicted_us;    // the chosen kernel's prediction (not exact)

@@ -44,6 +44,16 @@ bool generic_candidate(const TemplateDesc& tmpl, const ParamValues& values) {
   }
 }
 
+/// 0..3 for nn, nt, tn, tt.
+int rules_layout_index(std::string_view layout) { return (layout[0] == 't' ? 2 : 0) + (layout[1] == 't' ? 1 : 0); }
+
+/// The layout a kernel's parameters say (TRANS_A, TRANS_B; nn without them).
+std::string layout_of_params(const std::string& params) {
+  const ParamValues values = params_from_string(params);
+  const auto ta = find_param(values, "TRANS_A"), tb = find_param(values, "TRANS_B");
+  return std::string(layout_name(ta.value_or(0) != 0, tb.value_or(0) != 0));
+}
+
 using KernelKey = std::tuple<std::string, std::string, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
 
 KernelKey kernel_key(const ExportKernel& k) {
@@ -67,11 +77,13 @@ class KernelCollector {
             "winner {}[{}] for {} on {} names binary {}, which is not in the database's compile cache; re-run "
             "`cm-tune tune` on that problem to rebuild it",
             w.template_name, w.params, w.problem.to_string(), device_name, w.binary_key));
-      it = m_binary_source.emplace(w.binary_key, binary->source_hash).first;
+      it = m_binary_source.emplace(w.binary_key, std::make_pair(binary->source_hash, binary->batched)).first;
     }
-    add_source(it->second, w, device_name);
+    add_source(it->second.first, w, device_name);
     ExportKernel k;
-    k.source_hash = it->second;
+    k.source_hash = it->second.first;
+    k.batched = it->second.second;
+    k.layout = layout_of_params(w.params);
     k.template_name = w.template_name;
     k.params = w.params;
     k.name_expression = w.name_expression;
@@ -109,7 +121,7 @@ class KernelCollector {
   }
 
   Store& m_store;
-  std::map<std::string, std::string> m_binary_source;   // binary key -> source hash
+  std::map<std::string, std::pair<std::string, bool>> m_binary_source;   // binary key -> source hash, batched
   std::map<std::string, ExportSource> m_sources;        // by hash
   std::set<std::string> m_mismatched;
 };
@@ -193,26 +205,32 @@ std::vector<ExportKernelModel> fit_device_models(Store& store, const ExportDevic
 
 }  // namespace
 
-ParamValues generic_default_params(const TemplateDesc& blocktile2d) {
+std::optional<ParamValues> generic_default_params(const TemplateDesc& blocktile2d, std::string_view layout) {
+  if (!blocktile2d.supports_layout(layout)) return std::nullopt;
   // 64x64 tiles of 128 threads, no shared-memory tricks: runs everywhere, and is the first valid
   // blocktile2d candidate of configs/quick.toml.
-  const ParamValues preferred = {{"BM", 64}, {"BN", 64}, {"BK", 8}, {"TM", 8}, {"TN", 4}};
+  ParamValues preferred = {{"BM", 64}, {"BN", 64}, {"BK", 8}, {"TM", 8}, {"TN", 4}};
+  const bool layouts = blocktile2d.layouts != std::vector<std::string>{"nn"};
+  if (layouts) {
+    preferred.emplace_back("TRANS_A", layout[0] == 't' ? 1 : 0);
+    preferred.emplace_back("TRANS_B", layout[1] == 't' ? 1 : 0);
+  }
   bool same_params = preferred.size() == blocktile2d.params.size();
   for (size_t i = 0; same_params && i < preferred.size(); ++i) same_params = preferred[i].first == blocktile2d.params[i].name;
   if (same_params && generic_candidate(blocktile2d, preferred)) return preferred;
 
-  // The descriptor was edited: take the first valid point of its own grid.
+  // The descriptor was edited: take the first valid point of its own grid in this layout.
   std::vector<std::vector<int64_t>> lists;
   for (const auto& p : blocktile2d.params) lists.push_back(p.values);
   std::optional<ParamValues> first;
   walk_grid(blocktile2d, lists, [&](const ParamValues& values) {
-    if (generic_candidate(blocktile2d, values)) first = values;
+    if (blocktile2d.layout_of(values) == layout && generic_candidate(blocktile2d, values)) first = values;
     return !first;
   });
   if (first) return *first;
-  throw UsageError(fmt::format("template {} ({}) has no valid configuration without input requirements for the generic "
-                               "default kernel",
-                               blocktile2d.name, blocktile2d.descriptor_path.string()));
+  throw UsageError(fmt::format("template {} ({}) has no valid {} configuration without input requirements for the "
+                               "generic default kernel",
+                               blocktile2d.name, blocktile2d.descriptor_path.string(), layout));
 }
 
 ExportModel build_export_model(Store& store, const ExportOptions& options, const TemplateDesc& blocktile2d) {
@@ -258,21 +276,33 @@ ExportModel build_export_model(Store& store, const ExportOptions& options, const
     }
   }
 
-  // Kernels: the generic default first, then the winners' kernels sorted and listed once each.
+  // Kernels: the generic defaults first (one per layout blocktile2d has), then the winners' kernels
+  // sorted and listed once each.
   KernelCollector collector(store);
-  ExportKernel generic;
+  std::vector<ExportKernel> generics;
   ExportSource generic_source;
   {
-    const ParamValues values = generic_default_params(blocktile2d);
     const SourceBundle bundle = blocktile2d.load_source();
-    generic.source_hash = source_bundle_hash(bundle);
-    generic.template_name = blocktile2d.name;
-    generic.params = params_to_string(values);
-    generic.name_expression = blocktile2d.name_expression(values);
-    generic.shape = blocktile2d.launch_shape(values, portable_target());
-    generic.requirements = blocktile2d.requirements(values, portable_target());
-    check_name_expression(generic.name_expression);
-    generic_source.hash = generic.source_hash;
+    for (const std::string_view layout : k_layout_names) {
+      const auto values = generic_default_params(blocktile2d, layout);
+      if (!values) continue;
+      ExportKernel generic;
+      generic.source_hash = source_bundle_hash(bundle);
+      generic.template_name = blocktile2d.name;
+      generic.params = params_to_string(*values);
+      generic.name_expression = blocktile2d.name_expression(*values);
+      generic.shape = blocktile2d.launch_shape(*values, portable_target());
+      generic.requirements = blocktile2d.requirements(*values, portable_target());
+      generic.layout = std::string(layout);
+      generic.batched = blocktile2d.batched;
+      check_name_expression(generic.name_expression);
+      generics.push_back(std::move(generic));
+    }
+    if (generics.empty() || generics.front().layout != "nn")
+      throw UsageError(fmt::format("template {} ({}) does not compute the nn layout, which the generic default kernel "
+                                   "needs",
+                                   blocktile2d.name, blocktile2d.descriptor_path.string()));
+    generic_source.hash = source_bundle_hash(bundle);
     generic_source.template_name = blocktile2d.name;
     generic_source.main_name = bundle.main_name;
     for (const auto& h : bundle.headers) generic_source.header_names.push_back(h.first);
@@ -324,8 +354,12 @@ ExportModel build_export_model(Store& store, const ExportOptions& options, const
     collector.sources().emplace(generic_source.hash, std::move(generic_source));
 
   std::map<KernelKey, int> index_of;
-  model.kernels.push_back(generic);
-  index_of[kernel_key(generic)] = k_generic_kernel_index;
+  for (const ExportKernel& generic : generics) {
+    const int index = static_cast<int>(model.kernels.size());
+    model.generic_kernels[rules_layout_index(generic.layout)] = index;
+    index_of[kernel_key(generic)] = index;
+    model.kernels.push_back(generic);
+  }
   std::vector<ExportKernel> sorted;
   for (auto& [key, k] : tuned)
     if (!index_of.count(key)) sorted.push_back(k);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +24,8 @@ struct ExportKernel {
   LaunchShape shape;
   Requirements requirements;
   std::string binary_key;        // its NVRTC build in the compile cache (empty: the generic default)
+  std::string layout = "nn";     // the layout it computes (its TRANS_A, TRANS_B)
+  bool batched = false;          // takes the batch strides (strided-batched calls)
 };
 
 /// One tuned problem of a device table; kernels are indices into ExportModel::kernels.
@@ -66,26 +69,31 @@ struct ExportSource {
   bool from_templates_folder = false;  // the generic default's bundle, read from the templates folder
 };
 
+/// Index of the NN generic default kernel in ExportModel::kernels.
+constexpr int k_generic_kernel_index = 0;
+
 /// Everything the header holds, sorted so that rendering is deterministic.
 struct ExportModel {
   std::string tool_version;            // CMTUNE_VERSION
   std::string content_hash;            // Store::content_hash()
   std::vector<ExportSource> sources;   // sorted by hash
-  std::vector<ExportKernel> kernels;   // [k_generic_kernel_index] is the generic default; the rest sorted
+  std::vector<ExportKernel> kernels;   // the generic defaults first (one per layout), then the rest sorted
+  /// Per layout (nn, nt, tn, tt), the index of its generic default kernel, or -1 when the generic
+  /// template has no build of that layout (calls of it that nothing tuned serves are refused).
+  int generic_kernels[4] = {k_generic_kernel_index, -1, -1, -1};
   std::vector<ExportDevice> devices;   // sorted by (name, cc, SM count)
 };
 
-/// Index of the generic default kernel in ExportModel::kernels (and k_generic_kernel in the header).
-constexpr int k_generic_kernel_index = 0;
 
 struct ExportOptions {
   std::string name_space = "cmtune";   // C++ namespace of the header, e.g. "cmtune" or "app::gemm"
   std::vector<int64_t> device_ids;     // database device ids to export; empty: every device with winners
 };
 
-/// Parameters of the generic default kernel: a fixed blocktile2d config valid on any arch, or the
-/// first valid point of the descriptor's grid if an edited descriptor rejects it.
-ParamValues generic_default_params(const TemplateDesc& blocktile2d);
+/// Parameters of the generic default kernel of a layout: a fixed blocktile2d config valid on any
+/// arch, or the first valid point of the descriptor's grid if an edited descriptor rejects it; with
+/// TRANS_A and TRANS_B when the descriptor has layouts. nullopt when it lacks the layout.
+std::optional<ParamValues> generic_default_params(const TemplateDesc& blocktile2d, std::string_view layout = "nn");
 
 /// Reads the winners, their sources and the devices. UsageError when nothing is tuned, a device id has
 /// no winners, or a winner's binary or source is missing from the database.

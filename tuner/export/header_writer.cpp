@@ -140,26 +140,36 @@ void check_namespace_name(const std::string& text) {
 std::string render_dispatch_tables(const ExportModel& model) {
   std::string out;
   out += "// ---- dispatch tables (generated) ----\n";
-  out += fmt::format("constexpr int k_generic_kernel = {};\n", k_generic_kernel_index);
+  out += "// The generic default kernel of each layout (nn, nt, tn, tt); -1: none, such calls are refused.\n";
+  out += fmt::format("constexpr int k_generic_kernels[4] = {{{}, {}, {}, {}}};\n", model.generic_kernels[0],
+                     model.generic_kernels[1], model.generic_kernels[2], model.generic_kernels[3]);
   out += fmt::format("constexpr int k_kernel_count = {};\n", model.kernels.size());
   out += "constexpr KernelInfo k_kernels[k_kernel_count] = {\n";
-  out += "    // name, source namespace, threads, tile_m, tile_n, dynamic_smem, grid_z, align_bytes, ld_multiple\n";
+  out += "    // name, source namespace, threads, tile_m, tile_n, dynamic_smem, grid_z, align_bytes, ld_multiple, layout,\n";
+  out += "    // batched\n";
   for (size_t i = 0; i < model.kernels.size(); ++i) {
     const ExportKernel& k = model.kernels[i];
-    out += fmt::format("    {{{}, \"{}\", {}, {}, {}, {}, {}, {}, {}}},  // {}: {}{}[{}]\n", c_string(k.name_expression),
+    const bool generic = std::find(std::begin(model.generic_kernels), std::end(model.generic_kernels), static_cast<int>(i)) !=
+                         std::end(model.generic_kernels);
+    out += fmt::format("    {{{}, \"{}\", {}, {}, {}, {}, {}, {}, {}, {}, {}}},  // {}: {}{}[{}]\n", c_string(k.name_expression),
                        source_namespace(k.source_hash), k.shape.threads, k.shape.tile_m, k.shape.tile_n,
-                       k.shape.dynamic_smem, k.shape.grid_z, k.requirements.align_bytes, k.requirements.ld_multiple, i,
-                       static_cast<int>(i) == k_generic_kernel_index ? "generic default, " : "", k.template_name,
-                       comment_text(k.params));
+                       k.shape.dynamic_smem, k.shape.grid_z, k.requirements.align_bytes, k.requirements.ld_multiple,
+                       (k.layout[0] == 't' ? 2 : 0) + (k.layout[1] == 't' ? 1 : 0), k.batched ? 1 : 0, i,
+                       generic ? "generic default, " : "", k.template_name, comment_text(k.params));
   }
   out += "};\n\n";
   for (size_t d = 0; d < model.devices.size(); ++d) {
     const ExportDevice& dev = model.devices[d];
     out += fmt::format("// {} (sm_{}{}, {} SMs)\n", comment_text(dev.name), dev.cc_major, dev.cc_minor, dev.sm_count);
     out += fmt::format("constexpr Entry k_entries_{}[] = {{\n", d);
-    out += "    // {M, N, K}, primary kernel, portable kernel (-1: none tuned, the generic default runs)\n";
-    for (const auto& e : dev.entries)
-      out += fmt::format("    {{{{{}, {}, {}}}, {}, {}}},\n", e.problem.m, e.problem.n, e.problem.k, e.primary, e.portable);
+    out += "    // {M, N, K, layout, batch, broadcast}, primary kernel, portable kernel (-1: none tuned, the generic\n";
+    out += "    // default runs)\n";
+    for (const auto& e : dev.entries) {
+      const Problem& p = e.problem;
+      out += fmt::format("    {{{{{}, {}, {}, {}, {}, {}}}, {}, {}}},\n", p.m, p.n, p.k,
+                         (p.trans_a ? 2 : 0) + (p.trans_b ? 1 : 0), p.batch,
+                         p.batch > 1 ? (p.stride_a == 0 ? 1 : 0) + (p.stride_b == 0 ? 2 : 0) : 0, e.primary, e.portable);
+    }
     out += "};\n";
     out += fmt::format("constexpr KernelModel k_models_{}[] = {{\n", d);
     out += "    // kernel, blocks per SM, coefficients in us (fixed, per 1e6 multiply-adds, per 1e3 k steps, per 1e3 outputs),\n";
@@ -173,19 +183,21 @@ std::string render_dispatch_tables(const ExportModel& model) {
   }
   out += fmt::format("\nconstexpr int k_device_table_count = {};\n", model.devices.size());
   out += "constexpr DeviceTable k_device_tables[k_device_table_count] = {\n";
-  out += "    // name, cc major, cc minor, SM count, entries (sorted by M, N, K), entry count, models, model count\n";
+  out += "    // name, cc major, cc minor, SM count, entries (sorted by problem), entry count, models, model count\n";
   for (size_t d = 0; d < model.devices.size(); ++d) {
     const ExportDevice& dev = model.devices[d];
     out += fmt::format("    {{{}, {}, {}, {}, k_entries_{}, {}, k_models_{}, {}}},\n", c_string(dev.name), dev.cc_major,
                        dev.cc_minor, dev.sm_count, d, dev.entries.size(), d, dev.models.size());
   }
   out += "};\n\n";
-  out += "/// The function of k_kernels[index]; nullptr for an index out of range.\n";
-  out += "inline KernelFn kernel_function(int index) {\n";
+  out += "/// The function of k_kernels[index]; nullptr for an index out of range. Unbatched kernels take the\n";
+  out += "/// 11 arguments of KernelFn, batched ones the 14 of BatchedKernelFn.\n";
+  out += "inline const void* kernel_function(int index) {\n";
   out += "  switch (index) {\n";
   for (size_t i = 0; i < model.kernels.size(); ++i)
-    out += fmt::format("    case {}: return &{}::{};\n", i, source_namespace(model.kernels[i].source_hash),
-                       model.kernels[i].name_expression);
+    out += fmt::format("    case {}: return reinterpret_cast<const void*>(static_cast<{}>(&{}::{}));\n", i,
+                       model.kernels[i].batched ? "BatchedKernelFn" : "KernelFn",
+                       source_namespace(model.kernels[i].source_hash), model.kernels[i].name_expression);
   out += "    default: return nullptr;\n";
   out += "  }\n";
   out += "}\n";
@@ -254,10 +266,13 @@ std::string render_header(const ExportModel& model, const std::string& name_spac
                        source_origin(s));
   out += "//\n";
   out += fmt::format("// Generic default kernel (devices without a table): {}[{}],\n", generic.template_name, generic.params);
-  out += fmt::format("//   from the templates folder, not the database (source hash {}).\n", generic.source_hash);
+  out += fmt::format("//   from the templates folder, not the database (source hash {}); one per layout it has.\n",
+                     generic.source_hash);
   out += "//\n";
-  out += fmt::format("// Use: {}::sgemm(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream), row-major, like cublasSgemm.\n",
+  out += fmt::format("// Use: {}::sgemm(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream), row-major, like cublasSgemm;\n",
                      name_space);
+  out += "// sgemm(opA, opB, ...) for transposed operands, sgemm_strided_batched(...) for batches, and\n";
+  out += "// sgemm_colmajor(...) / sgemm_colmajor_strided_batched(...) for column-major (cuBLAS-style) callers.\n";
   out += "// Needs only the CUDA runtime (<cuda_runtime.h>, which also provides log/fabs); compile with nvcc, C++14 or newer";
   out += cp_async ? ",\n// for sm_80 or newer (the tuned kernels use cp.async).\n" : ".\n";
   out += "#pragma once\n\n";

@@ -18,6 +18,21 @@ inline bool requirements_met(long long align_bytes, long long ld_multiple, long 
   return alignment >= align_bytes && lda % multiple == 0 && ldb % multiple == 0 && ldc % multiple == 0;
 }
 
+/// A layout as the header numbers it: 2 * op(A) transposed + op(B) transposed (nn 0, nt 1, tn 2, tt 3).
+inline int layout_index(bool trans_a, bool trans_b) { return (trans_a ? 2 : 0) + (trans_b ? 1 : 0); }
+
+/// Which operands a batched call broadcasts: 1 when A's stride is 0, 2 when B's is, 3 for both;
+/// 0 for an unbatched call.
+inline int broadcast_bits(long long batch, long long stride_a, long long stride_b) {
+  return batch > 1 ? (stride_a == 0 ? 1 : 0) + (stride_b == 0 ? 2 : 0) : 0;
+}
+
+/// Whether a kernel computes a call at all: it was built for the call's layout, and takes a batch
+/// when the call has one.
+inline bool kernel_serves(int kernel_layout, int kernel_batched, int layout, long long batch) {
+  return kernel_layout == layout && (batch <= 1 || kernel_batched != 0);
+}
+
 /// Which kernel serves a call of a tuned problem from its entry: the entry's primary kernel when the
 /// call meets the primary's requirements, else the entry's portable kernel (no requirements), else
 /// the generic default. Kernels are indices; portable < 0 when the entry has none.
@@ -37,17 +52,18 @@ constexpr int k_model_terms = 4;
 inline long long ceil_div_ll(long long a, long long b) { return (a + b - 1) / b; }
 
 /// The model's features for a kernel of tile_m x tile_n blocks, grid_z blocks per tile (K split
-/// among them) and blocks_per_sm resident blocks per SM, on sm_count SMs, at M x N x K:
+/// among them) and blocks_per_sm resident blocks per SM, on sm_count SMs, at M x N x K, `batch`
+/// times (the batch multiplies the grid):
 ///  [0] 1: launch and fixed costs;
 ///  [1] work: millions of multiply-adds the busiest SM does (its blocks x tile x K per block);
 ///  [2] steps: thousands of k iterations on the critical path (waves x K per block), the latency a
 ///      kernel pays when its SMs hold too few blocks to hide it;
 ///  [3] outputs: thousands of C elements the busiest SM writes (tile set-up and the store of C).
-inline void model_features(long long M, long long N, long long K, int tile_m, int tile_n, int grid_z, int blocks_per_sm,
-                           int sm_count, double features[k_model_terms]) {
+inline void model_features(long long M, long long N, long long K, long long batch, int tile_m, int tile_n, int grid_z,
+                           int blocks_per_sm, int sm_count, double features[k_model_terms]) {
   const long long z = grid_z > 1 ? grid_z : 1;
   const long long sms = sm_count > 1 ? sm_count : 1;
-  const long long blocks = ceil_div_ll(M, tile_m) * ceil_div_ll(N, tile_n) * z;
+  const long long blocks = ceil_div_ll(M, tile_m) * ceil_div_ll(N, tile_n) * z * (batch > 1 ? batch : 1);
   const long long k_per_block = ceil_div_ll(K, z);
   const long long busiest = ceil_div_ll(blocks, sms);
   const long long waves = ceil_div_ll(blocks, sms * (blocks_per_sm > 1 ? blocks_per_sm : 1));
@@ -77,24 +93,25 @@ inline bool in_model_domain(const Model& m, long long M, long long N, long long 
 constexpr int k_domain_passes = 4;
 inline long long domain_factor(int pass) { return pass == 0 ? 2 : pass == 1 ? 8 : pass == 2 ? 64 : 0; }
 
-/// A model's predicted microseconds at M x N x K, for its kernel (kernels[m.kernel]).
+/// A model's predicted microseconds at M x N x K x batch, for its kernel (kernels[m.kernel]).
 template <class Model, class Kernel>
-inline double model_us(const Model& m, const Kernel* kernels, int sm_count, long long M, long long N, long long K) {
+inline double model_us(const Model& m, const Kernel* kernels, int sm_count, long long M, long long N, long long K,
+                       long long batch) {
   const Kernel& k = kernels[m.kernel];
   double f[k_model_terms];
-  model_features(M, N, K, k.tile_m, k.tile_n, k.grid_z, m.blocks_per_sm, sm_count, f);
+  model_features(M, N, K, batch, k.tile_m, k.tile_n, k.grid_z, m.blocks_per_sm, sm_count, f);
   return predicted_us(m.coef, f);
 }
 
-/// The position (in models) of the model with the least predicted time at M x N x K among those
-/// whose kernel the call may run (`usable(kernel index)`) and whose domain holds the shape: first
+/// The position (in models) of the model with the least predicted time at M x N x K x batch among
+/// those whose kernel the call may run (`usable(kernel index)`: its layout, batching and requirements) and whose domain holds the shape: first
 /// within a factor of 2 of the shapes each was measured on, else 8, else 64, else among every
 /// usable model. Ties go to the earlier model. -1: none usable. Models are anything with .kernel,
 /// .blocks_per_sm, .coef[] and the domain's .min_m ... .max_k; kernels anything with .tile_m,
 /// .tile_n and .grid_z. *predicted gets the winner's time, *pass the widening that admitted it.
 template <class Model, class Kernel, class Usable>
 inline int best_predicted(const Model* models, int count, const Kernel* kernels, int sm_count, long long M, long long N,
-                          long long K, Usable usable, double* predicted, int* pass_used = 0) {
+                          long long K, long long batch, Usable usable, double* predicted, int* pass_used = 0) {
   int best = -1;
   double best_us = 0;
   int pass = 0;
@@ -104,7 +121,7 @@ inline int best_predicted(const Model* models, int count, const Kernel* kernels,
       const Model& m = models[i];
       if (factor > 0 && !in_model_domain(m, M, N, K, factor)) continue;
       if (!usable(m.kernel)) continue;
-      const double us = model_us(m, kernels, sm_count, M, N, K);
+      const double us = model_us(m, kernels, sm_count, M, N, K, batch);
       if (best < 0 || us < best_us) {
         best = i;
         best_us = us;
@@ -116,10 +133,17 @@ inline int best_predicted(const Model* models, int count, const Kernel* kernels,
   return best;
 }
 
-/// The position of the entry tuned for exactly M x N x K, or -1.
+/// The position of the entry tuned for exactly this call, or -1: M x N x K, the layout, the batch,
+/// and which operands are broadcast (entries[i].problem has .m, .n, .k, .layout, .batch and
+/// .broadcast as layout_index and broadcast_bits give them). Other strides do not matter.
 template <class Entry>
-inline int exact_entry(const Entry* entries, int count, long long M, long long N, long long K) {
-  for (int i = 0; i < count; ++i)
-    if (entries[i].problem.m == M && entries[i].problem.n == N && entries[i].problem.k == K) return i;
+inline int exact_entry(const Entry* entries, int count, long long M, long long N, long long K, int layout, long long batch,
+                       int broadcast) {
+  for (int i = 0; i < count; ++i) {
+    const auto& p = entries[i].problem;
+    if (p.m == M && p.n == N && p.k == K && p.layout == layout && p.batch == (batch > 1 ? batch : 1) &&
+        p.broadcast == broadcast)
+      return i;
+  }
   return -1;
 }

@@ -2,9 +2,17 @@
 // namespace NS, before the rules and the generated tables; tests/cuda/test_header_runtime.cu
 // compiles it as code.
 
-/// A tuned problem: C is M x N, the product's depth is K.
+/// Whether an operand is used as stored (N) or transposed (T), as cuBLAS's op flags say.
+enum class Op { N = 0, T = 1 };
+
+/// A tuned problem: C is M x N, the product's depth is K; layout 2 * (op(A) == T) + (op(B) == T)
+/// (nn 0, nt 1, tn 2, tt 3); batch 1 for a plain GEMM; broadcast 1 when A's batch stride is 0, 2 when
+/// B's is, 3 for both (0 unbatched).
 struct TunedProblem {
   int m, n, k;
+  int layout;
+  int batch;
+  int broadcast;
 };
 
 namespace detail {
@@ -20,6 +28,8 @@ struct KernelInfo {
   int grid_z;           // blocks per tile along z (K split across a cluster)
   int align_bytes;      // A, B and C base addresses must be aligned to this
   int ld_multiple;      // lda, ldb and ldc must be multiples of this
+  int layout;           // the layout it computes (as TunedProblem::layout)
+  int batched;          // 1: takes the batch strides (BatchedKernelFn) and the batch on grid z
 };
 
 /// A tuned problem and its kernels, as indices into k_kernels.
@@ -48,7 +58,10 @@ struct DeviceTable {
   int model_count;
 };
 
-/// Every kernel has the SGEMM contract signature (templates/README.md).
+/// Every kernel has the SGEMM contract signature (templates/README.md); a batched one takes the
+/// strides of A, B and C after ldc.
 typedef void (*KernelFn)(int, int, int, float, const float*, int, const float*, int, float, float*, int);
+typedef void (*BatchedKernelFn)(int, int, int, float, const float*, int, const float*, int, float, float*, int, long long,
+                                long long, long long);
 
 }  // namespace detail
