@@ -62,6 +62,18 @@ TemplateSpaceStats enumerate_template(const TemplateDesc& desc, const PresetTemp
   for (const Constraint& c : desc.constraints) stats.pruned.push_back({c.reason, 0});
 
   std::vector<std::vector<int64_t>> lists = value_lists(desc, entry);
+  const auto grid_points = [&] {
+    int64_t points = 1;
+    for (const auto& list : lists) {
+      points *= static_cast<int64_t>(list.size());
+      if (points > k_max_grid_points)
+        throw UsageError(fmt::format("{}:{}: templates.{}: the grid has more than {} points; narrow the value lists",
+                                     preset.file.string(), entry.line, desc.name, k_max_grid_points));
+    }
+    return points;
+  };
+  const int64_t raw = grid_points();
+  stats.raw = raw;
   // The implicit TRANS_A and TRANS_B take only the values of the layouts both the family and the
   // target's problems have; a pair that is neither (tn and nt wanted: tt, nn) is pruned below.
   std::vector<std::string> layouts;
@@ -76,15 +88,12 @@ TemplateSpaceStats enumerate_template(const TemplateDesc& desc, const PresetTemp
         keep.push_back(v);
     lists[p] = std::move(keep);
   }
-  int64_t layout_pruned = 0;
-  int64_t raw = 1;
-  for (const auto& list : lists) {
-    raw *= static_cast<int64_t>(list.size());
-    if (raw > k_max_grid_points)
-      throw UsageError(fmt::format("{}:{}: templates.{}: the grid has more than {} points; narrow the value lists",
-                                   preset.file.string(), entry.line, desc.name, k_max_grid_points));
+  // Points of layouts not asked for: those the narrowed lists leave out, and those walked below.
+  int64_t layout_pruned = layouts.empty() ? raw : raw - grid_points();
+  if (layouts.empty()) {  // the family computes none of the layouts asked for
+    stats.pruned.push_back({"a layout that was not asked for", layout_pruned});
+    return stats;
   }
-  stats.raw = raw;
 
   walk_grid(desc, lists, [&](const ParamValues& values) {
     if (std::find(layouts.begin(), layouts.end(), desc.layout_of(values)) == layouts.end()) {
