@@ -2,7 +2,7 @@
 // which blocks finish last, and on which SMs. Built and run by scripts/diag/block_times.sh, which
 // writes block_times_build.h (the kernel instantiation and launch shape of one candidate, from
 // `cm-tune list --candidates --json`):
-//   scripts/diag/block_times.sh 'multistage[BM=64,BN=128,...,A_CHUNK=8]' 1025x1024x1025 1024x1024x1025
+//   scripts/diag/block_times.sh 'multistage[BM=64,BN=128,...,A_CHUNK=8,TRANS_A=0,TRANS_B=0]' 1025x1024x1025 1024x1024x1025
 // Row-major A, B, C with lda = K, ldb = ldc = N, alpha = 1, beta from the command line (default 0,
 // as the tuner times). Each round flushes L2 first. Prints the median kernel time (events), each
 // block's mean duration in launch order, and the blocks that end last.

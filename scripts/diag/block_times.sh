@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Per-block timing of one multistage kernel (diagnostics for the GPU machine; see block_times.cu).
 # Usage: scripts/diag/block_times.sh [--print-build] ID MxNxK [MxNxK...]   (BETA=0.5 ROUNDS=21 ARCH=sm_90 optional)
-# Example: scripts/diag/block_times.sh 'multistage[BM=64,BN=128,BK=32,WM=32,WN=64,WNITER=2,TM=4,TN=4,STAGES=3,VEC=1,PAD=4,SPLITK=2,SWIZZLE=1,THIN_EDGE=4,THIN_WORKERS=4,INLINE_THIN_ROWS=1,A_CHUNK=8]' 1025x1024x1025 1024x1024x1025
+# Example: scripts/diag/block_times.sh 'multistage[BM=64,BN=128,BK=32,WM=32,WN=64,WNITER=2,TM=4,TN=4,STAGES=3,VEC=1,PAD=4,SPLITK=2,SWIZZLE=1,THIN_EDGE=4,THIN_WORKERS=4,INLINE_THIN_ROWS=1,A_CHUNK=8,TRANS_A=0,TRANS_B=0]' 1025x1024x1025 1024x1024x1025
 # ID is a candidate id as `cm-tune tune` and `cm-tune query` print it. The kernel's instantiation and
 # launch shape come from `cm-tune list --candidates --json` (the binary in $CMTUNE_BIN, default
 # build/cm-tune), so they match the descriptor. --print-build prints the generated build header and

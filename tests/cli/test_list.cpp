@@ -108,5 +108,32 @@ TEST(SpaceList, CandidatesShowInstantiationLaunchShapeAndRequirements) {
   EXPECT_EQ(j[0]["requires"]["ld_multiple"], 2);
 }
 
+TEST(SpaceList, LayoutsAndBatchingAreShownAndLayoutChoosesTheCandidates) {
+  test::TempDir dir;
+  const auto list = [&](const std::string& args) { return test::run_split(dir, "list --config quick --arch sm_90 " + args); };
+  const auto text = list("--template blocktile2d");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("  operands    layouts nn, nt, tn, tt; strided-batched (batch on grid z)\n"), std::string::npos)
+      << text.out;
+  EXPECT_NE(list("--template warptile").out.find("  operands    layouts nn; not batched (batch 1 only)\n"), std::string::npos);
+  const auto json = nlohmann::json::parse(list("--template blocktile2d --json").out);
+  EXPECT_EQ(json.at("templates").at(0).at("layouts"), nlohmann::json({"nn", "nt", "tn", "tt"}));
+  EXPECT_EQ(json.at("templates").at(0).at("batched"), true);
+
+  const auto count = [&](const std::string& layout) {
+    const auto r = list("--template blocktile2d --candidates --layout " + layout);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return std::count(r.out.begin(), r.out.end(), '\n');
+  };
+  const auto nn = count("nn");
+  EXPECT_GT(nn, 0);
+  EXPECT_EQ(count("tn"), nn);
+  EXPECT_EQ(count("all"), 4 * nn);
+  EXPECT_EQ(count("nt,tt"), 2 * nn);
+  const auto bad = list("--layout nx");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.err, "cm-tune: error: --layout: unknown layout 'nx' (nn, nt, tn, tt or all)\n");
+}
+
 }  // namespace
 }  // namespace cmt

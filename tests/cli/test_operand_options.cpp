@@ -1,0 +1,91 @@
+// --layout, --batch and --broadcast on the commands, and the sizes grammar's layouts and batches:
+// what query answers for each layout, and the one-line errors for bad values.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "cli/sizes.hpp"
+#include "store/store.hpp"
+#include "test_support.hpp"
+
+namespace fs = std::filesystem;
+
+namespace cmt {
+namespace {
+
+void build_tuned_database(const fs::path& file) {
+  Store store(file);
+  const int64_t run = store.begin_run(RunRecord{});
+  DeviceRecord d;
+  d.uuid = "GPU-operands";
+  d.name = "NVIDIA H100 80GB HBM3";
+  d.cc_major = 9;
+  d.sm_count = 132;
+  test::add_synthetic_winner(store, run, store.upsert_device(d), "fast", {1024, 1024, 1024});
+}
+
+std::vector<std::string> spelled(const std::vector<Problem>& problems) {
+  std::vector<std::string> out;
+  for (const auto& p : problems) out.push_back(p.to_string());
+  return out;
+}
+
+TEST(OperandOptions, LayoutBatchAndBroadcastExpandEverySize) {
+  const auto sizes = parse_sizes("64,100x50x20:tn");
+  EXPECT_EQ(spelled(expand_problems(sizes, "", "")), (std::vector<std::string>{"64x64x64", "100x50x20:tn"}));
+  EXPECT_EQ(spelled(expand_problems(sizes, "nn,tt", "")),
+            (std::vector<std::string>{"64x64x64", "64x64x64:tt", "100x50x20", "100x50x20:tt"}));
+  EXPECT_EQ(spelled(expand_problems(parse_sizes("64"), "all", "1,8")),
+            (std::vector<std::string>{"64x64x64", "64x64x64*8", "64x64x64:nt", "64x64x64:nt*8", "64x64x64:tn",
+                                      "64x64x64:tn*8", "64x64x64:tt", "64x64x64:tt*8"}));
+  EXPECT_EQ(spelled(expand_problems(parse_sizes("64"), "", "16", "b")), (std::vector<std::string>{"64x64x64*16:sb=0"}));
+  EXPECT_EQ(spelled(parse_sizes("64x64x64*16:sa=0,64x64x64*16:sa=0")), (std::vector<std::string>{"64x64x64*16:sa=0"}))
+      << "duplicates dropped";
+  EXPECT_EQ(test::usage_error([] { expand_problems(parse_sizes("64"), "nn,xt", ""); }),
+            "--layout: unknown layout 'xt' (nn, nt, tn, tt or all)");
+  EXPECT_EQ(test::usage_error([] { expand_problems(parse_sizes("64"), "", "0"); }),
+            "--batch: '0' is not a batch count from 1 to 1048576");
+  EXPECT_EQ(test::usage_error([] { expand_problems(parse_sizes("64"), "", "", "b"); }),
+            "--broadcast b needs a batch above 1 (64x64x64)");
+  EXPECT_EQ(test::usage_error([] { expand_problems(parse_sizes("64"), "", "4", "c"); }),
+            "--broadcast: 'c' is not a or b (the operand whose stride is 0)");
+}
+
+TEST(OperandOptions, QueryAnswersForTheLayoutAndBatchAsked) {
+  test::TempDir dir;
+  build_tuned_database(dir / "t.db");
+  // The tuned NN problem runs its winner; the same shape transposed runs a kernel built for its
+  // layout (here the TN generic default, since only NN was tuned), never the NN winner.
+  const auto nn = test::run_split(dir, "--quiet query --db t.db --device 0 --size 1024 --json");
+  ASSERT_EQ(nn.exit_code, 0) << nn.err;
+  EXPECT_NE(nn.out.find("\"fast\""), std::string::npos) << nn.out;
+  const auto tn = test::run_split(dir, "--quiet query --db t.db --device 0 --size 1024 --layout tn --batch 8 --json");
+  ASSERT_EQ(tn.exit_code, 0) << tn.err;
+  EXPECT_NE(tn.out.find("1024x1024x1024:tn*8"), std::string::npos) << tn.out;
+  EXPECT_NE(tn.out.find("TRANS_A=1,TRANS_B=0"), std::string::npos) << tn.out;
+  EXPECT_EQ(tn.out.find("\"fast\""), std::string::npos) << tn.out;
+
+  const auto two = test::run_split(dir, "--quiet query --db t.db --device 0 --size 1024 --layout tn,nt");
+  EXPECT_EQ(two.exit_code, 2);
+  EXPECT_EQ(two.err, "cm-tune: error: query takes one problem: give one --layout and one --batch\n");
+  const auto bad = test::run_split(dir, "--quiet query --db t.db --device 0 --size 1024 --broadcast a");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.err, "cm-tune: error: --broadcast a needs a batch above 1 (1024x1024x1024)\n");
+}
+
+TEST(OperandOptions, BadSizesAndOptionsFailBeforeAnyGpuIsNeeded) {
+  test::TempDir dir;
+  for (const auto& [args, line] : std::vector<std::pair<std::string, std::string>>{
+           {"tune --sizes 64x64x64:xy", "cm-tune: error: bad size '64x64x64:xy' in --sizes: unknown layout 'xy' (nn, nt, tn or tt)\n"},
+           {"tune --sizes 64*0", "cm-tune: error: bad size '64*0' in --sizes: batch 0 is outside [1, 1048576]\n"},
+           {"tune --sizes 64 --layout qq", "cm-tune: error: --layout: unknown layout 'qq' (nn, nt, tn, tt or all)\n"},
+           {"bench --sizes 64 --batch x", "cm-tune: error: --batch: 'x' is not a batch count from 1 to 1048576\n"},
+       }) {
+    const auto r = test::run_split(dir, "--quiet " + args);
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_EQ(r.err, line) << args;
+  }
+}
+
+}  // namespace
+}  // namespace cmt
