@@ -5,24 +5,12 @@
 #include <fmt/format.h>
 
 #include "cli/sizes.hpp"
-#include "store/store.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
 
 namespace cmt {
 namespace {
-
-void build_tuned_database(const fs::path& file) {
-  Store store(file);
-  const int64_t run = store.begin_run(RunRecord{});
-  DeviceRecord d;
-  d.uuid = "GPU-operands";
-  d.name = "NVIDIA H100 80GB HBM3";
-  d.cc_major = 9;
-  d.sm_count = 132;
-  test::add_synthetic_winner(store, run, store.upsert_device(d), "fast", {1024, 1024, 1024});
-}
 
 std::vector<std::string> spelled(const std::vector<Problem>& problems) {
   std::vector<std::string> out;
@@ -53,7 +41,7 @@ TEST(OperandOptions, LayoutBatchAndBroadcastExpandEverySize) {
 
 TEST(OperandOptions, QueryAnswersForTheLayoutAndBatchAsked) {
   test::TempDir dir;
-  build_tuned_database(dir / "t.db");
+  test::tuned_database(dir / "t.db", "GPU-operands");
   // The tuned NN problem runs its winner; the same shape transposed runs a kernel built for its
   // layout (here the TN generic default, since only NN was tuned), never the NN winner.
   const auto nn = test::run_split(dir, "--quiet query --db t.db --device 0 --size 1024 --json");

@@ -194,9 +194,11 @@ void report(Context& ctx, CheckRecord r) {
 
 /// Compares our C with the reference on the GPU (see compare) and reports the check.
 void compare_and_report(Context& ctx, CheckRecord& r, const float* ours, const float* ref, const float* c0,
-                        const float* abs_ab, size_t total, size_t offset, Size s, int ldc, float alpha, float beta) {
+                        const float* abs_ab, size_t total, size_t offset, Size s, int ldc, float alpha, float beta,
+                        int batch = 1, size_t stride_c = 0) {
   CHECK_CUDA(cudaMemset(ctx.result, 0, sizeof(CompareResult)));
-  compare<<<k_blocks, k_threads>>>(ours, ref, c0, abs_ab, total, offset, s.m, s.n, s.k, ldc, alpha, beta, ctx.result);
+  compare<<<k_blocks, k_threads>>>(ours, ref, c0, abs_ab, total, offset, s.m, s.n, s.k, ldc, alpha, beta, ctx.result,
+                                   batch, stride_c);
   CHECK_CUDA(cudaGetLastError());
   CompareResult host{};
   CHECK_CUDA(cudaMemcpy(&host, ctx.result, sizeof(host), cudaMemcpyDeviceToHost));
@@ -206,6 +208,19 @@ void compare_and_report(Context& ctx, CheckRecord& r, const float* ours, const f
   r.bad = host.bad;
   r.outside_written = host.outside_written;
   report(ctx, r);
+}
+
+/// Waits for a call and notes a status it should not have returned; a sticky error ends the run,
+/// since nothing more can run in this process.
+void note_call_status(Context& ctx, CheckRecord& r, cudaError_t status) {
+  const cudaError_t sync = cudaDeviceSynchronize();
+  if (status == cudaSuccess && sync == cudaSuccess) return;
+  r.error = std::string("sgemm returned ") + cudaGetErrorName(status) + ", then " + cudaGetErrorName(sync);
+  if (sync != cudaSuccess) {
+    report(ctx, r);
+    std::fprintf(stderr, "error: the GPU context is unusable after %s: %s\n", r.name.c_str(), cudaGetErrorString(sync));
+    std::exit(1);
+  }
 }
 
 /// One sgemm call checked against cuBLAS. offset: floats added to each base pointer (misalignment).
@@ -232,15 +247,7 @@ void check_product(Context& ctx, const std::string& name, Size s, int lda, int l
   const char* kernel = nullptr;
   if (tuned::kernel_name(s.m, s.n, s.k, A, lda, B, ldb, ours.p + offset, ldc, &kernel) == cudaSuccess && kernel) r.kernel = kernel;
   const cudaError_t status = tuned::sgemm(s.m, s.n, s.k, alpha, A, lda, B, ldb, beta, ours.p + offset, ldc);
-  const cudaError_t sync = cudaDeviceSynchronize();
-  if (status != cudaSuccess || sync != cudaSuccess) {
-    r.error = std::string("sgemm returned ") + cudaGetErrorName(status) + ", then " + cudaGetErrorName(sync);
-    if (sync != cudaSuccess) {   // a sticky error: nothing more can run in this process
-      report(ctx, r);
-      std::fprintf(stderr, "error: the GPU context is unusable after %s: %s\n", name.c_str(), cudaGetErrorString(sync));
-      std::exit(1);
-    }
-  }
+  note_call_status(ctx, r, status);
 
   cublas_sgemm(ctx.cublas, s.m, s.n, s.k, alpha, A, lda, B, ldb, beta, ref.p + offset, ldc);
   abs_copy<<<k_blocks, k_threads>>>(a.p, abs_a.p, a.n);
@@ -353,15 +360,7 @@ void check_operands(Context& ctx, Size s, tuned::Op op_a, tuned::Op op_b, int ba
                         : tuned::sgemm_strided_batched(op_a, op_b, s.m, s.n, s.k, alpha, a.p, lda, stride_a, b.p, ldb,
                                                        stride_b, beta, ours.p, ldc, stride_c, batch);
   }
-  const cudaError_t sync = cudaDeviceSynchronize();
-  if (status != cudaSuccess || sync != cudaSuccess) {
-    r.error = std::string("sgemm returned ") + cudaGetErrorName(status) + ", then " + cudaGetErrorName(sync);
-    if (sync != cudaSuccess) {
-      report(ctx, r);
-      std::fprintf(stderr, "error: the GPU context is unusable after %s: %s\n", name.c_str(), cudaGetErrorString(sync));
-      std::exit(1);
-    }
-  }
+  note_call_status(ctx, r, status);
   // The reference: cuBLAS on the column-major view C^T = op(B)^T op(A)^T.
   CHECK_CUBLAS(cublasSgemmStridedBatched(ctx.cublas, cublas_op(op_b), cublas_op(op_a), s.n, s.m, s.k, &alpha, b.p, ldb,
                                          stride_b, a.p, lda, stride_a, &beta, ref.p, ldc, stride_c, batch));
@@ -372,18 +371,8 @@ void check_operands(Context& ctx, Size s, tuned::Op op_a, tuned::Op op_b, int ba
   CHECK_CUBLAS(cublasSgemmStridedBatched(ctx.cublas, cublas_op(op_b), cublas_op(op_a), s.n, s.m, s.k, &one, abs_b.p, ldb,
                                          stride_b, abs_a.p, lda, stride_a, &zero, abs_ab.p, s.n,
                                          static_cast<long long>(s.m) * s.n, batch));
-  CHECK_CUDA(cudaMemset(ctx.result, 0, sizeof(CompareResult)));
-  compare<<<k_blocks, k_threads>>>(ours.p, ref.p, c0.p, abs_ab.p, c_total, 0, s.m, s.n, s.k, ldc, alpha, beta, ctx.result,
-                                   batch, static_cast<size_t>(stride_c));
-  CHECK_CUDA(cudaGetLastError());
-  CompareResult host{};
-  CHECK_CUDA(cudaMemcpy(&host, ctx.result, sizeof(host), cudaMemcpyDeviceToHost));
-  float ratio = 0;
-  std::memcpy(&ratio, &host.max_ratio_bits, sizeof(ratio));
-  r.max_ratio = ratio;
-  r.bad = host.bad;
-  r.outside_written = host.outside_written;
-  report(ctx, r);
+  compare_and_report(ctx, r, ours.p, ref.p, c0.p, abs_ab.p, c_total, 0, s, ldc, alpha, beta, batch,
+                     static_cast<size_t>(stride_c));
 }
 
 /// Every layout, unbatched and in batches (packed, A broadcast, B broadcast), beta = 0 over NaN and

@@ -18,6 +18,7 @@
 #include "cuda/nvrtc_compiler.hpp"
 #include "space/space.hpp"
 #include "store/store.hpp"
+#include "elf_sections.hpp"
 #include "test_support.hpp"
 #include "tune/compile_service.hpp"
 
@@ -39,34 +40,6 @@ const TemplateDesc& find_desc(const std::vector<TemplateDesc>& templates, const 
   const auto it = std::find_if(templates.begin(), templates.end(), [&](const TemplateDesc& t) { return t.name == name; });
   if (it == templates.end()) throw std::runtime_error("no template " + name);
   return *it;
-}
-
-/// The contents of every section of a 64-bit little-endian ELF file whose name starts with prefix
-/// (as in test_compiler_parity.cpp).
-std::map<std::string, std::string> elf_sections(const std::string& elf, const std::string& prefix) {
-  auto read = [&](size_t at, size_t bytes) {
-    if (at + bytes > elf.size()) throw std::runtime_error("truncated ELF file");
-    uint64_t v = 0;
-    std::memcpy(&v, elf.data() + at, bytes);
-    return v;
-  };
-  if (elf.size() < 64 || elf.compare(0, 4, "\x7f" "ELF") != 0 || elf[4] != 2)
-    throw std::runtime_error("not an ELF64 file");
-  const uint64_t shoff = read(0x28, 8), shentsize = read(0x3A, 2), shnum = read(0x3C, 2);
-  const uint64_t shstrndx = read(0x3E, 2);
-  auto header = [&](uint64_t i, size_t field_at, size_t bytes) { return read(shoff + i * shentsize + field_at, bytes); };
-  const uint64_t names_at = header(shstrndx, 0x18, 8);
-  std::map<std::string, std::string> sections;
-  for (uint64_t i = 0; i < shnum; ++i) {
-    const uint64_t name_at = names_at + header(i, 0x00, 4);
-    if (name_at >= elf.size()) throw std::runtime_error("ELF section name past the end of the file");
-    const std::string name(elf.c_str() + name_at);
-    const uint64_t type = header(i, 0x04, 4), offset = header(i, 0x18, 8), size = header(i, 0x20, 8);
-    if (name.rfind(prefix, 0) != 0 || type == 8 /* SHT_NOBITS */) continue;
-    if (offset + size > elf.size()) throw std::runtime_error("ELF section past the end of the file");
-    sections[name] = elf.substr(offset, size);
-  }
-  return sections;
 }
 
 // The families with layouts and batches, a few points each: edge paths (THIN_EDGE, the inline thin
@@ -271,7 +244,7 @@ TEST(TemplateLayouts, MultistageAndClusterkCompileToTheSameCodeWithNvrtcAndNvccI
   while (auto c = service.next()) {
     ASSERT_TRUE(c->binary.ok) << c->candidate->id() << ":\n" << c->binary.log;
     const std::string cubin(c->binary.cubin.begin(), c->binary.cubin.end());
-    const auto text = elf_sections(cubin, ".text." + c->binary.lowered_name);
+    const auto text = test::elf_sections(cubin, ".text." + c->binary.lowered_name);
     ASSERT_EQ(text.size(), 1u) << c->candidate->id() << ": no .text section for " << c->binary.lowered_name;
     nvrtc_text[c->binary.lowered_name] = text.begin()->second;
     sources.insert(c->candidate->tmpl->source_path.filename().string());
@@ -288,7 +261,7 @@ TEST(TemplateLayouts, MultistageAndClusterkCompileToTheSameCodeWithNvrtcAndNvccI
                                                    test::nvcc_path(), default_templates_dir().string(),
                                                    (dir / "all.cubin").string(), (dir / "all.cu").string()));
   ASSERT_EQ(built.exit_code, 0) << built.output;
-  const auto nvcc_text = elf_sections(test::read_file(dir / "all.cubin"), ".text.");
+  const auto nvcc_text = test::elf_sections(test::read_file(dir / "all.cubin"), ".text.");
   for (const auto& [name, code] : nvrtc_text) {
     const auto it = nvcc_text.find(".text." + name);
     ASSERT_NE(it, nvcc_text.end()) << "nvcc did not build " << name;
