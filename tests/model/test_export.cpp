@@ -940,6 +940,12 @@ TEST(ExportNvcc, HeaderSelectionMatchesChooseKernelAndCompilesForSm80) {
   ASSERT_EQ(model.devices[0].name, k_a100);
   ASSERT_EQ(model.devices[1].name, k_h100);
   test::write_file(dir / "tuned_sgemm.cuh", render_header(model, "cmtune"));
+  // The NT winner is the NT generic default's very kernel: its build is known, so bench can time it;
+  // the TT generic was never measured.
+  ASSERT_GE(model.generic_kernels[1], 0);
+  EXPECT_EQ(model.kernels[static_cast<size_t>(model.generic_kernels[1])].name_expression, f.b2_nt.name_expression);
+  EXPECT_EQ(model.kernels[static_cast<size_t>(model.generic_kernels[1])].binary_key, DbBuilder::binary_key_of(f.b2_nt));
+  EXPECT_TRUE(model.kernels[static_cast<size_t>(model.generic_kernels[3])].binary_key.empty());
 
   std::vector<SelectCase> cases;
   std::vector<Problem> problems = {

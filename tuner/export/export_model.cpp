@@ -161,7 +161,7 @@ void keep_better(Store& store, std::optional<WinnerRecord>& current, const Winne
 /// every passing trial of it there (its re-timed median where it has one).
 std::vector<ExportKernelModel> fit_device_models(Store& store, const ExportDevice& dev,
                                                  const std::map<KernelKey, int>& index_of,
-                                                 const std::vector<ExportKernel>& kernels,
+                                                 std::vector<ExportKernel>& kernels,
                                                  const std::map<std::string, std::string>& binary_sources) {
   const SmLimits sm = sm_limits(dev.cc_major, dev.cc_minor);
   std::map<int, std::vector<ModelPoint>> points;
@@ -189,6 +189,9 @@ std::vector<ExportKernelModel> fit_device_models(Store& store, const ExportDevic
       k.requirements = t.requirements;
       const auto index = index_of.find(kernel_key(k));
       if (index == index_of.end()) continue;
+      // A generic default that was also measured: its build is in the compile cache (bench times it).
+      ExportKernel& exported = kernels[static_cast<size_t>(index->second)];
+      if (exported.binary_key.empty()) exported.binary_key = t.binary_key;
       const double us = rank_time(t) * 1e3;  // the time trials rank by (tune/ranking.hpp)
       const double competitive = fastest_us.at(t.problem) / us;
       points[index->second].push_back({t.problem, us, competitive * competitive});

@@ -23,7 +23,7 @@ struct ExportKernel {
   std::string name_expression;   // e.g. "cmt_sgemm_blocktile2d<64, 64, 8, 8, 4>"
   LaunchShape shape;
   Requirements requirements;
-  std::string binary_key;        // its NVRTC build in the compile cache (empty: the generic default)
+  std::string binary_key;        // its NVRTC build in the compile cache (empty: a generic default never measured)
   std::string layout = "nn";     // the layout it computes (its TRANS_A, TRANS_B)
   bool batched = false;          // takes the batch strides (strided-batched calls)
 };
