@@ -18,7 +18,7 @@
 #include "cuda/nvrtc_compiler.hpp"
 #include "space/space.hpp"
 #include "store/store.hpp"
-#include "elf_sections.hpp"
+#include "compiler_parity.hpp"
 #include "test_support.hpp"
 #include "tune/compile_service.hpp"
 
@@ -234,40 +234,7 @@ TEST(TemplateLayouts, MultistageAndClusterkCompileToTheSameCodeWithNvrtcAndNvccI
   }
   ASSERT_EQ(candidates.size(), 8u);
 
-  Store store(dir / "cache.db");
-  const NvrtcCompiler nvrtc;
-  CompileService service(store, nvrtc, "sm_90", 0);
-  service.submit_all(candidates);
-  std::map<std::string, std::string> nvrtc_text;  // lowered name -> the kernel's .text section
-  std::set<std::string> sources;
-  std::string instantiations;
-  while (auto c = service.next()) {
-    ASSERT_TRUE(c->binary.ok) << c->candidate->id() << ":\n" << c->binary.log;
-    const std::string cubin(c->binary.cubin.begin(), c->binary.cubin.end());
-    const auto text = test::elf_sections(cubin, ".text." + c->binary.lowered_name);
-    ASSERT_EQ(text.size(), 1u) << c->candidate->id() << ": no .text section for " << c->binary.lowered_name;
-    nvrtc_text[c->binary.lowered_name] = text.begin()->second;
-    sources.insert(c->candidate->tmpl->source_path.filename().string());
-    instantiations += fmt::format("template __global__ void {}(int, int, int, float, const float*, int, const float*, "
-                                  "int, float, float*, int, long long, long long, long long);\n",
-                                  c->candidate->tmpl->name_expression(c->candidate->values));
-  }
-  ASSERT_EQ(nvrtc_text.size(), candidates.size());
-
-  std::string unit;
-  for (const auto& s : sources) unit += fmt::format("#include \"{}\"\n", s);
-  test::write_file(dir / "all.cu", unit + instantiations);
-  const auto built = test::run_command(fmt::format("'{}' -std=c++17 -O3 -arch=sm_90 -cubin -I'{}' -o '{}' '{}' 2>&1",
-                                                   test::nvcc_path(), default_templates_dir().string(),
-                                                   (dir / "all.cubin").string(), (dir / "all.cu").string()));
-  ASSERT_EQ(built.exit_code, 0) << built.output;
-  const auto nvcc_text = test::elf_sections(test::read_file(dir / "all.cubin"), ".text.");
-  for (const auto& [name, code] : nvrtc_text) {
-    const auto it = nvcc_text.find(".text." + name);
-    ASSERT_NE(it, nvcc_text.end()) << "nvcc did not build " << name;
-    EXPECT_EQ(it->second.size(), code.size()) << name << ": code sizes differ";
-    EXPECT_TRUE(it->second == code) << name << ": NVRTC and nvcc built different machine code";
-  }
+  test::expect_nvrtc_and_nvcc_agree(candidates, dir.path());
 }
 
 // The dynamic shared memory a descriptor launches with must hold the ring the kernel addresses:

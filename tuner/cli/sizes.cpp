@@ -54,6 +54,18 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+/// The comma-separated items of a list, each trimmed (an empty item stays, to be reported).
+std::vector<std::string_view> split_list(std::string_view text) {
+  std::vector<std::string_view> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t comma = text.find(',', pos);
+    out.push_back(trim(text.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos)));
+    pos = comma == std::string_view::npos ? text.size() + 1 : comma + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<Problem> read_sizes_file(const std::string& path) {
@@ -96,11 +108,7 @@ std::vector<Problem> parse_sizes(std::string_view text) {
   };
   if (trim(text).empty()) throw UsageError("--sizes is empty");
 
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    const size_t comma = text.find(',', pos);
-    const std::string_view token = trim(text.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos));
-    pos = comma == std::string_view::npos ? text.size() + 1 : comma + 1;
+  for (const std::string_view token : split_list(text)) {
     if (token.empty()) bad(token, "empty item (two commas in a row?)");
     if (token.front() == '@') {
       for (const Problem& p : read_sizes_file(std::string(token.substr(1)))) add(p);
@@ -135,19 +143,6 @@ std::vector<Problem> parse_sizes(std::string_view text) {
   }
   return out;
 }
-
-namespace {
-std::vector<std::string_view> split_list(std::string_view text) {
-  std::vector<std::string_view> out;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    const size_t comma = text.find(',', pos);
-    out.push_back(trim(text.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos)));
-    pos = comma == std::string_view::npos ? text.size() + 1 : comma + 1;
-  }
-  return out;
-}
-}  // namespace
 
 std::vector<Problem> expand_problems(const std::vector<Problem>& problems, std::string_view layouts,
                                      std::string_view batches, std::string_view broadcast) {

@@ -30,11 +30,14 @@ struct EntryKey {
 };
 
 EntryKey entry_key(const Problem& p) {
-  return {{p.m, p.n, p.k, rules::layout_index(p.trans_a, p.trans_b), p.batch,
-           rules::broadcast_bits(p.batch, p.stride_a, p.stride_b)}};
+  return {{p.m, p.n, p.k, rules::layout_index(p.trans_a, p.trans_b), p.batch, broadcast_number(p)}};
 }
 
 }  // namespace
+
+int layout_number(std::string_view layout) { return rules::layout_index(layout[0] == 't', layout[1] == 't'); }
+
+int broadcast_number(const Problem& p) { return rules::broadcast_bits(p.batch, p.stride_a, p.stride_b); }
 
 CallShape tight_call(const Problem& problem) {
   const Layout t = timing_layout(problem);
@@ -63,7 +66,7 @@ DispatchChoice choose_kernel(const ExportModel& model, size_t device, const Call
   const int layout = rules::layout_index(p.trans_a, p.trans_b);
   const auto serves = [&](int kernel) {
     const ExportKernel& k = model.kernels.at(static_cast<size_t>(kernel));
-    return rules::kernel_serves(rules::layout_index(k.layout[0] == 't', k.layout[1] == 't'), k.batched, layout, p.batch);
+    return rules::kernel_serves(layout_number(k.layout), k.batched, layout, p.batch);
   };
   const int g = model.generic_kernels[layout];
   const int generic = g >= 0 && serves(g) ? g : -1;

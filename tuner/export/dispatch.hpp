@@ -6,12 +6,19 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "export/export_model.hpp"
 #include "store/store.hpp"
 
 namespace cmt {
+
+/// The header's number of a layout ("nn" 0, "nt" 1, "tn" 2, "tt" 3: KernelInfo::layout,
+/// TunedProblem::layout, k_generic_kernels), by the dispatch rules.
+int layout_number(std::string_view layout);
+/// The header's broadcast bits of a problem (TunedProblem::broadcast), by the dispatch rules.
+int broadcast_number(const Problem& problem);
 
 /// One tuned problem of one device: its best kernel, and the best one without input requirements.
 struct DispatchEntry {

@@ -44,16 +44,6 @@ bool generic_candidate(const TemplateDesc& tmpl, const ParamValues& values) {
   }
 }
 
-/// 0..3 for nn, nt, tn, tt.
-int rules_layout_index(std::string_view layout) { return (layout[0] == 't' ? 2 : 0) + (layout[1] == 't' ? 1 : 0); }
-
-/// The layout a kernel's parameters say (TRANS_A, TRANS_B; nn without them).
-std::string layout_of_params(const std::string& params) {
-  const ParamValues values = params_from_string(params);
-  const auto ta = find_param(values, "TRANS_A"), tb = find_param(values, "TRANS_B");
-  return std::string(layout_name(ta.value_or(0) != 0, tb.value_or(0) != 0));
-}
-
 using KernelKey = std::tuple<std::string, std::string, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
 
 KernelKey kernel_key(const ExportKernel& k) {
@@ -83,7 +73,7 @@ class KernelCollector {
     ExportKernel k;
     k.source_hash = it->second.first;
     k.batched = it->second.second;
-    k.layout = layout_of_params(w.params);
+    k.layout = layout_of_params(params_from_string(w.params));
     k.template_name = w.template_name;
     k.params = w.params;
     k.name_expression = w.name_expression;
@@ -359,7 +349,7 @@ ExportModel build_export_model(Store& store, const ExportOptions& options, const
   std::map<KernelKey, int> index_of;
   for (const ExportKernel& generic : generics) {
     const int index = static_cast<int>(model.kernels.size());
-    model.generic_kernels[rules_layout_index(generic.layout)] = index;
+    model.generic_kernels[layout_number(generic.layout)] = index;
     index_of[kernel_key(generic)] = index;
     model.kernels.push_back(generic);
   }

@@ -154,7 +154,7 @@ std::string render_dispatch_tables(const ExportModel& model) {
     out += fmt::format("    {{{}, \"{}\", {}, {}, {}, {}, {}, {}, {}, {}, {}}},  // {}: {}{}[{}]\n", c_string(k.name_expression),
                        source_namespace(k.source_hash), k.shape.threads, k.shape.tile_m, k.shape.tile_n,
                        k.shape.dynamic_smem, k.shape.grid_z, k.requirements.align_bytes, k.requirements.ld_multiple,
-                       (k.layout[0] == 't' ? 2 : 0) + (k.layout[1] == 't' ? 1 : 0), k.batched ? 1 : 0, i,
+                       layout_number(k.layout), k.batched ? 1 : 0, i,
                        generic ? "generic default, " : "", k.template_name, comment_text(k.params));
   }
   out += "};\n\n";
@@ -166,9 +166,8 @@ std::string render_dispatch_tables(const ExportModel& model) {
     out += "    // default runs)\n";
     for (const auto& e : dev.entries) {
       const Problem& p = e.problem;
-      out += fmt::format("    {{{{{}, {}, {}, {}, {}, {}}}, {}, {}}},\n", p.m, p.n, p.k,
-                         (p.trans_a ? 2 : 0) + (p.trans_b ? 1 : 0), p.batch,
-                         p.batch > 1 ? (p.stride_a == 0 ? 1 : 0) + (p.stride_b == 0 ? 2 : 0) : 0, e.primary, e.portable);
+      out += fmt::format("    {{{{{}, {}, {}, {}, {}, {}}}, {}, {}}},\n", p.m, p.n, p.k, layout_number(p.layout()), p.batch,
+                         broadcast_number(p), e.primary, e.portable);
     }
     out += "};\n";
     out += fmt::format("constexpr KernelModel k_models_{}[] = {{\n", d);

@@ -363,11 +363,12 @@ int64_t TemplateDesc::eval(const Expr& expr, const ParamValues& values, const Ta
   return eval_at(expr, values, target, nullptr, key);
 }
 
-std::string TemplateDesc::layout_of(const ParamValues& values) const {
+std::string layout_of_params(const ParamValues& values) {
   const auto ta = find_param(values, "TRANS_A"), tb = find_param(values, "TRANS_B");
-  if (layouts == std::vector<std::string>{"nn"} || !ta || !tb) return "nn";
-  return std::string(layout_name(*ta != 0, *tb != 0));
+  return std::string(layout_name(ta.value_or(0) != 0, tb.value_or(0) != 0));
 }
+
+std::string TemplateDesc::layout_of(const ParamValues& values) const { return layout_of_params(values); }
 
 bool TemplateDesc::supports_layout(std::string_view layout) const {
   return std::find(layouts.begin(), layouts.end(), layout) != layouts.end();

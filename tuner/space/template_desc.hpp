@@ -79,6 +79,9 @@ struct TemplateDesc {
                   std::string_view key) const;
 };
 
+/// The layout a kernel's parameters say: from TRANS_A and TRANS_B, "nn" without them.
+std::string layout_of_params(const ParamValues& values);
+
 /// Loads one descriptor and the constraint fragments it includes. Errors are UsageError
 /// "FILE:LINE: KEY: message", FILE being the fragment for an error in one.
 TemplateDesc load_template(const std::filesystem::path& descriptor);

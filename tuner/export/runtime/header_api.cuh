@@ -41,6 +41,22 @@ struct Call {
   int alignment;       // alignment_of(...)
 };
 
+/// The call of a product (strides 0 when batch <= 1).
+inline Call make_call(Op op_a, Op op_b, int M, int N, int K, const float* A, int lda, long long stride_a, const float* B,
+                      int ldb, long long stride_b, const float* C, int ldc, long long stride_c, int batch) {
+  const Call call = {layout_index(op_a == Op::T, op_b == Op::T),
+                     batch,
+                     broadcast_bits(batch, stride_a, stride_b),
+                     M,
+                     N,
+                     K,
+                     lda,
+                     ldb,
+                     ldc,
+                     alignment_of(A, B, C, stride_a, stride_b, stride_c)};
+  return call;
+}
+
 /// Whether a call may run a kernel: the kernel computes its layout (and batch), and the call meets
 /// the kernel's requirements.
 struct CallRequirements {
@@ -226,17 +242,8 @@ inline cudaError_t gemm(Op op_a, Op op_b, int M, int N, int K, float alpha, cons
   int device = 0, table = -1;
   cudaError_t err = current_table(&device, &table);
   if (err != cudaSuccess) return err;
-  const Call call = {layout_index(ta, tb),
-                     batch,
-                     broadcast_bits(batch, stride_a, stride_b),
-                     M,
-                     N,
-                     K,
-                     lda,
-                     ldb,
-                     ldc,
-                     alignment_of(A, B, C, stride_a, stride_b, stride_c)};
-  const int kernel = cached_select(table, call);
+  const int kernel =
+      cached_select(table, make_call(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch));
   if (kernel < 0) return cudaErrorNotSupported;
   err = prepare_kernel(device, kernel);
   if (err != cudaSuccess) return err;
@@ -341,17 +348,8 @@ inline cudaError_t kernel_name(Op op_a, Op op_b, int M, int N, int K, const floa
   if (err != cudaSuccess) return err;
   if (M < 1 || N < 1 || K < 1 || batch < 1) return cudaErrorInvalidValue;
   if (batch == 1) stride_a = stride_b = stride_c = 0;
-  const detail::Call call = {detail::layout_index(op_a == Op::T, op_b == Op::T),
-                             batch,
-                             detail::broadcast_bits(batch, stride_a, stride_b),
-                             M,
-                             N,
-                             K,
-                             lda,
-                             ldb,
-                             ldc,
-                             detail::alignment_of(A, B, C, stride_a, stride_b, stride_c)};
-  const int kernel = detail::select(table, call);
+  const int kernel = detail::select(
+      table, detail::make_call(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch));
   if (kernel >= 0) *name = detail::k_kernels[kernel].name;
   return cudaSuccess;
 }
