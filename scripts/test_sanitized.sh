@@ -48,13 +48,26 @@ cd "$build"
 status=0
 ctest --output-on-failure -j"$(nproc)" -L cpu -E '^CompilerParity[.]' "$@" || status=$?
 
-reports=$(find "$logs" -type f | sort)
+# A log holding nothing but LeakSanitizer's "Unable to get registers from thread N." is not a
+# finding: the exit-time leak check could not stop a thread because it vanished under the tracer
+# (ESRCH), which happens when a process is killed during that check, as the interruption tests and
+# tune's worker shutdown do on purpose. LeakSanitizer skips such a thread and goes on; a leak it
+# finds is still reported, in the same file, and fails the run. Such logs are listed, not failed.
+benign='^==[0-9]+==Unable to get registers from thread [0-9]+[.]$'
+reports=""
+for f in $(find "$logs" -type f | sort); do
+  if grep -qvE "$benign" "$f"; then
+    reports="$reports $f"
+  else
+    echo "test_sanitized: ignored $f (LeakSanitizer lost a thread of a process killed during its leak check)"
+  fi
+done
 if [ -n "$reports" ]; then
   for f in $reports; do
     echo "==== $f"
     cat "$f"
   done
-  echo "test_sanitized: sanitizer reports above ($(echo "$reports" | wc -l) files in $logs)" >&2
+  echo "test_sanitized: sanitizer reports above ($(echo $reports | wc -w) files in $logs)" >&2
   status=1
 fi
 verdict=$([ "$status" -eq 0 ] && echo "passed" || echo "FAILED")
