@@ -56,14 +56,38 @@ TEST(ProblemKey, ParsingInvertsTheSpelling) {
   EXPECT_LT(parse("64x64x64"), parse("64x64x64:nt"));
 }
 
+TEST(ProblemKey, TheElementTypeIsSpelledUnlessF32AndParsesInEitherOrder) {
+  EXPECT_EQ(Problem::make(64, 32, 16, false, false, 1, DType::f64).to_string(), "64x32x16:f64");
+  EXPECT_EQ(Problem::make(64, 32, 16, true, false, 8, DType::i32).to_string(), "64x32x16:tn:i32*8");
+  EXPECT_EQ(Problem::make(64, 32, 16, false, false, 1, DType::f32).to_string(), "64x32x16") << "f32 keeps old keys";
+  for (const std::string text : {"64x32x16:f64", "64x32x16:tn:i32*8", "7x8x9:nt:f64*3:sb=0", "300x300x300:i32"})
+    EXPECT_EQ(parse(text).to_string(), text);
+  EXPECT_EQ(parse("64x32x16:i32:tn*8").to_string(), "64x32x16:tn:i32*8") << "the type before the layout";
+  EXPECT_EQ(parse("5x6x7:F64").dtype, DType::f64) << "types in either case";
+  EXPECT_EQ(parse("5x6x7:f32"), parse("5x6x7"));
+  EXPECT_NE(parse("64x64x64:f64"), parse("64x64x64"));
+  EXPECT_NE(parse("64x64x64:f64"), parse("64x64x64:i32"));
+  EXPECT_LT(parse("64x64x64"), parse("64x64x64:f64"));
+  // Trial keys hash the spelling: each type is its own trial.
+  EXPECT_NE(trial_key("GPU-x", "bin", parse("7x8x9:f64")), trial_key("GPU-x", "bin", parse("7x8x9")));
+  EXPECT_EQ(dtype_bytes(DType::f64), 8);
+  EXPECT_EQ(dtype_bytes(DType::i32), 4);
+  EXPECT_FALSE(parse_dtype("f16"));
+  const auto why = [](const std::string& text) { return test::usage_error([&] { parse_problem(text, k_dim, 100, "in --sizes"); }); };
+  EXPECT_EQ(why("8x8x8:f64:i32"), "bad size '8x8x8:f64:i32' in --sizes: the element type is given twice");
+  EXPECT_EQ(why("8x8x8:tn:nt"), "bad size '8x8x8:tn:nt' in --sizes: the layout is given twice");
+  EXPECT_EQ(why("8x8x8:f16"),
+            "bad size '8x8x8:f16' in --sizes: unknown item 'f16' (a layout nn, nt, tn or tt, or a type f32, f64 or i32)");
+}
+
 TEST(ProblemKey, BadSpellingsNameTheTokenAndWhy) {
   const auto why = [](const std::string& text) { return test::usage_error([&] { parse_problem(text, k_dim, 100, "in --sizes"); }); };
-  EXPECT_EQ(why("64x64x64:xy"), "bad size '64x64x64:xy' in --sizes: unknown layout 'xy' (nn, nt, tn or tt)");
-  EXPECT_EQ(why("64x64x64:"), "bad size '64x64x64:' in --sizes: unknown layout '' (nn, nt, tn or tt)");
+  EXPECT_EQ(why("64x64x64:xy"), "bad size '64x64x64:xy' in --sizes: unknown item 'xy' (a layout nn, nt, tn or tt, or a type f32, f64 or i32)");
+  EXPECT_EQ(why("64x64x64:"), "bad size '64x64x64:' in --sizes: unknown item '' (a layout nn, nt, tn or tt, or a type f32, f64 or i32)");
   EXPECT_EQ(why("64x64x64*0"), "bad size '64x64x64*0' in --sizes: batch 0 is outside [1, 100]");
   EXPECT_EQ(why("64x64x64*101"), "bad size '64x64x64*101' in --sizes: batch 101 is outside [1, 100]");
   EXPECT_EQ(why("64x64x64*"), "bad size '64x64x64*' in --sizes: batch '' is not a whole number");
-  EXPECT_EQ(why("64x64x64:sb=0"), "bad size '64x64x64:sb=0' in --sizes: unknown layout 'sb=0' (nn, nt, tn or tt)");
+  EXPECT_EQ(why("64x64x64:sb=0"), "bad size '64x64x64:sb=0' in --sizes: unknown item 'sb=0' (a layout nn, nt, tn or tt, or a type f32, f64 or i32)");
   EXPECT_EQ(why("64x64x64*1:sb=0"), "bad size '64x64x64*1:sb=0' in --sizes: strides need a batch above 1 (*BATCH)");
   EXPECT_EQ(why("64x64x64*4:sd=0"), "bad size '64x64x64*4:sd=0' in --sizes: unknown item 'sd=0' after the batch (sa=, sb= or sc=)");
   EXPECT_EQ(why("64x64x64*4:sb=1:sb=2"), "bad size '64x64x64*4:sb=1:sb=2' in --sizes: sb is given twice");
@@ -152,7 +176,9 @@ TEST(ProblemStore, LayoutsBatchesAndStridesAreSeparateProblems) {
   Problem bcast = Problem::make(64, 64, 64, true, false, 16);
   bcast.stride_b = 0;
   const std::vector<Problem> problems = {Problem::make(64, 64, 64), Problem::make(64, 64, 64, true, false),
-                                         Problem::make(64, 64, 64, true, false, 16), bcast};
+                                         Problem::make(64, 64, 64, true, false, 16), bcast,
+                                         Problem::make(64, 64, 64, false, false, 1, DType::f64),
+                                         Problem::make(64, 64, 64, true, false, 16, DType::i32)};
   for (size_t i = 0; i < problems.size(); ++i) {
     store.insert_trial(trial(fmt::format("t{}", i), dev, run, problems[i]));
     BaselineRecord b;
@@ -216,6 +242,65 @@ TEST(ProblemStore, ADatabaseFromBeforeLayoutsKeepsItsRowsAsNnBatchOne) {
     ASSERT_TRUE(binary);
     EXPECT_FALSE(binary->batched) << "kernels built before batching took 11 arguments";
   }
+}
+
+TEST(ProblemStore, ADatabaseFromBeforeElementTypesKeepsItsRowsAsF32) {
+  test::TempDir dir;
+  const fs::path file = dir / "v3.db";
+  test::tuned_database(file, "GPU-v3");
+  // Add rows with a layout and a batch, as schema 3 could hold them.
+  std::string hash_before;
+  std::vector<TrialRecord> trials_before;
+  {
+    Store store(file);
+    const int64_t dev = store.devices().at(0).id;
+    const int64_t run = store.begin_run(RunRecord{});
+    Problem bcast = Problem::make(64, 64, 64, true, false, 16);
+    bcast.stride_b = 0;
+    store.insert_trial(trial("v3-batched", dev, run, bcast));
+    BaselineRecord b;
+    b.device_id = dev;
+    b.problem = bcast;
+    b.median_ms = b.min_ms = 2.0;
+    b.run_id = run;
+    store.put_baseline(b);
+    hash_before = store.content_hash();
+    trials_before = store.trials(dev);
+  }
+  test::downgrade_schema(file, 3);
+  {
+    Database db(file);
+    Statement s = db.prepare("SELECT count(*) FROM pragma_table_info('trials') WHERE name = 'dtype'");
+    ASSERT_TRUE(s.step());
+    ASSERT_EQ(s.column_int(0), 0) << "the downgraded file has no dtype column";
+  }
+  Store store(file);
+  EXPECT_EQ(store.schema_version(), latest_schema_version());
+  EXPECT_EQ(store.content_hash(), hash_before) << "the same results hash the same after the migration";
+  const int64_t dev = store.devices().at(0).id;
+  const auto trials = store.trials(dev);
+  ASSERT_EQ(trials.size(), trials_before.size());
+  for (size_t i = 0; i < trials.size(); ++i) {
+    EXPECT_EQ(trials[i].trial_key, trials_before[i].trial_key);
+    EXPECT_EQ(trials[i].problem.dtype, DType::f32);
+    EXPECT_EQ(trials[i].problem, trials_before[i].problem);
+  }
+  Problem bcast = Problem::make(64, 64, 64, true, false, 16);
+  bcast.stride_b = 0;
+  ASSERT_TRUE(store.find_baseline(dev, bcast));
+  EXPECT_DOUBLE_EQ(store.find_baseline(dev, bcast)->median_ms, 2.0);
+  EXPECT_FALSE(store.winners(dev).empty());
+  for (const auto& w : store.winners(dev)) EXPECT_EQ(w.problem.dtype, DType::f32);
+  // The same problem in FP64 is a separate baseline now.
+  BaselineRecord f64;
+  f64.device_id = dev;
+  f64.problem = bcast;
+  f64.problem.dtype = DType::f64;
+  f64.median_ms = f64.min_ms = 5.0;
+  f64.run_id = store.begin_run(RunRecord{});
+  store.put_baseline(f64);
+  EXPECT_DOUBLE_EQ(store.find_baseline(dev, bcast)->median_ms, 2.0);
+  EXPECT_DOUBLE_EQ(store.find_baseline(dev, f64.problem)->median_ms, 5.0);
 }
 
 }  // namespace

@@ -9,8 +9,24 @@
 
 namespace cmt {
 
-Problem Problem::make(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, int64_t batch) {
+std::string_view dtype_name(DType dtype) { return k_dtype_names[static_cast<int>(dtype)]; }
+
+std::optional<DType> parse_dtype(std::string_view name) {
+  for (int i = 0; i < 3; ++i) {
+    const std::string_view want = k_dtype_names[i];
+    bool same = name.size() == want.size();
+    for (size_t c = 0; same && c < name.size(); ++c)
+      same = (name[c] >= 'A' && name[c] <= 'Z' ? static_cast<char>(name[c] - 'A' + 'a') : name[c]) == want[c];
+    if (same) return static_cast<DType>(i);
+  }
+  return std::nullopt;
+}
+
+int dtype_bytes(DType dtype) { return dtype == DType::f64 ? 8 : 4; }
+
+Problem Problem::make(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, int64_t batch, DType dtype) {
   Problem p{m, n, k, trans_a, trans_b, batch};
+  p.dtype = dtype;
   if (batch > 1) {
     p.stride_a = p.packed_stride_a();
     p.stride_b = p.packed_stride_b();
@@ -40,6 +56,7 @@ std::string Problem::shape_string() const { return fmt::format("{}x{}x{}", m, n,
 std::string Problem::to_string() const {
   std::string out = shape_string();
   if (trans_a || trans_b) out += fmt::format(":{}", layout());
+  if (dtype != DType::f32) out += fmt::format(":{}", dtype_name(dtype));
   if (batch != 1) {
     out += fmt::format("*{}", batch);
     if (stride_a != packed_stride_a()) out += fmt::format(":sa={}", stride_a);
@@ -51,7 +68,7 @@ std::string Problem::to_string() const {
 
 namespace {
 auto problem_tie(const Problem& p) {
-  return std::tie(p.m, p.n, p.k, p.trans_a, p.trans_b, p.batch, p.stride_a, p.stride_b, p.stride_c);
+  return std::tie(p.m, p.n, p.k, p.trans_a, p.trans_b, p.batch, p.stride_a, p.stride_b, p.stride_c, p.dtype);
 }
 
 /// The token being parsed and where it came from ("in --sizes"), for the messages.
@@ -92,16 +109,30 @@ std::string stride_problem(const Problem& p) {
 
 Problem parse_problem(std::string_view text, int64_t max_dimension, int64_t max_batch, std::string_view where) {
   const ProblemToken token{text, where};
-  // MxNxK[:LAYOUT][*BATCH][:sa=S][:sb=S][:sc=S]
+  // MxNxK[:LAYOUT][:DTYPE][*BATCH][:sa=S][:sb=S][:sc=S]; the layout and the type in either order.
   const size_t star = text.find('*');
   std::string_view head = text.substr(0, star);
   std::string_view tail = star == std::string_view::npos ? std::string_view{} : text.substr(star + 1);
-  std::string_view layout;
-  bool has_layout = false;
+  std::optional<std::pair<bool, bool>> layout;
+  std::optional<DType> dtype;
   if (const size_t colon = head.find(':'); colon != std::string_view::npos) {
-    has_layout = true;
-    layout = head.substr(colon + 1);
+    std::string_view items = head.substr(colon);
     head = head.substr(0, colon);
+    while (!items.empty()) {
+      items.remove_prefix(1);  // ':'
+      const size_t next = items.find(':');
+      const std::string_view item = items.substr(0, next);
+      items = next == std::string_view::npos ? std::string_view{} : items.substr(next);
+      if (const auto l = parse_layout(item)) {
+        if (layout) bad_problem(token, "the layout is given twice");
+        layout = l;
+      } else if (const auto d = parse_dtype(item)) {
+        if (dtype) bad_problem(token, "the element type is given twice");
+        dtype = d;
+      } else {
+        bad_problem(token, fmt::format("unknown item '{}' (a layout nn, nt, tn or tt, or a type f32, f64 or i32)", item));
+      }
+    }
   }
   int64_t dims[3];
   int count = 0;
@@ -115,11 +146,7 @@ Problem parse_problem(std::string_view text, int64_t max_dimension, int64_t max_
   if (count == 1) dims[1] = dims[2] = dims[0];
   else if (count != 3) bad_problem(token, "a rectangular size is MxNxK");
   bool ta = false, tb = false;
-  if (has_layout) {
-    const auto l = parse_layout(layout);
-    if (!l) bad_problem(token, fmt::format("unknown layout '{}' (nn, nt, tn or tt)", layout));
-    std::tie(ta, tb) = *l;
-  }
+  if (layout) std::tie(ta, tb) = *layout;
   int64_t batch = 1;
   std::string_view strides;
   if (star != std::string_view::npos) {
@@ -127,7 +154,7 @@ Problem parse_problem(std::string_view text, int64_t max_dimension, int64_t max_
     batch = parse_count(tail.substr(0, colon), token, "batch", 1, max_batch);
     strides = colon == std::string_view::npos ? std::string_view{} : tail.substr(colon);
   }
-  Problem p = Problem::make(dims[0], dims[1], dims[2], ta, tb, batch);
+  Problem p = Problem::make(dims[0], dims[1], dims[2], ta, tb, batch, dtype.value_or(DType::f32));
   bool seen[3] = {false, false, false};
   while (!strides.empty()) {
     strides.remove_prefix(1);  // ':'

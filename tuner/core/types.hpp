@@ -10,10 +10,23 @@
 
 namespace cmt {
 
+/// Element type of A, B, C, alpha and beta (and the accumulator): FP32, FP64, or INT32, whose
+/// products and sums wrap modulo 2^32 (two's complement).
+enum class DType : uint8_t { f32 = 0, f64 = 1, i32 = 2 };
+
+/// The element types, in DType order.
+constexpr std::string_view k_dtype_names[] = {"f32", "f64", "i32"};
+/// "f32", "f64" or "i32".
+std::string_view dtype_name(DType dtype);
+/// The DType of "f32", "f64" or "i32" (either case); nullopt for anything else.
+std::optional<DType> parse_dtype(std::string_view name);
+/// Bytes of one element: 4, 8 or 4.
+int dtype_bytes(DType dtype);
+
 /// One GEMM problem over row-major storage: C (MxN) = alpha * op(A) (MxK) * op(B) (KxN) + beta * C,
 /// `batch` times. op(X) is X, or X transposed when trans_x (A is then stored K x M, B N x K). A
 /// batched problem's matrices lie `stride_x` elements apart; a stride of 0 broadcasts one A or B to
-/// the whole batch. With batch == 1 the strides are 0 (unused).
+/// the whole batch. With batch == 1 the strides are 0 (unused). Strides count elements of `dtype`.
 struct Problem {
   int64_t m = 0;
   int64_t n = 0;
@@ -24,10 +37,11 @@ struct Problem {
   int64_t stride_a = 0;
   int64_t stride_b = 0;
   int64_t stride_c = 0;
+  DType dtype = DType::f32;
 
   /// A batched problem with the packed strides (m*k, k*n, m*n); the strides are 0 when batch == 1.
   static Problem make(int64_t m, int64_t n, int64_t k, bool trans_a = false, bool trans_b = false,
-                      int64_t batch = 1);
+                      int64_t batch = 1, DType dtype = DType::f32);
 
   /// "nn", "nt", "tn" or "tt": op(A), op(B).
   std::string_view layout() const;
@@ -38,12 +52,12 @@ struct Problem {
   bool batched() const { return batch > 1; }
 
   /// "MxNxK", the canonical spelling used in the database and on the command line, followed by
-  /// ":LAYOUT" unless nn, "*BATCH" when batched, and ":sa=S", ":sb=S", ":sc=S" for each stride that
-  /// is not the packed one: "1024x1024x1024", "512x512x64:tn*16:sb=0".
+  /// ":LAYOUT" unless nn, ":DTYPE" unless f32, "*BATCH" when batched, and ":sa=S", ":sb=S", ":sc=S"
+  /// for each stride that is not the packed one: "1024x1024x1024", "512x512x64:tn:f64*16:sb=0".
   std::string to_string() const;
   /// "MxNxK" alone.
   std::string shape_string() const;
-  /// Floating-point operations of the whole batch: 2*M*N*K*batch.
+  /// Operations of the whole batch (floating-point, or integer for i32): 2*M*N*K*batch.
   double flops() const {
     return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch);
   }

@@ -125,9 +125,10 @@ class Binder {
   Binder& shape(const LaunchShape& s) { return (*this)(s.threads)(s.tile_m)(s.tile_n)(s.dynamic_smem)(s.grid_z); }
   /// align_bytes, ld_multiple
   Binder& requirements(const Requirements& r) { return (*this)(r.align_bytes)(r.ld_multiple); }
-  /// m, n, k, layout, batch, stride_a, stride_b, stride_c (k_problem_columns)
+  /// m, n, k, layout, batch, stride_a, stride_b, stride_c, dtype (k_problem_columns)
   Binder& problem(const Problem& p) {
-    return (*this)(p.m)(p.n)(p.k)(std::string(p.layout()))(p.batch)(p.stride_a)(p.stride_b)(p.stride_c);
+    return (*this)(p.m)(p.n)(p.k)(std::string(p.layout()))(p.batch)(p.stride_a)(p.stride_b)(p.stride_c)(
+        std::string(dtype_name(p.dtype)));
   }
 
  private:
@@ -174,6 +175,10 @@ class Reader {
     p.stride_a = integer();
     p.stride_b = integer();
     p.stride_c = integer();
+    const std::string dtype = text();
+    const auto d = parse_dtype(dtype);
+    if (!d) throw InfraError("SQLite", "reading a problem", fmt::format("unknown element type '{}'", dtype), __FILE__, __LINE__);
+    p.dtype = *d;
     return p;
   }
   /// align_bytes, ld_multiple (as Binder::requirements)
@@ -203,23 +208,24 @@ constexpr std::string_view k_run_columns =
     "command_line, preset_path, preset_hash, device_id, started_at, ended_at, status";
 
 /// The columns that key a problem, in Binder::problem order, and a WHERE clause matching them.
-constexpr std::string_view k_problem_columns = "m, n, k, layout, batch, stride_a, stride_b, stride_c";
+constexpr std::string_view k_problem_columns = "m, n, k, layout, batch, stride_a, stride_b, stride_c, dtype";
 constexpr std::string_view k_problem_match =
-    "m = ? AND n = ? AND k = ? AND layout = ? AND batch = ? AND stride_a = ? AND stride_b = ? AND stride_c = ?";
+    "m = ? AND n = ? AND k = ? AND layout = ? AND batch = ? AND stride_a = ? AND stride_b = ? AND stride_c = ? AND "
+    "dtype = ?";
 
 constexpr std::string_view k_trial_columns =
     "trial_key, run_id, device_id, template_name, params, name_expression, binary_key, m, n, k, layout, batch, "
-    "stride_a, stride_b, stride_c, lda, ldb, ldc, "
+    "stride_a, stride_b, stride_c, dtype, lda, ldb, ldc, "
     "outcome, reason, log, max_abs_error, max_error_ratio, median_ms, min_ms, cv, samples, gflops, "
     "ratio_to_cublas, retime_median_ms, registers, smem_bytes, threads, shape_threads, tile_m, tile_n, dynamic_smem, "
     "grid_z, align_bytes, ld_multiple, created_at";
 
 constexpr std::string_view k_baseline_columns =
-    "device_id, m, n, k, layout, batch, stride_a, stride_b, stride_c, lda, ldb, ldc, median_ms, min_ms, cv, samples, "
+    "device_id, m, n, k, layout, batch, stride_a, stride_b, stride_c, dtype, lda, ldb, ldc, median_ms, min_ms, cv, samples, "
     "gflops, run_id, created_at";
 
 constexpr std::string_view k_winner_columns =
-    "device_id, m, n, k, layout, batch, stride_a, stride_b, stride_c, scope, trial_id, template_name, params, name_expression, median_ms, gflops, "
+    "device_id, m, n, k, layout, batch, stride_a, stride_b, stride_c, dtype, scope, trial_id, template_name, params, name_expression, median_ms, gflops, "
     "ratio_to_cublas, align_bytes, ld_multiple, threads, tile_m, tile_n, dynamic_smem, grid_z, binary_key";
 
 BinaryRecord read_binary(const Statement& s) {
@@ -777,10 +783,10 @@ std::vector<WinnerRecord> Store::winners(const std::optional<int64_t>& device_id
 }
 
 namespace {
-/// The layout, batch and strides of a problem that has any, so that databases from before they
-/// existed (row-major NN, batch 1) keep their hashes.
+/// The layout, batch, strides and element type of a problem that has any, so that databases from
+/// before they existed (row-major NN, batch 1, f32) keep their hashes.
 void hash_problem_extras(Hasher& h, const Problem& p) {
-  if (p.trans_a || p.trans_b || p.batch != 1) h.field("problem").field(p.to_string());
+  if (p.trans_a || p.trans_b || p.batch != 1 || p.dtype != DType::f32) h.field("problem").field(p.to_string());
 }
 }  // namespace
 
@@ -807,7 +813,7 @@ std::string Store::content_hash() {
   for (const char c : k_winner_columns) winner_columns += c == ' ' ? std::string(" w.") : std::string(1, c);
   Statement winners = m_db.prepare(fmt::format(
       "SELECT d.uuid, {} FROM winners w JOIN devices d ON d.id = w.device_id ORDER BY d.uuid, w.m, w.n, w.k, w.layout, "
-      "w.batch, w.stride_a, w.stride_b, w.stride_c, w.scope",
+      "w.batch, w.stride_a, w.stride_b, w.stride_c, w.dtype, w.scope",
       winner_columns));
   while (winners.step()) {
     const std::string uuid = winners.column_text(0);
@@ -826,9 +832,9 @@ std::string Store::content_hash() {
 
   h.field("baselines");
   Statement baselines = m_db.prepare(
-      "SELECT d.uuid, b.m, b.n, b.k, b.layout, b.batch, b.stride_a, b.stride_b, b.stride_c, b.lda, b.ldb, b.ldc, "
-      "b.median_ms, b.min_ms, b.cv, b.samples, b.gflops FROM baselines b JOIN devices d ON d.id = b.device_id "
-      "ORDER BY d.uuid, b.m, b.n, b.k, b.layout, b.batch, b.stride_a, b.stride_b, b.stride_c");
+      "SELECT d.uuid, b.m, b.n, b.k, b.layout, b.batch, b.stride_a, b.stride_b, b.stride_c, b.dtype, b.lda, b.ldb, "
+      "b.ldc, b.median_ms, b.min_ms, b.cv, b.samples, b.gflops FROM baselines b JOIN devices d ON d.id = b.device_id "
+      "ORDER BY d.uuid, b.m, b.n, b.k, b.layout, b.batch, b.stride_a, b.stride_b, b.stride_c, b.dtype");
   while (baselines.step()) {
     Reader r(baselines);
     h.field("baseline").field(r.text());
