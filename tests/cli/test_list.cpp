@@ -113,9 +113,9 @@ TEST(SpaceList, LayoutsAndBatchingAreShownAndLayoutChoosesTheCandidates) {
   const auto list = [&](const std::string& args) { return test::run_split(dir, "list --config quick --arch sm_90 " + args); };
   const auto text = list("--template blocktile2d");
   ASSERT_EQ(text.exit_code, 0) << text.err;
-  EXPECT_NE(text.out.find("  operands    layouts nn, nt, tn, tt; strided-batched (batch on grid z)\n"), std::string::npos)
+  EXPECT_NE(text.out.find("  operands    layouts nn, nt, tn, tt; strided-batched (batch on grid z); types f32\n"), std::string::npos)
       << text.out;
-  EXPECT_NE(list("--template warptile").out.find("  operands    layouts nn; not batched (batch 1 only)\n"), std::string::npos);
+  EXPECT_NE(list("--template warptile").out.find("  operands    layouts nn; not batched (batch 1 only); types f32\n"), std::string::npos);
   const auto json = nlohmann::json::parse(list("--template blocktile2d --json").out);
   EXPECT_EQ(json.at("templates").at(0).at("layouts"), nlohmann::json({"nn", "nt", "tn", "tt"}));
   EXPECT_EQ(json.at("templates").at(0).at("batched"), true);
@@ -130,6 +130,15 @@ TEST(SpaceList, LayoutsAndBatchingAreShownAndLayoutChoosesTheCandidates) {
   EXPECT_EQ(count("tn"), nn);
   EXPECT_EQ(count("all"), 4 * nn);
   EXPECT_EQ(count("nt,tt"), 2 * nn);
+  // No built-in family computes f64 or i32 yet: nothing is enumerated for them, and list says why.
+  const auto f64 = list("--template blocktile2d --candidates --dtype f64");
+  EXPECT_EQ(f64.exit_code, 0) << f64.err;
+  EXPECT_EQ(std::count(f64.out.begin(), f64.out.end(), '\n'), 0) << f64.out;
+  EXPECT_NE(list("--template blocktile2d --dtype i32").out.find("an element type that was not asked for"), std::string::npos);
+  EXPECT_EQ(json.at("templates").at(0).at("dtypes"), nlohmann::json({"f32"}));
+  const auto bad_type = list("--dtype f16");
+  EXPECT_EQ(bad_type.exit_code, 2);
+  EXPECT_EQ(bad_type.err, "cm-tune: error: --dtype: unknown type 'f16' (f32, f64, i32 or all)\n");
   const auto bad = list("--layout nx");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_EQ(bad.err, "cm-tune: error: --layout: unknown layout 'nx' (nn, nt, tn, tt or all)\n");

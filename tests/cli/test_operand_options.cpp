@@ -29,6 +29,12 @@ TEST(OperandOptions, LayoutBatchAndBroadcastExpandEverySize) {
   EXPECT_EQ(spelled(expand_problems(parse_sizes("64"), "", "16", "b")), (std::vector<std::string>{"64x64x64*16:sb=0"}));
   EXPECT_EQ(spelled(parse_sizes("64x64x64*16:sa=0,64x64x64*16:sa=0")), (std::vector<std::string>{"64x64x64*16:sa=0"}))
       << "duplicates dropped";
+  EXPECT_EQ(spelled(expand_problems(parse_sizes("64,8:i32"), "", "", "", "f32,f64")),
+            (std::vector<std::string>{"64x64x64", "64x64x64:f64", "8x8x8", "8x8x8:f64"}))
+      << "--dtype replaces the sizes' types";
+  EXPECT_EQ(spelled(expand_problems(parse_sizes("8"), "tn", "2", "", "all")),
+            (std::vector<std::string>{"8x8x8:tn*2", "8x8x8:tn:f64*2", "8x8x8:tn:i32*2"}));
+  EXPECT_EQ(spelled(expand_problems(parse_sizes("8:f64"), "", "")), (std::vector<std::string>{"8x8x8:f64"}));
   EXPECT_EQ(test::usage_error([] { expand_problems(parse_sizes("64"), "nn,xt", ""); }),
             "--layout: unknown layout 'xt' (nn, nt, tn, tt or all)");
   EXPECT_EQ(test::usage_error([] { expand_problems(parse_sizes("64"), "", "0"); }),
@@ -55,7 +61,7 @@ TEST(OperandOptions, QueryAnswersForTheLayoutAndBatchAsked) {
 
   const auto two = test::run_split(dir, "--quiet query --db t.db --device 0 --size 1024 --layout tn,nt");
   EXPECT_EQ(two.exit_code, 2);
-  EXPECT_EQ(two.err, "cm-tune: error: query takes one problem: give one --layout and one --batch\n");
+  EXPECT_EQ(two.err, "cm-tune: error: query takes one problem: give one --layout, --batch and --dtype\n");
   const auto bad = test::run_split(dir, "--quiet query --db t.db --device 0 --size 1024 --broadcast a");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_EQ(bad.err, "cm-tune: error: --broadcast a needs a batch above 1 (1024x1024x1024)\n");
@@ -64,10 +70,14 @@ TEST(OperandOptions, QueryAnswersForTheLayoutAndBatchAsked) {
 TEST(OperandOptions, BadSizesAndOptionsFailBeforeAnyGpuIsNeeded) {
   test::TempDir dir;
   for (const auto& [args, line] : std::vector<std::pair<std::string, std::string>>{
-           {"tune --sizes 64x64x64:xy", "cm-tune: error: bad size '64x64x64:xy' in --sizes: unknown layout 'xy' (nn, nt, tn or tt)\n"},
+           {"tune --sizes 64x64x64:xy", "cm-tune: error: bad size '64x64x64:xy' in --sizes: unknown item 'xy' (a layout nn, nt, tn or tt, or a type f32, f64 or i32)\n"},
            {"tune --sizes 64*0", "cm-tune: error: bad size '64*0' in --sizes: batch 0 is outside [1, 1048576]\n"},
            {"tune --sizes 64 --layout qq", "cm-tune: error: --layout: unknown layout 'qq' (nn, nt, tn, tt or all)\n"},
            {"bench --sizes 64 --batch x", "cm-tune: error: --batch: 'x' is not a batch count from 1 to 1048576\n"},
+           {"tune --sizes 64 --dtype f16", "cm-tune: error: --dtype: unknown type 'f16' (f32, f64, i32 or all)\n"},
+           {"tune --sizes 64,32 --dtype f32,i32",
+            "cm-tune: error: tune 64x64x64:i32: i32 problems are not supported yet (f32 only)\n"},
+           {"bench --sizes 64:f64", "cm-tune: error: bench 64x64x64:f64: f64 problems are not supported yet (f32 only)\n"},
        }) {
     const auto r = test::run_split(dir, "--quiet " + args);
     EXPECT_EQ(r.exit_code, 2) << args;

@@ -97,6 +97,60 @@ TEST(OperandSupport, LayoutsAddTransAAndTransBAsTheLastTemplateArguments) {
   EXPECT_EQ(space.stats.at(0).pruned.back().count, 4);
 }
 
+TEST(OperandSupport, TypesAddDtypeAfterTheLayoutParameters) {
+  test::TempDir dir;
+  const TemplateDesc t =
+      load_template(write_template(dir, "typ", "layouts = [\"nn\", \"nt\"]\ndtypes = [\"f32\", \"i32\", \"f64\"]\n"));
+  EXPECT_EQ(t.dtypes, (std::vector<DType>{DType::f32, DType::i32, DType::f64}));
+  ASSERT_EQ(t.params.size(), 4u);
+  EXPECT_EQ(t.params[3].name, "DTYPE");
+  EXPECT_EQ(t.params[3].values, (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_TRUE(t.params[3].implicit);
+  const ParamValues f64_nt = {{"V", 1}, {"TRANS_A", 0}, {"TRANS_B", 1}, {"DTYPE", 1}};
+  EXPECT_EQ(t.name_expression(f64_nt), "cmt_sgemm_typ<1, 0, 1, 1>");
+  EXPECT_EQ(t.dtype_of(f64_nt), DType::f64);
+  EXPECT_TRUE(t.serves(f64_nt, Problem::make(8, 8, 8, false, true, 1, DType::f64)));
+  EXPECT_FALSE(t.serves(f64_nt, Problem::make(8, 8, 8, false, true))) << "f32 is another type";
+  EXPECT_TRUE(t.supports_dtype(DType::i32));
+
+  Target target = test::sm90();
+  target.layouts = {"nn"};
+  const std::vector<TemplateDesc> templates{t};
+  const auto ids = [&](std::vector<DType> types) {
+    target.dtypes = std::move(types);
+    std::vector<std::string> out;
+    for (const auto& c : enumerate_space(templates, preset_for("typ"), target).candidates) out.push_back(c.id());
+    return out;
+  };
+  EXPECT_EQ(ids({DType::f64}),
+            (std::vector<std::string>{"typ[V=1,TRANS_A=0,TRANS_B=0,DTYPE=1]", "typ[V=2,TRANS_A=0,TRANS_B=0,DTYPE=1]"}));
+  EXPECT_EQ(ids({DType::f32, DType::i32}).size(), 4u);
+  target.dtypes = {DType::f64};
+  const SearchSpace space = enumerate_space(templates, preset_for("typ"), target);
+  // 2 V x 2 TRANS_B x 3 DTYPE = 12 points: 8 of other types, 2 of the layout nt, 2 candidates.
+  const auto& stats = space.stats.at(0);
+  const auto pruned = [&](const std::string& reason) {
+    for (const auto& p : stats.pruned)
+      if (p.reason == reason) return p.count;
+    return int64_t{-1};
+  };
+  EXPECT_EQ(stats.raw, 12);
+  EXPECT_EQ(pruned("an element type that was not asked for"), 8);
+  EXPECT_EQ(pruned("a layout that was not asked for"), 2);
+  EXPECT_EQ(stats.valid, 2);
+
+  // A family of f32 alone keeps its template arguments, and enumerates nothing for other types.
+  const TemplateDesc plain = load_template(write_template(dir, "plain32", ""));
+  EXPECT_EQ(plain.name_expression({{"V", 1}}), "cmt_sgemm_plain32<1>");
+  EXPECT_FALSE(plain.serves({{"V", 1}}, Problem::make(8, 8, 8, false, false, 1, DType::i32)));
+  const std::vector<TemplateDesc> plains{plain};
+  target.dtypes = {DType::i32};
+  const SearchSpace none = enumerate_space(plains, preset_for("plain32"), target);
+  EXPECT_TRUE(none.candidates.empty());
+  EXPECT_EQ(none.stats.at(0).pruned.back().reason, "an element type that was not asked for");
+  EXPECT_EQ(none.stats.at(0).pruned.back().count, 2);
+}
+
 TEST(OperandSupport, BadDeclarationsAreOneLineErrors) {
   test::TempDir dir;
   const auto error = [&](const std::string& extra, const std::string& name = "bad") {
@@ -107,6 +161,9 @@ TEST(OperandSupport, BadDeclarationsAreOneLineErrors) {
   EXPECT_NE(error("layouts = []\n").find("layouts: must be a non-empty array"), std::string::npos);
   EXPECT_NE(error("layouts = [\"tn\", \"TN\"]\n").find("'tn' is listed twice"), std::string::npos);
   EXPECT_NE(error("batched = 1\n").find("batched: must be true or false"), std::string::npos);
+  EXPECT_NE(error("dtypes = [\"f16\"]\n").find("dtypes[0]: must be \"f32\", \"f64\" or \"i32\""), std::string::npos);
+  EXPECT_NE(error("dtypes = []\n").find("dtypes: must be a non-empty array"), std::string::npos);
+  EXPECT_NE(error("dtypes = [\"f64\", \"F64\"]\n").find("'f64' is listed twice"), std::string::npos);
   test::write_file(dir / "clash.cuh", "");
   test::write_file(dir / "clash.toml", R"(name = "clash"
 kernel = "k"

@@ -227,10 +227,20 @@ void add_operand_options(CLI::App& sub, OperandOptions& options, bool single) {
                  single ? "Batch count of a strided-batched problem (default 1)"
                         : "Batch counts of strided-batched problems, a comma list (default: as the sizes say, 1)");
   sub.add_option("--broadcast", options.broadcast, "a or b: that operand is shared by the whole batch (stride 0)");
+  sub.add_option("--dtype", options.dtype,
+                 single ? "Element type: f32 (default), f64 or i32"
+                        : "Element types: f32, f64, i32, a comma list, or all (default: as the sizes say, f32)");
 }
 
 std::vector<Problem> apply_operand_options(const std::vector<Problem>& problems, const OperandOptions& options) {
-  return expand_problems(problems, options.layout, options.batch, options.broadcast);
+  return expand_problems(problems, options.layout, options.batch, options.broadcast, options.dtype);
+}
+
+void require_supported_types(const std::vector<Problem>& problems, std::string_view command) {
+  for (const Problem& p : problems)
+    if (p.dtype != DType::f32)
+      throw UsageError(fmt::format("{} {}: {} problems are not supported yet (f32 only)", command,
+                                   p.to_string(), dtype_name(p.dtype)));
 }
 
 std::vector<std::string> layout_list(const std::string& value) {

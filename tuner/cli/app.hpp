@@ -73,17 +73,23 @@ constexpr int k_max_jobs = 1024;
 /// Adds --db FILE to a subcommand (the global one may be given before or after it).
 void add_db_option(CLI::App& sub, GlobalOptions& global);
 
-/// --layout, --batch and --broadcast: which operand layouts and batches the sizes are taken in
-/// (tune, bench, query).
+/// --layout, --batch, --broadcast and --dtype: which operand layouts, batches and element types the
+/// sizes are taken in (tune, bench, query).
 struct OperandOptions {
   std::string layout;      // "nn,tn", "all"; empty: as the sizes say (nn by default)
   std::string batch;       // "1,16"; empty: as the sizes say (1 by default)
   std::string broadcast;   // "a" or "b": that operand's batch stride is 0
+  std::string dtype;       // "f32,f64", "all"; empty: as the sizes say (f32 by default)
 };
-/// Adds the three options to a subcommand; `single` when the command takes one problem (query).
+/// Adds the four options to a subcommand; `single` when the command takes one problem (query).
 void add_operand_options(CLI::App& sub, OperandOptions& options, bool single = false);
 /// Every problem in every layout and batch the options name (expand_problems); UsageError for a bad value.
 std::vector<Problem> apply_operand_options(const std::vector<Problem>& problems, const OperandOptions& options);
+
+/// Refuses (UsageError naming the first such problem) problems whose element type `command` cannot
+/// handle yet: measuring (workspaces, validation, cuBLAS baselines) and dispatch are f32 only; keys,
+/// the store, list and compile know every type.
+void require_supported_types(const std::vector<Problem>& problems, std::string_view command);
 
 /// The layouts of a --layout value on list and compile ("nn,tn", "all"); UsageError for a bad one.
 std::vector<std::string> layout_list(const std::string& value);

@@ -120,6 +120,7 @@ double geomean(const std::vector<double>& v) {
 
 int run_bench(const GlobalOptions& global, const BenchOptions& o) {
   const auto problems = apply_operand_options(parse_sizes(o.sizes), o.operands);
+  require_supported_types(problems, "bench");
   // The GPU first: without one, nothing is opened or created.
   const DeviceInfo device = select_device(resolve_live_device(o.device).index);
   Store store(database_path(global), OpenMode::read);   // only reads: works on a database this user cannot write

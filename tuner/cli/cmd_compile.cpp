@@ -6,6 +6,7 @@
 
 #include "cli/app.hpp"
 #include "cli/progress.hpp"
+#include "cli/sizes.hpp"
 #include "core/error.hpp"
 #include "cuda/device.hpp"
 #include "cuda/nvrtc_compiler.hpp"
@@ -24,6 +25,7 @@ struct CompileOptions {
   bool json = false;
   bool allow_failures = false;
   std::string layout;
+  std::string dtype;
 };
 
 /// Failures printed in full (the first lines of each log); --json lists every one.
@@ -62,6 +64,7 @@ int run_compile(const GlobalOptions& global, const CompileOptions& opts) {
   const std::string arch = resolve_arch(opts.arch, opts.device);
   Target target = target_for_arch(arch);
   if (!opts.layout.empty()) target.layouts = layout_list(opts.layout);
+  if (!opts.dtype.empty()) target.dtypes = parse_dtype_list(opts.dtype);
   const SearchSpace space = enumerate_space(templates, preset, target, only);
   Store store(database_path(global));
 
@@ -122,6 +125,8 @@ void add_compile_command(CLI::App& app, GlobalOptions& global, Action& action) {
   add_space_options(*sub, opts->space);
   sub->add_option("--layout", opts->layout,
                   "Compile the candidates of these layouts: nn (default), nt, tn, tt, a comma list, or all");
+  sub->add_option("--dtype", opts->dtype,
+                  "Compile the candidates of these element types: f32 (default), f64, i32, a comma list, or all");
   auto* arch = sub->add_option("--arch", opts->arch, "Target architecture, e.g. sm_90 (default: the arch of --device)")
                    ->check(non_empty_arch());
   // --device only chooses the target's arch: with --arch as well, one of them would be ignored.

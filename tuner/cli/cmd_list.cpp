@@ -3,6 +3,7 @@
 
 #include "cli/app.hpp"
 #include "cli/list_render.hpp"
+#include "cli/sizes.hpp"
 #include "space/space.hpp"
 
 namespace cmt::cli {
@@ -15,6 +16,7 @@ void add_list_command(CLI::App& app, GlobalOptions& global, Action& action) {
     bool json = false;
     bool candidates = false;
     std::string layout;
+    std::string dtype;
   };
   auto opts = std::make_shared<Options>();
   add_space_options(*sub, opts->space);
@@ -26,6 +28,8 @@ void add_list_command(CLI::App& app, GlobalOptions& global, Action& action) {
                 "List every candidate instead: kernel instantiation, launch shape and requirements");
   sub->add_option("--layout", opts->layout,
                   "Enumerate the candidates of these layouts: nn (default), nt, tn, tt, a comma list, or all");
+  sub->add_option("--dtype", opts->dtype,
+                  "Enumerate the candidates of these element types: f32 (default), f64, i32, a comma list, or all");
   sub->add_flag("--json", opts->json, "Machine-readable output");
   sub->callback([&action, &global, opts] {
     action = [&global, opts] {
@@ -34,6 +38,7 @@ void add_list_command(CLI::App& app, GlobalOptions& global, Action& action) {
       std::string note;
       Target target = resolve_target(opts->arch, &note);
       if (!opts->layout.empty()) target.layouts = layout_list(opts->layout);
+      if (!opts->dtype.empty()) target.dtypes = parse_dtype_list(opts->dtype);
       const SearchSpace space = enumerate_space(templates, preset, target, only);
       if (opts->candidates && opts->json)
         print_json(render_candidates_json(space));

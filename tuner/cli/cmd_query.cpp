@@ -32,7 +32,8 @@ int run_query(const GlobalOptions& global, const QueryOptions& o) {
     p = {o.m, o.n, o.k};
   }
   const std::vector<Problem> expanded = apply_operand_options({p}, o.operands);
-  if (expanded.size() != 1) throw UsageError("query takes one problem: give one --layout and one --batch");
+  if (expanded.size() != 1) throw UsageError("query takes one problem: give one --layout, --batch and --dtype");
+  require_supported_types(expanded, "query");
   p = expanded.front();
   if (!std::filesystem::exists(database_path(global)))
     throw UsageError(fmt::format("database {} does not exist; run cm-tune tune first", database_path(global).string()));

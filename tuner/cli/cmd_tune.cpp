@@ -74,6 +74,7 @@ std::vector<std::string> worker_command(const GlobalOptions& global) {
 
 int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const std::string& command_line) {
   const std::vector<Problem> problems = apply_operand_options(parse_sizes(opts.sizes), opts.operands);
+  require_supported_types(problems, "tune");
   const SpaceChoice choice = load_space_choice(global, opts.space);  // a bad preset is reported without a GPU
   const auto& [templates, preset, only] = choice;
   const uint64_t seed = opts.seed ? opts.seed : std::random_device{}();
@@ -90,6 +91,10 @@ int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const
   for (const Problem& p : problems)
     if (std::find(target.layouts.begin(), target.layouts.end(), p.layout()) == target.layouts.end())
       target.layouts.emplace_back(p.layout());
+  target.dtypes.clear();
+  for (const Problem& p : problems)
+    if (std::find(target.dtypes.begin(), target.dtypes.end(), p.dtype) == target.dtypes.end())
+      target.dtypes.push_back(p.dtype);
   const SearchSpace space = enumerate_space(templates, preset, target, only);
   // Every problem's buffers stay resident for the whole run: check they fit before allocating.
   const size_t flush = std::max<size_t>(2 * static_cast<size_t>(device.l2_bytes), 64u << 20);

@@ -80,8 +80,11 @@ void render_template_text(std::string& out, const TemplateDesc& desc, const Pres
   out += fmt::format("  kernel      {}\n", desc.kernel);
   out += fmt::format("  descriptor  {}\n", desc.descriptor_path.string());
   out += fmt::format("  source      {}\n", desc.source_path.string());
-  out += fmt::format("  operands    layouts {}; {}\n", fmt::join(desc.layouts, ", "),
-                     desc.batched ? "strided-batched (batch on grid z)" : "not batched (batch 1 only)");
+  std::vector<std::string_view> types;
+  for (const DType d : desc.dtypes) types.push_back(dtype_name(d));
+  out += fmt::format("  operands    layouts {}; {}; types {}\n", fmt::join(desc.layouts, ", "),
+                     desc.batched ? "strided-batched (batch on grid z)" : "not batched (batch 1 only)",
+                     fmt::join(types, ", "));
 
   // Parameters as aligned columns: name, values searched, descriptor defaults when overridden, help.
   size_t name_w = 0;
@@ -164,6 +167,11 @@ nlohmann::json template_json(const TemplateDesc& desc, const PresetTemplate* ent
       {"source", desc.source_path.string()},
       {"layouts", desc.layouts},
       {"batched", desc.batched},
+      {"dtypes", [&] {
+         nlohmann::json types = nlohmann::json::array();
+         for (const DType d : desc.dtypes) types.push_back(std::string(dtype_name(d)));
+         return types;
+       }()},
       {"params", params},
       {"derived", derived},
       {"includes", includes},

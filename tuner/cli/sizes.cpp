@@ -144,8 +144,20 @@ std::vector<Problem> parse_sizes(std::string_view text) {
   return out;
 }
 
+std::vector<DType> parse_dtype_list(std::string_view dtypes) {
+  std::vector<DType> out;
+  if (trim(dtypes) == "all") dtypes = "f32,f64,i32";
+  for (const std::string_view item : split_list(dtypes)) {
+    const auto d = parse_dtype(item);
+    if (!d) throw UsageError(fmt::format("--dtype: unknown type '{}' (f32, f64, i32 or all)", printable(item)));
+    if (std::find(out.begin(), out.end(), *d) == out.end()) out.push_back(*d);
+  }
+  return out;
+}
+
 std::vector<Problem> expand_problems(const std::vector<Problem>& problems, std::string_view layouts,
-                                     std::string_view batches, std::string_view broadcast) {
+                                     std::string_view batches, std::string_view broadcast, std::string_view dtypes) {
+  const std::vector<DType> types = dtypes.empty() ? std::vector<DType>{} : parse_dtype_list(dtypes);
   std::vector<std::pair<bool, bool>> ops;
   if (trim(layouts) == "all") layouts = "nn,nt,tn,tt";
   if (!layouts.empty()) {
@@ -179,13 +191,16 @@ std::vector<Problem> expand_problems(const std::vector<Problem>& problems, std::
   };
   for (const Problem& given : problems) {
     const std::vector<std::pair<bool, bool>> lay = ops.empty() ? std::vector{std::make_pair(given.trans_a, given.trans_b)} : ops;
-    for (const auto& [ta, tb] : lay) {
-      if (counts.empty()) {
-        Problem p = given;
-        p.trans_a = ta, p.trans_b = tb;
-        add(p);
-      } else {
-        for (const int64_t c : counts) add(Problem::make(given.m, given.n, given.k, ta, tb, c));
+    const std::vector<DType> typ = types.empty() ? std::vector{given.dtype} : types;
+    for (const DType t : typ) {
+      for (const auto& [ta, tb] : lay) {
+        if (counts.empty()) {
+          Problem p = given;
+          p.trans_a = ta, p.trans_b = tb, p.dtype = t;
+          add(p);
+        } else {
+          for (const int64_t c : counts) add(Problem::make(given.m, given.n, given.k, ta, tb, c, t));
+        }
       }
     }
   }

@@ -27,11 +27,17 @@ std::vector<Problem> parse_sizes(std::string_view text);
 /// ("FILE:LINE: ...").
 std::vector<Problem> read_sizes_file(const std::string& path);
 
-/// Every problem in every layout of `layouts` ("nn,tn", "all"; empty: as given) and with every
-/// batch count of `batches` ("1,16"; empty: as given), with packed strides, and then stride_a or
-/// stride_b 0 where `broadcast` names "a" or "b" (empty: none). Duplicates are dropped, first kept.
-/// Throws UsageError naming the bad option value.
+/// Every problem in every layout of `layouts` ("nn,tn", "all"; empty: as given), with every batch
+/// count of `batches` ("1,16"; empty: as given) with packed strides, and in every element type of
+/// `dtypes` ("f32,f64", "all"; empty: as given); then stride_a or stride_b 0 where `broadcast` names
+/// "a" or "b" (empty: none). Duplicates are dropped, first kept. Throws UsageError naming the bad
+/// option value.
 std::vector<Problem> expand_problems(const std::vector<Problem>& problems, std::string_view layouts,
-                                     std::string_view batches, std::string_view broadcast = {});
+                                     std::string_view batches, std::string_view broadcast = {},
+                                     std::string_view dtypes = {});
+
+/// The element types of a --dtype value ("f32,i32", "all"), in order, without duplicates;
+/// UsageError naming a bad one.
+std::vector<DType> parse_dtype_list(std::string_view dtypes);
 
 }  // namespace cmt

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/device_info.hpp"
+#include "core/types.hpp"
 
 namespace cmt {
 
@@ -19,6 +20,8 @@ struct Target {
   /// The layouts to enumerate candidates for (the problems' layouts); a family enumerates those
   /// it supports.
   std::vector<std::string> layouts{"nn"};
+  /// The element types to enumerate candidates for (the problems' types), likewise.
+  std::vector<DType> dtypes{DType::f32};
 
   /// The value of a DEVICE_* name, or nullopt for any other name.
   std::optional<int64_t> lookup(std::string_view name) const;

@@ -22,7 +22,8 @@ using detail::join_keys;
 using detail::line_of;
 
 constexpr std::string_view k_top_keys[] = {"name",     "kernel",     "summary", "param",   "derived", "include", "launch",
-                                           "requires", "constraint", "applies", "layouts", "batched"};
+                                           "requires", "constraint", "applies", "layouts", "batched",
+                                           "dtypes"};
 /// The problem's names, which only `applies` may use.
 constexpr std::string_view k_problem_names[] = {"M", "N", "K", "BATCH"};
 constexpr std::string_view k_fragment_keys[] = {"constraint"};
@@ -246,9 +247,11 @@ class DescriptorFileReader : public detail::TomlFileReader {
     }
   }
 
-  /// layouts = ["nn", "tn", ...] (default ["nn"]) and batched = true|false (default false). A family
-  /// with a layout other than nn takes two more template arguments, TRANS_A and TRANS_B (0 or 1),
-  /// after its own parameters; they are parameters like the others, so expressions may name them.
+  /// layouts = ["nn", "tn", ...] (default ["nn"]), batched = true|false (default false) and dtypes =
+  /// ["f32", "f64", ...] (default ["f32"]). A family with a layout other than nn takes two more
+  /// template arguments, TRANS_A and TRANS_B (0 or 1), after its own parameters, and one with a type
+  /// other than f32 one more after those, DTYPE (0 f32, 1 f64, 2 i32); they are parameters like the
+  /// others, so expressions may name them.
   void read_operand_support(const toml::table& root) {
     if (const toml::node* node = root.get("layouts")) {
       const toml::array* array = node->as_array();
@@ -268,7 +271,33 @@ class DescriptorFileReader : public detail::TomlFileReader {
       if (!node->is_boolean()) fail(line_of(*node), "batched", "must be true or false");
       m_desc.batched = node->as_boolean()->get();
     }
-    if (m_desc.layouts == std::vector<std::string>{"nn"}) return;
+    if (const toml::node* node = root.get("dtypes")) {
+      const toml::array* array = node->as_array();
+      if (!array || array->empty()) fail(line_of(*node), "dtypes", "must be a non-empty array of \"f32\", \"f64\", \"i32\"");
+      m_desc.dtypes.clear();
+      for (size_t i = 0; i < array->size(); ++i) {
+        const toml::node& item = *array->get(i);
+        const auto d = item.is_string() ? parse_dtype(item.as_string()->get()) : std::nullopt;
+        if (!d) fail(line_of(item), fmt::format("dtypes[{}]", i), "must be \"f32\", \"f64\" or \"i32\"");
+        if (std::find(m_desc.dtypes.begin(), m_desc.dtypes.end(), *d) != m_desc.dtypes.end())
+          fail(line_of(item), fmt::format("dtypes[{}]", i), fmt::format("'{}' is listed twice", dtype_name(*d)));
+        m_desc.dtypes.push_back(*d);
+      }
+    }
+    if (m_desc.layouts != std::vector<std::string>{"nn"}) add_layout_params(root);
+    if (m_desc.dtypes != std::vector<DType>{DType::f32}) {
+      for (const auto& p : m_desc.params)
+        if (p.name == "DTYPE") fail(line_of(root), "param", "'DTYPE' is implied by `dtypes`; it may not be declared");
+      ParamDesc param{"DTYPE", {}, "element type: 0 f32, 1 f64, 2 i32"};
+      for (const DType d : m_desc.dtypes) param.values.push_back(static_cast<int64_t>(d));
+      std::sort(param.values.begin(), param.values.end());
+      param.implicit = true;
+      m_desc.params.push_back(std::move(param));
+    }
+  }
+
+  /// TRANS_A and TRANS_B, the implicit parameters of `layouts`.
+  void add_layout_params(const toml::table& root) {
     for (const std::string_view name : {"TRANS_A", "TRANS_B"}) {
       for (const auto& p : m_desc.params)
         if (p.name == name)
@@ -370,12 +399,23 @@ std::string layout_of_params(const ParamValues& values) {
 
 std::string TemplateDesc::layout_of(const ParamValues& values) const { return layout_of_params(values); }
 
+DType dtype_of_params(const ParamValues& values) {
+  const int64_t d = find_param(values, "DTYPE").value_or(0);
+  return d == 1 ? DType::f64 : d == 2 ? DType::i32 : DType::f32;
+}
+
+DType TemplateDesc::dtype_of(const ParamValues& values) const { return dtype_of_params(values); }
+
+bool TemplateDesc::supports_dtype(DType dtype) const {
+  return std::find(dtypes.begin(), dtypes.end(), dtype) != dtypes.end();
+}
+
 bool TemplateDesc::supports_layout(std::string_view layout) const {
   return std::find(layouts.begin(), layouts.end(), layout) != layouts.end();
 }
 
 bool TemplateDesc::serves(const ParamValues& values, const Problem& problem) const {
-  return layout_of(values) == problem.layout() && (batched || problem.batch == 1);
+  return layout_of(values) == problem.layout() && dtype_of(values) == problem.dtype && (batched || problem.batch == 1);
 }
 
 bool TemplateDesc::applies_to(const ParamValues& values, const Target& target, const Problem& problem) const {

@@ -17,7 +17,7 @@ struct ParamDesc {
   std::string name;              // a C++ template argument of the kernel, e.g. "BM"
   std::vector<int64_t> values;   // default candidate values
   std::string help;              // one line
-  bool implicit = false;         // TRANS_A, TRANS_B: implied by the descriptor's `layouts`
+  bool implicit = false;         // TRANS_A, TRANS_B, DTYPE: implied by `layouts` and `dtypes`
 };
 
 /// A value computed from the parameters ([derived]), usable by every expression after it.
@@ -52,6 +52,9 @@ struct TemplateDesc {
   std::vector<std::string> layouts{"nn"};
   /// Whether the kernel takes the batch strides (strided-batched GEMM on grid z).
   bool batched = false;
+  /// The element types the kernel computes, in the order declared. Beyond f32 alone, the kernel
+  /// takes DTYPE (0 f32, 1 f64, 2 i32; as DType) as its last template argument (an implicit param).
+  std::vector<DType> dtypes{DType::f32};
 
   /// Evaluates one of this descriptor's expressions at a point: names resolve to the parameters,
   /// then the derived values, then the target's DEVICE_* names. `key` names it in errors.
@@ -59,8 +62,11 @@ struct TemplateDesc {
   /// The layout a point computes: from TRANS_A and TRANS_B, "nn" for a family without them.
   std::string layout_of(const ParamValues& values) const;
   bool supports_layout(std::string_view layout) const;
-  /// Whether a point computes this problem at all: its layout, and a batch above 1 only when the
-  /// family is batched. Unlike `applies`, this is about correctness and is never ignored.
+  /// The element type a point computes: from DTYPE, f32 for a family without it.
+  DType dtype_of(const ParamValues& values) const;
+  bool supports_dtype(DType dtype) const;
+  /// Whether a point computes this problem at all: its layout and element type, and a batch above 1
+  /// only when the family is batched. Unlike `applies`, this is about correctness and is never ignored.
   bool serves(const ParamValues& values, const Problem& problem) const;
   /// Whether `applies` holds for a problem (true without one).
   bool applies_to(const ParamValues& values, const Target& target, const Problem& problem) const;
@@ -81,6 +87,8 @@ struct TemplateDesc {
 
 /// The layout a kernel's parameters say: from TRANS_A and TRANS_B, "nn" without them.
 std::string layout_of_params(const ParamValues& values);
+/// The element type a kernel's parameters say: from DTYPE, f32 without it.
+DType dtype_of_params(const ParamValues& values);
 
 /// Loads one descriptor and the constraint fragments it includes. Errors are UsageError
 /// "FILE:LINE: KEY: message", FILE being the fragment for an error in one.
