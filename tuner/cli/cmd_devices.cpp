@@ -31,6 +31,12 @@ nlohmann::json device_json(const DeviceInfo& d) {
           {"warp_size", d.warp_size},
           {"fp32_lanes_per_sm", d.fp32_lanes_per_sm()},
           {"fp32_peak_tflops", d.fp32_peak_tflops()},
+          {"fp64_lanes_per_sm", d.fp64_lanes_per_sm()},
+          {"fp64_peak_tflops", d.fp64_peak_tflops()},
+          {"fp64_tensor_fma_per_sm", d.fp64_tensor_fma_per_sm()},
+          {"fp64_tensor_peak_tflops", d.fp64_tensor_peak_tflops()},
+          {"int32_mad_lanes_per_sm", d.int32_mad_lanes_per_sm()},
+          {"int32_peak_tops", d.int32_peak_tops()},
           {"driver_version", d.driver_version},
           {"runtime_version", d.runtime_version}};
 }
@@ -51,6 +57,12 @@ void print_device(const DeviceInfo& d) {
              d.max_threads_per_sm, d.warp_size);
   fmt::print("  FP32 peak            {:.1f} TFLOP/s ({} lanes/SM x {} SMs x 2 x {:.0f} MHz)\n", d.fp32_peak_tflops(),
              d.fp32_lanes_per_sm(), d.sm_count, d.clock_khz / 1000.0);
+  fmt::print("  FP64 peak            {:.1f} TFLOP/s ({} lanes/SM)", d.fp64_peak_tflops(), d.fp64_lanes_per_sm());
+  if (d.fp64_tensor_fma_per_sm() > 0)
+    fmt::print("; tensor cores {:.1f} TFLOP/s ({} FMA/SM/clock)", d.fp64_tensor_peak_tflops(),
+               d.fp64_tensor_fma_per_sm());
+  fmt::print("\n  INT32 peak           {:.1f} TOP/s ({} multiply-add lanes/SM)\n", d.int32_peak_tops(),
+             d.int32_mad_lanes_per_sm());
   fmt::print("  driver / runtime     {}.{} / {}.{}\n", d.driver_version / 1000, (d.driver_version % 1000) / 10,
              d.runtime_version / 1000, (d.runtime_version % 1000) / 10);
 }

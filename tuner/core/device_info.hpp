@@ -37,6 +37,17 @@ struct DeviceInfo {
   int fp32_lanes_per_sm() const;
   /// lanes x SMs x 2 (FMA) x clock, in TFLOP/s.
   double fp32_peak_tflops() const;
+  /// FP64 FMA lanes per SM of the CUDA cores (64 on Hopper, 32 on GA100 and Volta, 2 on GA10x...).
+  int fp64_lanes_per_sm() const;
+  double fp64_peak_tflops() const;
+  /// FP64 FMAs per SM per clock of the tensor cores (DMMA: 64 on GA100, 128 on Hopper), 0 where
+  /// the architecture has none at full rate.
+  int fp64_tensor_fma_per_sm() const;
+  double fp64_tensor_peak_tflops() const;
+  /// 32-bit integer multiply-adds (IMAD) per SM per clock (64 from Volta on).
+  int int32_mad_lanes_per_sm() const;
+  /// lanes x SMs x 2 (multiply and add) x clock, in TOP/s.
+  double int32_peak_tops() const;
   /// Theoretical DRAM bandwidth: 2 (DDR) x memory clock x bus width, in GB/s.
   double memory_bandwidth_gbs() const;
 };
