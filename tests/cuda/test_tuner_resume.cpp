@@ -267,6 +267,32 @@ TEST(Calibration, ShapesCoverEveryClassAndAreDeterministic) {
   ASSERT_EQ(again.size(), shapes.size());
   for (size_t i = 0; i < shapes.size(); ++i) EXPECT_EQ(again[i].problem, shapes[i].problem);
   EXPECT_TRUE(calibration_shapes({}).empty());
+  for (const auto& s : shapes) EXPECT_EQ(s.problem.batch, 1) << "no batches unless batched problems are asked for";
+}
+
+TEST(Calibration, BatchedProblemsGetRaggedBatchesOfTheirSizesAndCounts) {
+  Problem broadcast = Problem::make(512, 512, 512, false, true, 16);
+  broadcast.stride_b = 0;
+  const std::vector<Problem> requested = {Problem::make(32, 32, 64, false, true, 16384),
+                                          Problem::make(128, 128, 128, false, true, 1024), broadcast};
+  std::vector<Problem> batched;
+  for (const auto& s : calibration_shapes(requested)) {
+    EXPECT_EQ(s.problem.layout(), "nt") << "the requested problems' layout";
+    if (s.shape_class != "batched") continue;
+    EXPECT_GE(s.problem.batch, 2);
+    batched.push_back(s.problem);
+  }
+  // 32x32x64 has the scale of a 40^3 cube: the smallest matrices are ragged ~47^3 in the largest
+  // batch; the largest (512^3) ragged ~561^3 in the smallest batch; and B broadcast once.
+  ASSERT_EQ(batched.size(), 5u);
+  EXPECT_EQ(batched[0].batch, 16384);
+  EXPECT_LT(batched[0].m, 64);
+  EXPECT_NE(batched[0].m % 16, 0) << "ragged";
+  EXPECT_EQ(batched[2].batch, 16);
+  EXPECT_GT(batched[2].m, 512);
+  EXPECT_EQ(batched[4].stride_b, 0);
+  EXPECT_EQ(std::count_if(batched.begin(), batched.end(), [](const Problem& p) { return p.stride_b == 0; }), 1);
+  EXPECT_EQ(stride_problem(batched[4]), "");
 }
 
 }  // namespace

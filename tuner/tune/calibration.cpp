@@ -35,16 +35,19 @@ std::vector<CalibrationShape> calibration_shapes(const std::vector<Problem>& req
   const int64_t hi = std::clamp<int64_t>(round16(hi_scale), lo, k_max_scale);
   const int64_t mid = round16(std::sqrt(static_cast<double>(lo) * static_cast<double>(hi)));
 
-  // Every layout the requested problems have gets the same shapes (unbatched: a batched call's time
-  // is predicted from the tiles of the whole batch).
+  // Every layout the requested problems have gets the same shapes; batched ones only when batched
+  // problems are asked for (the cost model counts a batch's tiles, so the unbatched shapes inform
+  // batched calls too, but small matrices in large batches behave unlike any of them).
   std::vector<std::pair<bool, bool>> layouts;
   for (const auto& p : requested)
     if (std::find(layouts.begin(), layouts.end(), std::make_pair(p.trans_a, p.trans_b)) == layouts.end())
       layouts.emplace_back(p.trans_a, p.trans_b);
   std::vector<CalibrationShape> out;
-  const auto add = [&](int64_t m, int64_t n, int64_t k, const char* shape_class, bool full_search = false) {
+  const auto add = [&](int64_t m, int64_t n, int64_t k, const char* shape_class, bool full_search = false,
+                       int64_t batch = 1, bool broadcast_b = false) {
     for (const auto& [ta, tb] : layouts) {
-      const Problem p = Problem::make(std::max<int64_t>(m, 1), std::max<int64_t>(n, 1), std::max<int64_t>(k, 1), ta, tb);
+      Problem p = Problem::make(std::max<int64_t>(m, 1), std::max<int64_t>(n, 1), std::max<int64_t>(k, 1), ta, tb, batch);
+      if (broadcast_b) p.stride_b = 0;
       if (std::find(requested.begin(), requested.end(), p) != requested.end()) continue;
       if (std::any_of(out.begin(), out.end(), [&](const auto& s) { return s.problem == p; })) continue;
       out.push_back({p, shape_class, full_search});
@@ -80,6 +83,30 @@ std::vector<CalibrationShape> calibration_shapes(const std::vector<Problem>& req
   // Tiny: launch-bound.
   add(lo / 4, lo / 4, lo / 4, "tiny");
   add(lo / 8 + 7, lo / 16 + 3, lo / 4 + 9, "tiny");
+  // Batches, when batched problems are asked for: ragged matrices between their smallest and
+  // largest per-matrix size, the small ones in the largest batch and the large ones in the
+  // smallest, a flat rectangle, and B broadcast when a requested problem broadcasts it.
+  int64_t b_lo = 0, b_hi = 0;
+  double s_lo = 1e30, s_hi = 0;
+  bool broadcast_b = false;
+  for (const auto& p : requested) {
+    if (p.batch < 2) continue;
+    b_lo = b_lo == 0 ? p.batch : std::min(b_lo, p.batch);
+    b_hi = std::max(b_hi, p.batch);
+    s_lo = std::min(s_lo, scale_of(p));
+    s_hi = std::max(s_hi, scale_of(p));
+    broadcast_b = broadcast_b || p.stride_b == 0;
+  }
+  if (b_hi > 0) {
+    const auto ragged = [](double size) { return std::clamp<int64_t>(std::llround(size * 1.09) + 3, 8, 2048); };
+    const int64_t n_lo = ragged(s_lo), n_hi = ragged(s_hi), n_mid = ragged(std::sqrt(s_lo * s_hi));
+    const int64_t b_mid = std::max<int64_t>(2, std::llround(std::sqrt(static_cast<double>(b_lo) * static_cast<double>(b_hi))));
+    add(n_lo, n_lo, n_lo, "batched", false, b_hi);
+    add(n_mid, n_mid, n_mid, "batched", false, b_mid);
+    add(n_hi, n_hi, n_hi, "batched", false, std::max<int64_t>(b_lo, 2));
+    add(2 * n_mid, 2 * n_mid, std::max<int64_t>(n_mid / 2, 8), "batched", false, b_mid);
+    if (broadcast_b) add(n_mid, n_mid, n_mid, "batched", false, b_mid, true);
+  }
   return out;
 }
 

@@ -18,7 +18,7 @@ namespace cmt {
 /// A calibration shape and the class it stands for.
 struct CalibrationShape {
   Problem problem;
-  std::string shape_class;   // "ragged", "rectangular", "skinny", "small-k", "large-k", "tiny"
+  std::string shape_class;   // "ragged", "rectangular", "skinny", "small-k", "large-k", "tiny", "batched"
   /// Searched over the whole space, not only the leaders: two mid-range ragged squares, whose
   /// best tiles (shapes that fit the SMs off every power of two) the requested squares never find.
   bool full_search = false;
