@@ -162,7 +162,8 @@ VEC = [1, 4]
 STREAM = [0]
 )";
 
-const std::set<std::string> k_layout_families = {"blocktile2d", "multistage", "clusterk", "clusterk_deep", "smallk"};
+const std::set<std::string> k_layout_families = {"blocktile2d", "multistage", "clusterk", "clusterk_deep", "smallk",
+                                                  "dmma"};
 
 TEST(TemplateLayouts, FamiliesDeclareTheirLayoutsAndBatchesAndTheOthersKeepTheContract) {
   const auto templates = load_templates({default_templates_dir()});
@@ -171,10 +172,16 @@ TEST(TemplateLayouts, FamiliesDeclareTheirLayoutsAndBatchesAndTheOthersKeepTheCo
     if (k_layout_families.count(t.name)) {
       EXPECT_EQ(t.layouts, k_all_layouts) << t.name;
       EXPECT_TRUE(t.batched) << t.name;
-      ASSERT_GE(t.params.size(), 2u) << t.name;
-      EXPECT_EQ(t.params[t.params.size() - 2].name, "TRANS_A") << t.name;
-      EXPECT_EQ(t.params.back().name, "TRANS_B") << t.name;
-      EXPECT_NE(source.find("int TRANS_A, int TRANS_B>"), std::string::npos) << t.name << ": the last template arguments";
+      // TRANS_A and TRANS_B last, or before DTYPE in a family with types beyond f32.
+      const bool typed = t.dtypes != std::vector<DType>{DType::f32};
+      const size_t last = t.params.size() - (typed ? 1 : 0);
+      ASSERT_GE(last, 2u) << t.name;
+      EXPECT_EQ(t.params[last - 2].name, "TRANS_A") << t.name;
+      EXPECT_EQ(t.params[last - 1].name, "TRANS_B") << t.name;
+      if (typed) EXPECT_EQ(t.params.back().name, "DTYPE") << t.name;
+      EXPECT_NE(source.find(typed ? "int TRANS_A, int TRANS_B, int DTYPE>" : "int TRANS_A, int TRANS_B>"),
+                std::string::npos)
+          << t.name << ": the last template arguments";
       EXPECT_NE(source.find("long long stride_a, long long stride_b, long long stride_c"), std::string::npos)
           << t.name << ": the batched signature";
     } else {
@@ -197,6 +204,7 @@ TEST(TemplateLayouts, EveryLayoutCompilesWithoutSpillsForSm90AndSm80) {
     std::map<std::string, std::set<std::string>> layouts_of;  // family -> layouts enumerated
     for (const Candidate& c : space.candidates) layouts_of[c.tmpl->name].insert(c.tmpl->layout_of(c.values));
     for (const std::string& family : k_layout_families)
+      if (family != "dmma")  // FP64 only: TemplateLayouts.DmmaCompilesInEveryLayout
       EXPECT_EQ(layouts_of[family], std::set<std::string>(k_all_layouts.begin(), k_all_layouts.end()))
           << family << " on " << arch;
 
@@ -290,6 +298,59 @@ TEST(TemplateLayouts, MultistageKeepsThinWorkersAndLongARunsToTheLayoutsTheyServ
   }
   EXPECT_EQ(failed("THIN_WORKERS=0,A_CHUNK=16,TRANS_A=0,TRANS_B=1"), "");
   EXPECT_NE(failed("THIN_WORKERS=0,A_CHUNK=16,TRANS_A=1,TRANS_B=0").find("TRANS_A"), std::string::npos);
+}
+
+// The FP64 tensor-core family: every layout and instruction it enumerates compiles for sm_90
+// (m8n8k4, m16n8k8, m16n8k16) and sm_80 (m8n8k4 only: the others are pruned there) without spills.
+TEST(TemplateLayouts, DmmaCompilesInEveryLayoutAndInstruction) {
+  const auto templates = load_templates({default_templates_dir()});
+  test::TempDir dir;
+  test::write_file(dir / "dmma.toml", R"(name = "dmma"
+description = "the FP64 tensor-core family"
+[templates.dmma]
+BM = [64]
+BN = [64]
+BK = [16]
+WM = [32]
+WN = [32]
+MMA = [0, 2, 3]
+STAGES = [3]
+VEC = [1, 2]
+PAD = [4]
+SWIZZLE = [8]
+)");
+  const Preset preset = load_preset(dir / "dmma.toml");
+  for (const std::string arch : {"sm_90", "sm_80"}) {
+    Target target = all_layouts(arch);
+    target.dtypes = {DType::f64};
+    const SearchSpace space = enumerate_space(templates, preset, target);
+    std::set<std::string> layouts;
+    std::set<int64_t> instructions;
+    for (const Candidate& c : space.candidates) {
+      if (c.tmpl->name != "dmma") continue;
+      layouts.insert(c.tmpl->layout_of(c.values));
+      instructions.insert(*find_param(c.values, "MMA"));
+      EXPECT_EQ(c.tmpl->dtype_of(c.values), DType::f64);
+    }
+    EXPECT_EQ(layouts, std::set<std::string>(k_all_layouts.begin(), k_all_layouts.end())) << arch;
+    const std::set<int64_t> expected = arch == "sm_90" ? std::set<int64_t>{0, 2, 3} : std::set<int64_t>{0};
+    EXPECT_EQ(instructions, expected) << arch;
+
+    Store store(dir / (arch + ".db"));
+    const NvrtcCompiler nvrtc;
+    CompileService service(store, nvrtc, arch, 0);
+    service.submit_all(space.candidates);
+    size_t compiled = 0;
+    while (auto c = service.next()) {
+      ++compiled;
+      ASSERT_TRUE(c->binary.ok) << c->candidate->id() << " (" << arch << "):\n" << c->binary.log;
+      EXPECT_EQ(c->binary.spill_stores, 0) << c->candidate->id() << " (" << arch << ")";
+      EXPECT_EQ(c->binary.spill_loads, 0) << c->candidate->id() << " (" << arch << ")";
+    }
+    EXPECT_EQ(compiled, space.candidates.size()) << arch;
+    EXPECT_EQ(compiled, arch == "sm_90" ? 24u : 8u) << arch;
+  }
+
 }
 
 }  // namespace

@@ -119,7 +119,7 @@ TEST_F(DescriptorSharing, ErrorsInAFragmentNameTheFragment) {
   const std::string prefix = (m_dir / "common" / "shared.toml").string() + ":2: constraint[0].check: ";
   EXPECT_EQ(msg.rfind(prefix, 0), 0u) << msg;
   EXPECT_NE(msg.find("'THREADS >= R' names unknown parameter 'R' (parameters: P, Q; derived: THREADS, SMEM; device: "
-                     "DEVICE_SMEM_PER_BLOCK)"),
+                     "DEVICE_SMEM_PER_BLOCK, DEVICE_CC)"),
             std::string::npos)
       << msg;
 
@@ -193,6 +193,10 @@ TEST(Target, ArchitecturesAndDevices) {
   EXPECT_EQ(t.arch, "sm_90");
   EXPECT_EQ(t.lookup("DEVICE_SMEM_PER_BLOCK"), std::optional<int64_t>(232448));
   EXPECT_EQ(t.lookup("SMEM"), std::nullopt);
+  EXPECT_EQ(t.lookup("DEVICE_CC"), std::optional<int64_t>(90));
+  EXPECT_EQ(target_for_arch("sm_80").lookup("DEVICE_CC"), std::optional<int64_t>(80));
+  EXPECT_EQ(target_for_arch("sm_120").lookup("DEVICE_CC"), std::optional<int64_t>(120));
+  EXPECT_EQ(portable_target().lookup("DEVICE_CC"), std::optional<int64_t>(0)) << "no particular architecture";
   for (const auto& [name, meaning] : target_names()) {
     EXPECT_TRUE(is_target_name(name)) << name;
     EXPECT_TRUE(t.lookup(name).has_value()) << name << " (" << meaning << ") has no value";

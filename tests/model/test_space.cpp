@@ -251,7 +251,7 @@ TEST_F(DescriptorErrors, BadExpressionSyntaxNamesTheColumn) {
 
 TEST_F(DescriptorErrors, ExpressionNamingAnUnknownParameter) {
   expect_error(with_line(12, "check = \"P <= Q\""), 12, "constraint[0].check",
-               "'P <= Q' names unknown parameter 'Q' (parameters: P; device: DEVICE_SMEM_PER_BLOCK)");
+               "'P <= Q' names unknown parameter 'Q' (parameters: P; device: DEVICE_SMEM_PER_BLOCK, DEVICE_CC)");
   expect_error(with_line(9, "tile_m = \"BM\""), 9, "launch.tile_m", "names unknown parameter 'BM'");
   expect_error(std::string(k_good_descriptor) + "[requires]\nalign_bytes = \"4*VEC\"\n", 15, "requires.align_bytes",
                "names unknown parameter 'VEC'");

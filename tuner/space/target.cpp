@@ -53,12 +53,21 @@ int resident_blocks(const SmLimits& sm, int64_t threads, int registers, int64_t 
 
 std::optional<int64_t> Target::lookup(std::string_view name) const {
   if (name == "DEVICE_SMEM_PER_BLOCK") return smem_per_block;
+  if (name == "DEVICE_CC") {
+    // "sm_90" -> 90, "sm_100a" -> 100; 0 for a target of no particular architecture.
+    int64_t cc = 0;
+    for (size_t i = arch.rfind('_') == std::string::npos ? arch.size() : arch.rfind('_') + 1;
+         i < arch.size() && arch[i] >= '0' && arch[i] <= '9'; ++i)
+      cc = cc * 10 + (arch[i] - '0');
+    return cc;
+  }
   return std::nullopt;
 }
 
 const std::vector<std::pair<std::string, std::string>>& target_names() {
   static const std::vector<std::pair<std::string, std::string>> k_names = {
       {"DEVICE_SMEM_PER_BLOCK", "bytes of shared memory one block may use (the opt-in maximum)"},
+      {"DEVICE_CC", "compute capability as a number: 90 for sm_90, 80 for sm_80 (0: no particular architecture)"},
   };
   return k_names;
 }

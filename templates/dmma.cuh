@@ -1,0 +1,221 @@
+// dmma: DGEMM on the FP64 tensor cores (mma.sync .f64, "DMMA"). A block computes BM x BN of C with
+// (BM/WM) x (BN/WN) warps; each warp a WM x WN tile of MMA_M x 8 fragments, accumulated in double
+// registers. k runs through a STAGES-deep ring of shared-memory stages filled with cp.async, so the
+// loads of later k tiles are in flight while the current one is multiplied.
+//
+// MMA picks the instruction: 0 m8n8k4 (sm_80 and later), 1 m16n8k4, 2 m16n8k8, 3 m16n8k16 (sm_90:
+// one DMMA.16x8xK each, where m8n8k4 needs 2, 4 or 8 for the same work). Fragment coordinates, with
+// lane = 4 g + t:
+//   A (MMA_M x MMA_K): register i holds A[g + 8 (i % (MMA_M/8))][t + 4 (i / (MMA_M/8))];
+//   B (MMA_K x 8):     register i holds B[t + 4 i][g];
+//   C (MMA_M x 8):     register i holds C[g + 8 (i / 2)][2 t + i % 2].
+//
+// Shared memory keeps each operand in its stored orientation, so every copy is a VEC-double
+// (16-byte for VEC = 2) cp.async along the stored rows: an operand whose stored rows run along k
+// (A in nn/nt, B in nt/tt) is held [x][BK + PAD], the others [k][X + PAD]. A lane then reads its
+// fragment elements one double at a time; PAD = 4 doubles (32 bytes) shifts each row by 8 banks, so
+// the 16 lanes of a half-warp (4 values of g by 4 of t) read 16 different bank pairs in either
+// orientation. Rows of A or B outside the problem, and k past K, are zero-filled by the copies
+// (a source size of 0), so edge tiles take the same path; stores of C are checked.
+// Strided batches run on grid z (cmt_batch_offsets).
+#pragma once
+
+#include "cmt_common.cuh"
+#include "cmt_ptx.cuh"
+#include "cmt_raster.cuh"
+
+// cp.async of 8 bytes (one double), zero-filled when `inside` is false (the source is not read).
+CMT_DEVICE void cmt_cp_async_8_to(unsigned dst, const void* src, bool inside) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(src), "r"(inside ? 8 : 0));
+}
+
+CMT_DEVICE double cmt_load_shared_f64(unsigned addr) {
+  double v;
+  asm volatile("ld.shared.f64 %0, [%1];\n" : "=d"(v) : "r"(addr) : "memory");
+  return v;
+}
+
+// One MMA_M x 8 x MMA_K product accumulated into c.
+template <int MMA>
+CMT_DEVICE void cmt_dmma(double* c, const double* a, const double* b) {
+  if constexpr (MMA == 0) {
+    asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};\n"
+                 : "+d"(c[0]), "+d"(c[1])
+                 : "d"(a[0]), "d"(b[0]));
+  } else if constexpr (MMA == 1) {
+    asm volatile("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
+                 "{%0, %1, %2, %3};\n"
+                 : "+d"(c[0]), "+d"(c[1]), "+d"(c[2]), "+d"(c[3])
+                 : "d"(a[0]), "d"(a[1]), "d"(b[0]));
+  } else if constexpr (MMA == 2) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};\n"
+                 : "+d"(c[0]), "+d"(c[1]), "+d"(c[2]), "+d"(c[3])
+                 : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+  } else {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7, %8, %9, %10, %11}, {%12, %13, %14, %15}, {%0, %1, %2, %3};\n"
+                 : "+d"(c[0]), "+d"(c[1]), "+d"(c[2]), "+d"(c[3])
+                 : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(a[4]), "d"(a[5]), "d"(a[6]), "d"(a[7]),
+                   "d"(b[0]), "d"(b[1]), "d"(b[2]), "d"(b[3]));
+  }
+}
+
+// One operand's stage: X (BM of A or BN of B) by BK, stored [x][BK + PAD] when K_ROWS (its stored
+// rows run along k) and [k][X + PAD] otherwise. Copies the k tile at k0 from global memory (stored
+// rows of length `row_len` elements are k when K_ROWS, x otherwise; ld between them), zero-filling
+// x >= x_left and k >= k_left.
+template <int X, int BK, int PAD, int VEC, int THREADS, bool K_ROWS>
+struct CmtDmmaOperand {
+  static constexpr int ROWS = K_ROWS ? X : BK;    // stored rows in the tile
+  static constexpr int COLS = K_ROWS ? BK : X;    // contiguous elements per stored row
+  static constexpr int LD = COLS + PAD;           // shared row stride, doubles
+  static constexpr int FLOATS = ROWS * LD * 2;    // the stage's size in floats (ring units)
+  static constexpr int PER_ROW = COLS / VEC;               // copies per stored row
+  static constexpr int ROW_STEP = THREADS / PER_ROW;        // stored rows one pass covers
+  static constexpr int PASSES = ROWS / ROW_STEP;
+  static_assert(COLS % VEC == 0 && THREADS % PER_ROW == 0 && ROWS % ROW_STEP == 0,
+                "a stage must be whole passes of the threads' VEC-double copies (the descriptor's constraints)");
+
+  // Shared byte offset of element (x, k) from the stage's start.
+  static CMT_DEVICE unsigned offset(int x, int k) { return (unsigned)(K_ROWS ? x * LD + k : k * LD + x) * 8u; }
+
+  // src: the tile's first element (x = 0, k = 0) of the stored matrix; rows_left, cols_left: the
+  // stored rows and row elements left in the matrix from there. Thread tid copies column
+  // (tid % PER_ROW) * VEC of rows tid / PER_ROW + p * ROW_STEP, walking one source pointer.
+  static CMT_DEVICE void copy(unsigned stage, const double* src, int ld, int rows_left, int cols_left, int tid,
+                              const double* fill) {
+    const int c = (tid % PER_ROW) * VEC, r0 = tid / PER_ROW;
+    const int left = cols_left - c;  // elements of each row from column c on
+    const int bytes = left >= VEC ? VEC * 8 : left > 0 ? left * 8 : 0;
+    const double* from = src + cmt_offset(r0, c, ld);
+    const cmt_index step = (cmt_index)ROW_STEP * ld;
+    const unsigned dst = stage + (unsigned)(r0 * LD + c) * 8u;
+#pragma unroll
+    for (int p = 0; p < PASSES; ++p) {
+      const int n = r0 + p * ROW_STEP < rows_left ? bytes : 0;
+      if (VEC == 2)
+        cmt_cp_async_16_to(dst + p * ROW_STEP * LD * 8u, reinterpret_cast<const float*>(n > 0 ? from : fill), n);
+      else
+        cmt_cp_async_8_to(dst + p * ROW_STEP * LD * 8u, n > 0 ? from : fill, n > 0);
+      from += step;
+    }
+  }
+};
+
+template <int BM, int BN, int BK, int WM, int WN, int MMA, int STAGES, int VEC, int PAD, int SWIZZLE,
+          int TRANS_A, int TRANS_B, int DTYPE>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1)
+    cmt_sgemm_dmma(int M, int N, int K, double alpha, const double* __restrict__ A, int lda,
+                   const double* __restrict__ B, int ldb, double beta, double* __restrict__ C, int ldc,
+                   long long stride_a, long long stride_b, long long stride_c) {
+  static_assert(DTYPE == 1, "dmma computes FP64 only");
+  constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
+  constexpr int MMA_M = MMA == 0 ? 8 : 16;
+  constexpr int MMA_K = MMA <= 1 ? 4 : MMA == 2 ? 8 : 16;
+  constexpr int A_REGS = (MMA_M / 8) * (MMA_K / 4), B_REGS = MMA_K / 4, C_REGS = (MMA_M / 8) * 2;
+  constexpr int MI = WM / MMA_M, NI = WN / 8;
+  static_assert(WM % MMA_M == 0 && WN % 8 == 0 && BK % MMA_K == 0, "warp tile and k tile of whole MMAs");
+  using OpA = CmtDmmaOperand<BM, BK, PAD, VEC, THREADS, TRANS_A == 0>;
+  using OpB = CmtDmmaOperand<BN, BK, PAD, VEC, THREADS, TRANS_B != 0>;
+  constexpr unsigned STAGE_BYTES = (unsigned)(OpA::FLOATS + OpB::FLOATS) * 4u;
+
+  const double* a_fill = A;  // any valid address: zero-filling copies name it without reading
+  const double* b_fill = B;
+  cmt_batch_offsets<1>(A, B, C, stride_a, stride_b, stride_c);
+  int block_m, block_n;
+  cmt_block_origin<BM, BN, SWIZZLE>(block_m, block_n);
+  if (block_m >= M || block_n >= N) return;
+
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int warp_m = (warp / (BN / WN)) * WM, warp_n = (warp % (BN / WN)) * WN;
+  const int g = lane / 4, t = lane % 4;
+  const unsigned smem = cmt_dynamic_smem_address();
+
+  // The stored tiles' first elements and extents: op(A) rows block_m.., op(B) columns block_n...
+  const double* a_tile = A + (TRANS_A ? cmt_offset(0, block_m, lda) : cmt_offset(block_m, 0, lda));
+  const double* b_tile = B + (TRANS_B ? cmt_offset(block_n, 0, ldb) : cmt_offset(0, block_n, ldb));
+  const int m_left = M - block_m, n_left = N - block_n;
+  const int k_tiles = (K + BK - 1) / BK;
+
+  auto load_tile = [&](int stage, int kt) {
+    const int k0 = kt * BK, k_left = K - k0;
+    const unsigned as = smem + stage * STAGE_BYTES, bs = as + OpA::FLOATS * 4u;
+    if (TRANS_A)
+      OpA::copy(as, a_tile + cmt_offset(k0, 0, lda), lda, k_left, m_left, tid, a_fill);
+    else
+      OpA::copy(as, a_tile + k0, lda, m_left, k_left, tid, a_fill);
+    if (TRANS_B)
+      OpB::copy(bs, b_tile + k0, ldb, n_left, k_left, tid, b_fill);
+    else
+      OpB::copy(bs, b_tile + cmt_offset(k0, 0, ldb), ldb, k_left, n_left, tid, b_fill);
+  };
+
+  double acc[MI][NI][C_REGS];
+#pragma unroll
+  for (int i = 0; i < MI; ++i)
+#pragma unroll
+    for (int j = 0; j < NI; ++j)
+#pragma unroll
+      for (int r = 0; r < C_REGS; ++r) acc[i][j][r] = 0.0;
+
+  // Prologue: STAGES - 1 k tiles in flight (empty groups past the last keep the count uniform).
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < k_tiles) load_tile(s, s);
+    cmt_cp_async_commit();
+  }
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    cmt_cp_async_wait<STAGES - 2>();
+    __syncthreads();  // tile kt has landed for every thread; the stage refilled below is free
+    const int next = kt + STAGES - 1;
+    if (next < k_tiles) load_tile(next % STAGES, next);
+    cmt_cp_async_commit();
+    const unsigned as = smem + (kt % STAGES) * STAGE_BYTES, bs = as + OpA::FLOATS * 4u;
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += MMA_K) {
+      double a[MI][A_REGS], b[NI][B_REGS];
+#pragma unroll
+      for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int r = 0; r < A_REGS; ++r)
+          a[i][r] = cmt_load_shared_f64(
+              as + OpA::offset(warp_m + i * MMA_M + g + 8 * (r % (MMA_M / 8)), kk + t + 4 * (r / (MMA_M / 8))));
+#pragma unroll
+      for (int j = 0; j < NI; ++j)
+#pragma unroll
+        for (int r = 0; r < B_REGS; ++r) b[j][r] = cmt_load_shared_f64(bs + OpB::offset(warp_n + j * 8 + g, kk + t + 4 * r));
+#pragma unroll
+      for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NI; ++j) cmt_dmma<MMA>(acc[i][j], a[i], b[j]);
+    }
+  }
+  cmt_cp_async_wait<0>();
+
+  // Epilogue: C = alpha * acc + beta * C (C not read when beta == 0); two consecutive columns per
+  // register pair, stored together when VEC == 2 (16-byte aligned C, ldc even).
+#pragma unroll
+  for (int i = 0; i < MI; ++i)
+#pragma unroll
+    for (int j = 0; j < NI; ++j)
+#pragma unroll
+      for (int h = 0; h < C_REGS / 2; ++h) {
+        const int row = block_m + warp_m + i * MMA_M + g + 8 * h;
+        const int col = block_n + warp_n + j * 8 + 2 * t;
+        if (row >= M) continue;
+        double* p = C + cmt_offset(row, col, ldc);
+        double v0 = alpha * acc[i][j][2 * h], v1 = alpha * acc[i][j][2 * h + 1];
+        if (VEC == 2 && col + 1 < N) {
+          if (beta != 0.0) {
+            const double2 old = *reinterpret_cast<const double2*>(p);
+            v0 = fma(beta, old.x, v0);
+            v1 = fma(beta, old.y, v1);
+          }
+          *reinterpret_cast<double2*>(p) = make_double2(v0, v1);
+        } else {
+          if (col < N) p[0] = beta != 0.0 ? fma(beta, p[0], v0) : v0;
+          if (col + 1 < N) p[1] = beta != 0.0 ? fma(beta, p[1], v1) : v1;
+        }
+      }
+}
