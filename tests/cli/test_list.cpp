@@ -115,7 +115,7 @@ TEST(SpaceList, LayoutsAndBatchingAreShownAndLayoutChoosesTheCandidates) {
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("  operands    layouts nn, nt, tn, tt; strided-batched (batch on grid z); types f32\n"), std::string::npos)
       << text.out;
-  EXPECT_NE(list("--template warptile").out.find("  operands    layouts nn; not batched (batch 1 only); types f32\n"), std::string::npos);
+  EXPECT_NE(list("--template blocktile2d_vec").out.find("  operands    layouts nn; not batched (batch 1 only); types f32\n"), std::string::npos);
   const auto json = nlohmann::json::parse(list("--template blocktile2d --json").out);
   EXPECT_EQ(json.at("templates").at(0).at("layouts"), nlohmann::json({"nn", "nt", "tn", "tt"}));
   EXPECT_EQ(json.at("templates").at(0).at("batched"), true);

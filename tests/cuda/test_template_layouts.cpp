@@ -43,7 +43,9 @@ const TemplateDesc& find_desc(const std::vector<TemplateDesc>& templates, const 
 }
 
 // The families with layouts and batches, a few points each: edge paths (THIN_EDGE, the inline thin
-// row, a short last k tile over SPLITK slices), 16- and 4-byte copies, clusters of 2, 3 and 8.
+// row, a short last k tile over SPLITK slices), 16- and 4-byte copies, clusters of 2, 3 and 8;
+// warptile's nn 4096^3 winner (128x256 tiles, its most registers), 128x64 tiles of 128 threads, and
+// 96x96 tiles of 288 threads (passes of loads that do not divide the tiles).
 constexpr const char* k_preset = R"(name = "layouts"
 description = "the families with layouts and batches, a few points each"
 
@@ -152,6 +154,45 @@ VEC = [4]
 SPLITK = [2]
 CLUSTER_K = [8]
 
+[[templates.warptile]]
+BM = [128]
+BN = [256]
+BK = [16]
+WM = [64]
+WN = [64]
+WNITER = [2]
+TM = [4]
+PAD = [4]
+VEC = [1, 4]
+SWIZZLE = [8]
+THIN_EDGE = [4]
+
+[[templates.warptile]]
+BM = [128]
+BN = [64]
+BK = [32]
+WM = [32]
+WN = [64]
+WNITER = [2]
+TM = [4]
+PAD = [4]
+VEC = [1, 4]
+SWIZZLE = [8]
+THIN_EDGE = [0]
+
+[[templates.warptile]]
+BM = [96]
+BN = [96]
+BK = [8, 32]
+WM = [32]
+WN = [32]
+WNITER = [2]
+TM = [4]
+PAD = [0]
+VEC = [4]
+SWIZZLE = [1]
+THIN_EDGE = [4]
+
 [templates.smallk]
 BM = [64]
 BN = [128]
@@ -163,7 +204,7 @@ STREAM = [0]
 )";
 
 const std::set<std::string> k_layout_families = {"blocktile2d", "multistage", "clusterk", "clusterk_deep", "smallk",
-                                                  "dmma"};
+                                                  "warptile", "dmma"};
 
 TEST(TemplateLayouts, FamiliesDeclareTheirLayoutsAndBatchesAndTheOthersKeepTheContract) {
   const auto templates = load_templates({default_templates_dir()});
@@ -350,7 +391,27 @@ SWIZZLE = [8]
     EXPECT_EQ(compiled, space.candidates.size()) << arch;
     EXPECT_EQ(compiled, arch == "sm_90" ? 24u : 8u) << arch;
   }
+}
 
+// warptile reads a transposed B in 8-k chunks of its stored rows: a BK that is not a multiple of 8
+// is pruned there, with its reason, and kept in the layouts without TRANS_B.
+TEST(TemplateLayouts, WarptileKeepsTransposedBToWholeChunksOfK) {
+  const auto templates = load_templates({default_templates_dir()});
+  const TemplateDesc& t = find_desc(templates, "warptile");
+  const auto failed = [&](const std::string& bk, const std::string& layout) -> std::string {
+    const auto c = t.failed_constraint(
+        params_from_string("BM=128,BN=128,BK=" + bk + ",WM=64,WN=64,WNITER=2,TM=4,TN=4,PAD=4,VEC=4,SWIZZLE=8,THIN_EDGE=0," + layout),
+        test::sm90());
+    return c ? t.constraints[*c].reason : "";
+  };
+  for (const char* layout : {"TRANS_A=0,TRANS_B=0", "TRANS_A=1,TRANS_B=0"}) {
+    EXPECT_EQ(failed("12", layout), "") << layout;
+    EXPECT_EQ(failed("16", layout), "") << layout;
+  }
+  for (const char* layout : {"TRANS_A=0,TRANS_B=1", "TRANS_A=1,TRANS_B=1"}) {
+    EXPECT_NE(failed("12", layout).find("TRANS_B"), std::string::npos) << layout;
+    EXPECT_EQ(failed("16", layout), "") << layout;
+  }
 }
 
 }  // namespace
