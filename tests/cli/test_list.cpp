@@ -113,7 +113,8 @@ TEST(SpaceList, LayoutsAndBatchingAreShownAndLayoutChoosesTheCandidates) {
   const auto list = [&](const std::string& args) { return test::run_split(dir, "list --config quick --arch sm_90 " + args); };
   const auto text = list("--template blocktile2d");
   ASSERT_EQ(text.exit_code, 0) << text.err;
-  EXPECT_NE(text.out.find("  operands    layouts nn, nt, tn, tt; strided-batched (batch on grid z); types f32\n"), std::string::npos)
+  EXPECT_NE(text.out.find("  operands    layouts nn, nt, tn, tt; strided-batched (batch on grid z); types f32, f64, i32\n"),
+            std::string::npos)
       << text.out;
   EXPECT_NE(list("--template blocktile2d_vec").out.find("  operands    layouts nn; not batched (batch 1 only); types f32\n"), std::string::npos);
   const auto json = nlohmann::json::parse(list("--template blocktile2d --json").out);
@@ -130,12 +131,20 @@ TEST(SpaceList, LayoutsAndBatchingAreShownAndLayoutChoosesTheCandidates) {
   EXPECT_EQ(count("tn"), nn);
   EXPECT_EQ(count("all"), 4 * nn);
   EXPECT_EQ(count("nt,tt"), 2 * nn);
-  // No built-in family computes f64 or i32 yet: nothing is enumerated for them, and list says why.
+  // blocktile2d computes every type: the same tiles in f64 and i32 (quick's 8 x 4 fit doubles too),
+  // each with DTYPE last; a family that computes f32 only enumerates nothing for them, saying why.
   const auto f64 = list("--template blocktile2d --candidates --dtype f64");
   EXPECT_EQ(f64.exit_code, 0) << f64.err;
-  EXPECT_EQ(std::count(f64.out.begin(), f64.out.end(), '\n'), 0) << f64.out;
-  EXPECT_NE(list("--template blocktile2d --dtype i32").out.find("an element type that was not asked for"), std::string::npos);
-  EXPECT_EQ(json.at("templates").at(0).at("dtypes"), nlohmann::json({"f32"}));
+  EXPECT_EQ(std::count(f64.out.begin(), f64.out.end(), '\n'), nn) << f64.out;
+  EXPECT_NE(f64.out.find(",DTYPE=1]  cmt_sgemm_blocktile2d<64, 64, 8, 8, 4, 0, 0, 1>"), std::string::npos) << f64.out;
+  const auto typed = [&](const std::string& dtype) {
+    const auto r = list("--template blocktile2d --candidates --layout all --dtype " + dtype);
+    return std::count(r.out.begin(), r.out.end(), '\n');
+  };
+  EXPECT_EQ(typed("i32"), 4 * nn);
+  EXPECT_EQ(typed("all"), 3 * 4 * nn);
+  EXPECT_NE(list("--template warptile --dtype i32").out.find("an element type that was not asked for"), std::string::npos);
+  EXPECT_EQ(json.at("templates").at(0).at("dtypes"), nlohmann::json({"f32", "f64", "i32"}));
   const auto bad_type = list("--dtype f16");
   EXPECT_EQ(bad_type.exit_code, 2);
   EXPECT_EQ(bad_type.err, "cm-tune: error: --dtype: unknown type 'f16' (f32, f64, i32 or all)\n");

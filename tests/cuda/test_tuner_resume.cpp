@@ -8,6 +8,8 @@
 #include <map>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "core/hash.hpp"
 #include "space/space.hpp"
 #include "test_support.hpp"
@@ -21,10 +23,11 @@ namespace {
 /// Times derived from the kernel's label: coalesced BLOCK=32 is fastest, naive slowest.
 class ScriptedMeasurer final : public Measurer {
  public:
-  Measurement measure(const KernelUnderTest& k, const Problem&, const MeasureLimits& limits) override {
+  Measurement measure(const KernelUnderTest& k, const Problem& p, const MeasureLimits& limits) override {
     ++measured;
     last_abandon_bar = limits.abandon_above_ms;
     last_timeout = limits.kernel_timeout_ms;
+    limits_of[p] = limits;
     Measurement m;
     const double ms = time_of(k.label);
     m.outcome = Outcome::ok;
@@ -33,14 +36,16 @@ class ScriptedMeasurer final : public Measurer {
     m.max_abs_error = 1e-6;
     return m;
   }
-  SampleStats measure_cublas(const Problem&) override {
+  SampleStats measure_cublas(const Problem& p) override {
     ++cublas;
+    // As the GPU measurer: a type without a cuBLAS baseline has none to time.
+    if (!has_cublas_baseline(p.dtype)) ADD_FAILURE() << "cuBLAS asked for on " << p.to_string();
     SampleStats s;
     s.median = s.min = 1.0;
     s.count = 10;
     return s;
   }
-  std::vector<RetimeResult> retime(const std::vector<KernelUnderTest>& kernels, const Problem&, double) override {
+  std::vector<RetimeResult> retime(const std::vector<KernelUnderTest>& kernels, const Problem& p, double) override {
     ++retimed;
     std::vector<RetimeResult> out;
     for (const auto& k : kernels) {
@@ -51,9 +56,13 @@ class ScriptedMeasurer final : public Measurer {
       out.push_back(r);
     }
     RetimeResult cublas_result;
-    cublas_result.ok = true;
-    cublas_result.stats.median = 1.0;
-    cublas_result.stats.count = 30;
+    cublas_result.ok = has_cublas_baseline(p.dtype);
+    if (cublas_result.ok) {
+      cublas_result.stats.median = 1.0;
+      cublas_result.stats.count = 30;
+    } else {
+      cublas_result.error = "cuBLAS has no i32 GEMM: no baseline";
+    }
     out.push_back(cublas_result);
     return out;
   }
@@ -67,6 +76,7 @@ class ScriptedMeasurer final : public Measurer {
   int measured = 0, cublas = 0, retimed = 0;
   double last_abandon_bar = 0;
   double last_timeout = 0;
+  std::map<Problem, MeasureLimits> limits_of;  // the last measurement's of each problem
   double retime_factor = 1.01;  // interleaved time / back-to-back time
 };
 
@@ -252,6 +262,113 @@ TEST_F(TunerResume, AppliesLimitsAFamilyAndCalibrationMeasuresLeadersOnItsShapes
   EXPECT_EQ(again.measured, 0);
 }
 
+// f64 and i32 problems through the whole pipeline with the typed generic default (real NVRTC
+// builds of each type): f64 against cuBLAS DGEMM as f32 against SGEMM; i32 without a baseline, so
+// no cuBLAS call, no baseline row, no ratio (NULL in trials, 0 in winners), winners by time, and
+// no calibration (the exported header is f32 only so far).
+TEST_F(TunerResume, F64AndI32ProblemsTuneTheTypedGenericDefault) {
+  m_preset.templates.clear();
+  m_preset.templates.push_back({"blocktile2d", {{"BM", {64}}, {"BN", {64}}, {"BK", {8}}, {"TM", {8}}, {"TN", {4}}}});
+  TuneRequest r;
+  r.device = fake_device();
+  const Problem f64 = Problem::make(64, 64, 64, false, false, 1, DType::f64);
+  const Problem i32 = Problem::make(64, 64, 64, false, false, 1, DType::i32);
+  Problem i32_tn = Problem::make(100, 50, 30, true, false, 3, DType::i32);
+  i32_tn.stride_b = 0;
+  r.problems = {f64, i32, i32_tn};
+  r.preset = m_preset;
+  Target target = test::sm90();
+  target.layouts = {"nn", "tn"};
+  target.dtypes = {DType::f64, DType::i32};
+  m_space = enumerate_space(m_templates, m_preset, target);
+  ASSERT_EQ(m_space.candidates.size(), 4u);  // two types x two layouts
+  r.candidates = m_space.candidates;
+  r.seed = 5;
+  r.calibrate = true;
+  r.command_line = "cm-tune tune (typed test)";
+
+  Store store(m_dir / "tune.db");
+  ScriptedMeasurer m;
+  const TuneSummary s = run_tune(store, m_nvrtc, m, r, nullptr);
+  EXPECT_TRUE(s.stop_reason.empty()) << s.stop_reason;
+  EXPECT_EQ(s.compile_failures, 0);
+  EXPECT_EQ(s.trials_measured, 3);
+  EXPECT_EQ(m.cublas, 1) << "only f64 has a baseline";
+  EXPECT_EQ(m.retimed, 3);
+  // Nothing is known of an i32 problem before its first candidate (no cuBLAS time): no abandoning;
+  // f64's bar is 3x cuBLAS DGEMM's time. The watchdog: 2 s for these small problems.
+  EXPECT_EQ(m.limits_of[i32].abandon_above_ms, 0.0);
+  EXPECT_EQ(m.limits_of[i32_tn].abandon_above_ms, 0.0);
+  EXPECT_NEAR(m.limits_of[f64].abandon_above_ms, 3.0, 1e-9);
+  for (const auto& [p, limits] : m.limits_of) EXPECT_EQ(limits.kernel_timeout_ms, 2000.0) << p.to_string();
+  EXPECT_TRUE(s.calibration.empty()) << "f64 and i32 are not calibrated";
+  ASSERT_EQ(s.problems.size(), 3u);
+  const int64_t device_id = store.devices().front().id;
+  for (const ProblemSummary& p : s.problems) {
+    ASSERT_TRUE(p.winner.has_value()) << p.problem.to_string();
+    EXPECT_EQ(p.winner->template_name, "blocktile2d");
+    EXPECT_NE(p.winner->params.find(fmt::format("DTYPE={}", static_cast<int>(p.problem.dtype))), std::string::npos)
+        << p.winner->params;
+    EXPECT_NEAR(p.winner->median_ms, 2.0 * 1.01, 1e-9);
+    const auto trials = store.trials(device_id, p.problem);
+    ASSERT_EQ(trials.size(), 1u);
+    EXPECT_EQ(trials[0].problem, p.problem);
+    EXPECT_TRUE(trials[0].retime_median_ms.has_value());
+    if (p.problem.dtype == DType::f64) {
+      ASSERT_TRUE(p.baseline.has_value());
+      EXPECT_NEAR(p.winner->ratio_to_cublas, 1.0 / 2.02, 1e-9);
+      ASSERT_TRUE(trials[0].ratio_to_cublas.has_value());
+      EXPECT_TRUE(store.find_baseline(device_id, p.problem).has_value());
+    } else {
+      EXPECT_FALSE(p.baseline.has_value());
+      EXPECT_EQ(p.winner->ratio_to_cublas, 0.0) << "no baseline: 0 in winners";
+      EXPECT_FALSE(trials[0].ratio_to_cublas.has_value()) << "no baseline: NULL in trials";
+      EXPECT_FALSE(store.find_baseline(device_id, p.problem).has_value());
+      for (const auto& w : store.winners(device_id, p.problem)) EXPECT_EQ(w.ratio_to_cublas, 0.0) << w.scope;
+    }
+  }
+  // A rerun measures nothing again and asks nothing of cuBLAS.
+  ScriptedMeasurer again;
+  const TuneSummary s2 = run_tune(store, m_nvrtc, again, r, nullptr);
+  EXPECT_EQ(s2.trials_measured, 0);
+  EXPECT_EQ(s2.trials_reused, 3);
+  EXPECT_EQ(again.cublas, 0);
+  EXPECT_EQ(again.retimed, 0);
+}
+
+// The watchdog of a problem without a cuBLAS baseline follows the time it takes at the device's
+// peak rate for its type.
+TEST(TunerTimeout, ProblemsWithoutABaselineScaleWithThePeak) {
+  DeviceInfo h100;
+  h100.cc_major = 9;
+  h100.sm_count = 132;
+  h100.clock_khz = 1980000;
+  const Problem big = Problem::make(16384, 16384, 16384, false, false, 1, DType::i32);
+  const double peak_ms = peak_time_ms(h100, big);
+  EXPECT_NEAR(peak_ms, big.flops() / (h100.int32_peak_tops() * 1e12) * 1e3, 1e-9);
+  EXPECT_GT(peak_ms, 100.0);
+  Problem f64 = big;
+  f64.dtype = DType::f64;
+  EXPECT_NEAR(peak_time_ms(h100, f64), big.flops() / (h100.fp64_peak_tflops() * 1e12) * 1e3, 1e-9);
+  EXPECT_EQ(peak_time_ms(DeviceInfo{}, big), 0.0) << "an unknown device has no peak";
+
+  test::TempDir dir;
+  Store store(dir / "t.db");
+  DeviceRecord d;
+  d.uuid = "GPU-timeout";
+  const int64_t device_id = store.upsert_device(d);
+  TuneRequest r;
+  r.device = h100;
+  const ProblemState state(store, device_id, big);
+  EXPECT_NEAR(kernel_timeout_ms(r, state), 200.0 * peak_ms, 1e-6);
+  const ProblemState small(store, device_id, Problem::make(64, 64, 64, false, false, 1, DType::i32));
+  EXPECT_EQ(kernel_timeout_ms(r, small), 2000.0);
+  const ProblemState f32(store, device_id, Problem::make(16384, 16384, 16384));
+  EXPECT_EQ(kernel_timeout_ms(r, f32), 2000.0) << "f32 waits for cuBLAS's time, as before";
+  r.kernel_timeout_s = 3.0;
+  EXPECT_EQ(kernel_timeout_ms(r, state), 3000.0);
+}
+
 TEST(Calibration, ShapesCoverEveryClassAndAreDeterministic) {
   const std::vector<Problem> requested = {{256, 256, 256}, {512, 512, 512}, {1024, 1024, 1024}, {2048, 2048, 2048},
                                           {4096, 4096, 4096}};
@@ -293,6 +410,21 @@ TEST(Calibration, BatchedProblemsGetRaggedBatchesOfTheirSizesAndCounts) {
   EXPECT_EQ(batched[4].stride_b, 0);
   EXPECT_EQ(std::count_if(batched.begin(), batched.end(), [](const Problem& p) { return p.stride_b == 0; }), 1);
   EXPECT_EQ(stride_problem(batched[4]), "");
+}
+
+// Only f32 problems are calibrated (the exported header dispatches f32 only so far).
+TEST(Calibration, OtherTypesThanF32AreNotCalibrated) {
+  const Problem f32 = Problem::make(512, 512, 512);
+  const Problem f64 = Problem::make(512, 512, 512, false, false, 1, DType::f64);
+  const Problem i32 = Problem::make(2048, 2048, 2048, false, false, 1, DType::i32);
+  EXPECT_TRUE(calibration_shapes({f64, i32}).empty());
+  const auto mixed = calibration_shapes({f32, f64, i32});
+  const auto alone = calibration_shapes({f32});
+  ASSERT_EQ(mixed.size(), alone.size());
+  for (size_t i = 0; i < mixed.size(); ++i) {
+    EXPECT_EQ(mixed[i].problem, alone[i].problem);
+    EXPECT_EQ(mixed[i].problem.dtype, DType::f32);
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // cm-tune tune end to end on the GPU: quick preset plus a deliberately broken template.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "space/preset.hpp"
@@ -68,6 +69,63 @@ TEST(TuneEndToEnd, QuickPresetFindsWinnersCatchesBrokenTemplateAndResumes) {
   const nlohmann::json second = run_json(command);
   EXPECT_EQ(second["trials_measured"].get<int64_t>(), 0) << "a rerun measured again";
   EXPECT_EQ(second["trials_reused"].get<int64_t>(), first["trials_measured"].get<int64_t>() + first["trials_reused"].get<int64_t>());
+}
+
+// The typed generic default tuned on the GPU in every type: f64 validated against and timed next to
+// cuBLAS DGEMM; i32 validated exactly against the wrapping reference, with no baseline (no ratio),
+// compared with the device's INT32 peak and with the f32 winner of the same shape.
+TEST(TuneEndToEnd, TheGenericDefaultTunesF64AndI32) {
+  CMT_REQUIRE_GPU();
+  test::TempDir dir;
+  const std::string db = (dir / "tune.db").string();
+  const std::string command = test::cmtune_binary() + " --quiet --db " + db +
+                              " tune --device 0 --sizes 128,257x129x300:tn*3 --dtype all --config quick"
+                              " --template blocktile2d --no-calibrate --json --seed 11";
+  const nlohmann::json j = run_json(command);
+  ASSERT_EQ(j["problems"].size(), 6u) << j.dump(2);
+  for (const auto& p : j["problems"]) {
+    const std::string name = p["problem"];
+    ASSERT_FALSE(p["winner"].is_null()) << p.dump();
+    EXPECT_EQ(p["winner"]["template"], "blocktile2d") << p.dump();
+    EXPECT_EQ(p["wrong"], 0) << p.dump();
+    EXPECT_EQ(p["failed"], 0) << p.dump();
+    if (name.find(":i32") != std::string::npos) {
+      EXPECT_TRUE(p["cublas_tflops"].is_null()) << p.dump();
+      EXPECT_TRUE(p["winner"]["ratio_to_cublas"].is_null()) << p.dump();
+      EXPECT_GT(p["int32_peak_fraction"].get<double>(), 0.0) << p.dump();
+      EXPECT_LT(p["int32_peak_fraction"].get<double>(), 1.0) << p.dump();
+      EXPECT_GT(p["ratio_to_f32_winner"].get<double>(), 0.0) << p.dump();
+    } else {
+      EXPECT_GT(p["cublas_tflops"].get<double>(), 0.0) << p.dump();
+      EXPECT_GT(p["winner"]["ratio_to_cublas"].get<double>(), 0.0) << p.dump();
+    }
+    std::printf("%s: %s\n", name.c_str(), p.dump().c_str());
+  }
+
+  Store store(db);
+  const int64_t device_id = store.devices().front().id;
+  for (const Problem& shape : {Problem::make(128, 128, 128), Problem::make(257, 129, 300, true, false, 3)}) {
+    for (const DType t : {DType::f64, DType::i32}) {
+      Problem p = shape;
+      p.dtype = t;
+      const auto trials = store.trials(device_id, p);
+      ASSERT_FALSE(trials.empty()) << p.to_string();
+      for (const auto& trial : trials) {
+        EXPECT_EQ(trial.outcome, Outcome::ok) << p.to_string() << " " << trial.params << ": " << trial.reason;
+        if (t == DType::i32) {
+          EXPECT_EQ(trial.max_error_ratio, std::optional<double>(0.0)) << trial.params;
+          EXPECT_FALSE(trial.ratio_to_cublas.has_value()) << trial.params;
+        } else {
+          EXPECT_LT(trial.max_error_ratio.value_or(2.0), 1.0) << trial.params;
+          EXPECT_TRUE(trial.ratio_to_cublas.has_value()) << trial.params;
+        }
+      }
+      EXPECT_EQ(store.find_baseline(device_id, p).has_value(), t == DType::f64) << p.to_string();
+    }
+  }
+  // A rerun measures nothing again.
+  const nlohmann::json second = run_json(command);
+  EXPECT_EQ(second["trials_measured"].get<int64_t>(), 0);
 }
 
 }  // namespace

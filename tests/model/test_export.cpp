@@ -383,8 +383,11 @@ TEST(ExportModel, GenericDefaultIsAValidBlocktile2dWithoutRequirements) {
     ASSERT_TRUE(values) << layout;
     const std::string trans =
         layouts ? fmt::format(",TRANS_A={},TRANS_B={}", layout[0] == 't' ? 1 : 0, layout[1] == 't' ? 1 : 0) : "";
-    EXPECT_EQ(params_to_string(*values), "BM=64,BN=64,BK=8,TM=8,TN=4" + trans);
+    // The header's entry points are FP32: the f32 build of the typed generic default.
+    const std::string dtype = t.dtypes.size() > 1 ? ",DTYPE=0" : "";
+    EXPECT_EQ(params_to_string(*values), "BM=64,BN=64,BK=8,TM=8,TN=4" + trans + dtype);
     EXPECT_EQ(t.layout_of(*values), layout);
+    EXPECT_EQ(t.dtype_of(*values), DType::f32);
     for (const auto& c : t.constraints) EXPECT_NE(t.eval(c.check, *values, test::sm90(), "constraint"), 0) << c.reason;
     EXPECT_TRUE(t.requirements(*values, test::sm90()).none());
     EXPECT_EQ(t.launch_shape(*values, test::sm90()).dynamic_smem, 0);

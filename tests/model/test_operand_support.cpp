@@ -5,6 +5,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
+
 #include "core/error.hpp"
 #include "space/preset.hpp"
 #include "space/space.hpp"
@@ -187,11 +190,99 @@ TEST(OperandSupport, BuiltInFamiliesDeclareWhatTheyServe) {
   const TemplateDesc& generic = *find_template(templates, "blocktile2d");
   EXPECT_EQ(generic.layouts, (std::vector<std::string>{"nn", "nt", "tn", "tt"}));
   EXPECT_TRUE(generic.batched);
+  // ... and every element type.
+  EXPECT_EQ(generic.dtypes, (std::vector<DType>{DType::f32, DType::f64, DType::i32}));
   for (const auto& t : templates) {
     EXPECT_EQ(t.layouts.front(), "nn") << t.name << ": every family computes nn";
-    const bool has_trans = std::any_of(t.params.begin(), t.params.end(), [](const ParamDesc& p) { return p.implicit; });
+    const bool has_trans = std::any_of(t.params.begin(), t.params.end(), [](const ParamDesc& p) {
+      return p.name == "TRANS_A" || p.name == "TRANS_B";
+    });
     EXPECT_EQ(has_trans, t.layouts.size() > 1) << t.name;
+    // Every family computes f32 but dmma, the FP64 tensor-core family.
+    if (t.name == "dmma")
+      EXPECT_EQ(t.dtypes, std::vector<DType>{DType::f64});
+    else
+      EXPECT_EQ(t.dtypes.front(), DType::f32) << t.name << ": every family but dmma computes f32";
+    const bool has_dtype = std::any_of(t.params.begin(), t.params.end(), [](const ParamDesc& p) { return p.name == "DTYPE"; });
+    EXPECT_EQ(has_dtype, t.dtypes != std::vector<DType>{DType::f32}) << t.name;
+    for (const auto& p : t.params) EXPECT_EQ(p.implicit, p.name == "TRANS_A" || p.name == "TRANS_B" || p.name == "DTYPE") << t.name;
   }
+}
+
+// The generic default enumerates the same tiles in every type and layout: DTYPE, its last parameter,
+// picks the type; every point is without requirements and launches alike.
+TEST(OperandSupport, Blocktile2dEnumeratesEveryTypeAlike) {
+  const std::vector<TemplateDesc> templates = load_templates({default_templates_dir()});
+  const TemplateDesc& t = *find_template(templates, "blocktile2d");
+  ASSERT_EQ(t.params.back().name, "DTYPE");
+  EXPECT_EQ(t.params[t.params.size() - 2].name, "TRANS_B");
+  Preset preset;
+  preset.name = "blocktile2d";
+  preset.templates.push_back({"blocktile2d", {}});  // the descriptor's own grid
+  Target target = test::sm90();
+  target.layouts = {"nn", "nt", "tn", "tt"};
+  std::map<DType, std::vector<std::string>> tiles;  // per type: the points without DTYPE, in order
+  for (const DType d : {DType::f32, DType::f64, DType::i32}) {
+    target.dtypes = {d};
+    const SearchSpace space = enumerate_space(templates, preset, target, "blocktile2d");
+    ASSERT_FALSE(space.candidates.empty()) << dtype_name(d);
+    for (const Candidate& c : space.candidates) {
+      ASSERT_EQ(c.values.back().first, "DTYPE");
+      EXPECT_EQ(c.values.back().second, static_cast<int64_t>(d));
+      EXPECT_EQ(c.tmpl->dtype_of(c.values), d);
+      EXPECT_TRUE(c.requirements.none()) << c.id();
+      EXPECT_EQ(c.shape.dynamic_smem, 0) << c.id();
+      const std::string expression = t.name_expression(c.values);
+      EXPECT_EQ(expression.substr(expression.size() - 3), fmt::format(" {}>", static_cast<int>(d))) << expression;
+      ParamValues tile = c.values;
+      tile.pop_back();
+      tiles[d].push_back(params_to_string(tile));
+      // It serves its own type only.
+      for (const DType other : {DType::f32, DType::f64, DType::i32}) {
+        const Problem p = Problem::make(64, 64, 64, c.values[5].second != 0, c.values[6].second != 0, 3, other);
+        EXPECT_EQ(t.serves(c.values, p), other == d) << c.id() << " on " << p.to_string();
+      }
+    }
+  }
+  // INT32 takes what FP32 takes. Doubles take twice the registers and shared memory: of the
+  // descriptor's grid, they drop the tiles of 8 x 8 accumulators per thread (128 registers of them,
+  // which spill on sm_80), and those of 1024 threads with 4 x 4 each, past the register estimate per
+  // block ((16 + 8) * 2 + 24 = 72 registers x 1024 > 65536).
+  EXPECT_EQ(tiles[DType::i32], tiles[DType::f32]);
+  std::vector<std::string> dropped;
+  for (const std::string& tile : tiles[DType::f32])
+    if (std::find(tiles[DType::f64].begin(), tiles[DType::f64].end(), tile) == tiles[DType::f64].end())
+      dropped.push_back(tile);
+  EXPECT_EQ(tiles[DType::f64].size() + dropped.size(), tiles[DType::f32].size()) << "f64's tiles are f32's";
+  int eight_by_eight = 0, four_by_four = 0;
+  for (const std::string& tile : dropped) {
+    const auto c = t.failed_constraint(params_from_string(tile + ",DTYPE=1"), test::sm90());
+    ASSERT_TRUE(c.has_value()) << tile;
+    const std::string& reason = t.constraints[*c].reason;
+    if (tile.find("TM=8,TN=8") != std::string::npos) {
+      ++eight_by_eight;
+      EXPECT_NE(reason.find("at most 32 accumulators"), std::string::npos) << tile << ": " << reason;
+    } else {
+      ++four_by_four;
+      EXPECT_EQ(tile.rfind("BM=128,BN=128,BK=", 0), 0u) << tile;
+      EXPECT_NE(tile.find("TM=4,TN=4"), std::string::npos) << tile;
+      EXPECT_NE(reason.find("estimated registers"), std::string::npos) << tile << ": " << reason;
+    }
+  }
+  // Six 8 x 8 tiles with 64 threads or more, BK 8 and 16, four layouts; one 4 x 4 tile likewise.
+  EXPECT_EQ(eight_by_eight, 6 * 2 * 4);
+  EXPECT_EQ(four_by_four, 2 * 4);
+  for (const std::string& tile : tiles[DType::f64]) EXPECT_EQ(tile.find("TM=8,TN=8"), std::string::npos) << tile;
+
+  // Where a double does not fit: 128 x 128 tiles 32 deep are 33 KiB of floats, 66 KiB of doubles.
+  const auto failed = [&](int64_t dtype) -> std::string {
+    const auto c = t.failed_constraint(
+        params_from_string(fmt::format("BM=128,BN=128,BK=32,TM=8,TN=4,TRANS_A=0,TRANS_B=1,DTYPE={}", dtype)), test::sm90());
+    return c ? t.constraints[*c].reason : "";
+  };
+  EXPECT_EQ(failed(0), "");
+  EXPECT_EQ(failed(2), "");
+  EXPECT_NE(failed(1).find("static shared memory"), std::string::npos) << failed(1);
 }
 
 }  // namespace

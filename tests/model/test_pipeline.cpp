@@ -199,6 +199,38 @@ TEST_F(ProblemStateTest, ReadsOnceRecordsAndChoosesWinners) {
   EXPECT_EQ(m_store.winners(m_device, m_problem).size(), 3u);  // overall, portable, template:t
 }
 
+// An i32 problem has no cuBLAS baseline: the best trial sets the abandon bar (from the store too),
+// re-timings carry no ratio (NULL), and winners rank by time with a ratio of 0 ("none").
+TEST_F(ProblemStateTest, WithoutABaselineTheBestTrialSetsTheBarAndRatiosAreNone) {
+  m_problem = Problem::make(256, 256, 256, false, false, 1, DType::i32);
+  {
+    ProblemState state(m_store, m_device, m_problem);
+    EXPECT_EQ(state.best_ms(), 0.0) << "nothing known: no abandoning";
+    state.record(m_store, stored("a", 2.0));
+    EXPECT_EQ(state.best_ms(), 2.0);
+    state.record(m_store, stored("b", 1.0));
+    EXPECT_EQ(state.best_ms(), 1.0);
+    EXPECT_FALSE(state.cublas_ms().has_value());
+    state.record_retime(m_store, state.trials().back().id, 1.2, std::nullopt);
+    state.store_winners(m_store);
+    const ProblemSummary s = state.summary();
+    ASSERT_TRUE(s.winner.has_value());
+    EXPECT_EQ(s.winner->params, "b");
+    EXPECT_EQ(s.winner->median_ms, 1.2);
+    EXPECT_EQ(s.winner->ratio_to_cublas, 0.0);
+    EXPECT_FALSE(s.baseline.has_value());
+  }
+  ProblemState again(m_store, m_device, m_problem);
+  EXPECT_EQ(again.best_ms(), 1.0) << "from the stored trials";
+  const auto b = std::find_if(again.trials().begin(), again.trials().end(), [](const TrialRecord& t) { return t.params == "b"; });
+  ASSERT_NE(b, again.trials().end());
+  EXPECT_EQ(b->retime_median_ms, std::optional<double>(1.2));
+  EXPECT_FALSE(b->ratio_to_cublas.has_value());
+  for (const auto& w : m_store.winners(m_device, m_problem)) EXPECT_EQ(w.ratio_to_cublas, 0.0) << w.scope;
+  // The f32 problem of the same shape is another problem: nothing of this one is its.
+  EXPECT_TRUE(m_store.winners(m_device, Problem{256, 256, 256}).empty());
+}
+
 TEST_F(ProblemStateTest, ReMeasuringATrialReplacesItAndDropsItsWinners) {
   ProblemState state(m_store, m_device, m_problem);
   state.record(m_store, stored("a", 1.0));

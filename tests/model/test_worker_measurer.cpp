@@ -93,6 +93,23 @@ TEST(WorkerProtocol, RequestsAndRepliesRoundTrip) {
   EXPECT_THROW(decode_reply("not msgpack at all"), InfraError);
 }
 
+// The problem's element type travels with every request that names a problem.
+TEST(WorkerProtocol, ProblemsKeepTheirElementType) {
+  Kernel k("blocktile2d[BM=64,BN=64,BK=8,TM=8,TN=4,TRANS_A=1,TRANS_B=0,DTYPE=1]");
+  for (const DType t : {DType::f32, DType::f64, DType::i32}) {
+    for (const auto kind : {WorkerRequest::Kind::measure, WorkerRequest::Kind::cublas, WorkerRequest::Kind::retime}) {
+      WorkerRequest r;
+      r.kind = kind;
+      if (kind != WorkerRequest::Kind::cublas) r.kernels = {k.kut};
+      r.problem = Problem::make(100, 50, 30, true, false, 7, t);
+      r.problem.stride_b = 0;
+      const WorkerRequest back = decode_request(encode(r));
+      EXPECT_EQ(back.problem, r.problem) << back.problem.to_string();
+      EXPECT_EQ(back.problem.dtype, t);
+    }
+  }
+}
+
 TEST_F(WorkerMeasurerTest, HelloReportsTheDeviceAndMeasures) {
   WorkerMeasurer w(options());
   EXPECT_EQ(w.device().name, "Scripted H100");
@@ -106,6 +123,33 @@ TEST_F(WorkerMeasurerTest, HelloReportsTheDeviceAndMeasures) {
   EXPECT_EQ(w.retime({k.kut, k.kut}, m_problem, 100).size(), 3u);
   EXPECT_EQ(w.stats().restarts, 0);
   EXPECT_FALSE(w.context_lost());
+}
+
+// An i32 problem reaches the worker as i32: it has no cuBLAS baseline there (the scripted worker
+// answers as the GPU measurer does), while f64 has one.
+TEST_F(WorkerMeasurerTest, TypedProblemsReachTheWorker) {
+  WorkerMeasurer w(options());
+  Kernel k("blocktile2d[DTYPE=2]");
+  const Problem i32 = Problem::make(64, 64, 64, false, false, 1, DType::i32);
+  const Problem f64 = Problem::make(64, 64, 64, false, false, 1, DType::f64);
+  EXPECT_EQ(w.measure(k.kut, i32, m_limits).outcome, Outcome::ok);
+  EXPECT_DOUBLE_EQ(w.measure_cublas(f64).median, 1.0);
+  try {
+    w.measure_cublas(i32);
+    ADD_FAILURE() << "an i32 baseline";
+  } catch (const InfraError& e) {
+    EXPECT_NE(std::string(e.what()).find("64x64x64:i32: cuBLAS has no i32 GEMM"), std::string::npos) << e.what();
+  }
+  const auto retimed = w.retime({k.kut}, i32, 100);
+  ASSERT_EQ(retimed.size(), 2u);
+  EXPECT_TRUE(retimed[0].ok);
+  EXPECT_FALSE(retimed[1].ok);
+  EXPECT_NE(retimed[1].error.find("no baseline"), std::string::npos) << retimed[1].error;
+  std::ifstream log(m_log);
+  std::stringstream text;
+  text << log.rdbuf();
+  EXPECT_NE(text.str().find("measure blocktile2d[DTYPE=2] 64x64x64:i32"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("cublas - 64x64x64:f64"), std::string::npos) << text.str();
 }
 
 TEST_F(WorkerMeasurerTest, HelloErrorsKeepTheirKind) {

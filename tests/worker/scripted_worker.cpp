@@ -8,7 +8,7 @@
 // "hang" runs past the kernel timeout (timeout, as the GPU measurer's watchdog reports it),
 // "stuck" never answers. The fault fixture (tests/fixtures/faults) maps onto these: FAULT=1, 2 and 4
 // break the context, FAULT=3 hangs. Otherwise times come from the label: naive 4 ms, BLOCK=32
-// 0.5 ms, anything else 2 ms.
+// 0.5 ms, anything else 2 ms. i32 problems have no cuBLAS baseline, as on a GPU.
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -72,15 +72,23 @@ class ScriptedMeasurer final : public Measurer {
     m.registers = 32;
     return m;
   }
+  // As the GPU measurer: i32 has no cuBLAS baseline, so asking for one is an error, and a
+  // re-timing's last result (cuBLAS's place) is not ok.
   SampleStats measure_cublas(const Problem& p) override {
     log_line(fmt::format("cublas - {}", p.to_string()));
+    if (!has_cublas_baseline(p.dtype))
+      throw InfraError("cuBLAS", "gemm", fmt::format("{}: cuBLAS has no {} GEMM (scripted)", p.to_string(), dtype_name(p.dtype)),
+                       __FILE__, __LINE__);
     return SampleStats{1.0, 1.0, 1.0, 0.0, 10};
   }
   std::vector<RetimeResult> retime(const std::vector<KernelUnderTest>& kernels, const Problem& p, double) override {
     log_line(fmt::format("retime {} {}", kernels.size(), p.to_string()));
     std::vector<RetimeResult> out;
     for (const auto& k : kernels) out.push_back({true, "", SampleStats{time_of(k.label) * 1.01, 0, 0, 0, 30}});
-    out.push_back({true, "", SampleStats{1.0, 1.0, 1.0, 0.0, 30}});
+    if (has_cublas_baseline(p.dtype))
+      out.push_back({true, "", SampleStats{1.0, 1.0, 1.0, 0.0, 30}});
+    else
+      out.push_back({false, "cuBLAS has no i32 GEMM: no baseline (scripted)", SampleStats{}});
     return out;
   }
   bool context_lost() const override { return m_lost; }

@@ -18,6 +18,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "tune/protocol.hpp"
 #include "space/space.hpp"
 #include "cuda/nvrtc_compiler.hpp"
 
@@ -239,8 +240,9 @@ std::vector<Problem> apply_operand_options(const std::vector<Problem>& problems,
 void require_supported_types(const std::vector<Problem>& problems, std::string_view command) {
   for (const Problem& p : problems)
     if (p.dtype != DType::f32)
-      throw UsageError(fmt::format("{} {}: {} problems are not supported yet (f32 only)", command,
-                                   p.to_string(), dtype_name(p.dtype)));
+      throw UsageError(fmt::format("{} {}: {} problems can be tuned and stored (cm-tune tune), but {} works "
+                                   "through the exported header's dispatch, which handles f32 only so far",
+                                   command, p.to_string(), dtype_name(p.dtype), command));
 }
 
 std::vector<std::string> layout_list(const std::string& value) {
@@ -271,7 +273,8 @@ nlohmann::json winner_json(const WinnerRecord& w) {
           {"problem", w.problem.to_string()},
           {"median_ms", w.median_ms},
           {"tflops", w.gflops / 1e3},
-          {"ratio_to_cublas", w.ratio_to_cublas},
+          // null without a cuBLAS baseline (i32), where the stored 0 means "none"
+          {"ratio_to_cublas", has_cublas_baseline(w.problem.dtype) ? nlohmann::json(w.ratio_to_cublas) : nlohmann::json()},
           {"requirements", w.requirements.to_string()}};
 }
 

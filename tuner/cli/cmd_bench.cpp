@@ -141,8 +141,9 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
     const HeaderSgemm fn = header->sgemm();
     const cudaStream_t stream = measurer.stream();
     header_launch = [fn, stream](const GemmArgs& a) {
-      return fn(a.trans_a, a.trans_b, a.m, a.n, a.k, a.alpha, a.a, a.lda, a.stride_a, a.b, a.ldb, a.stride_b, a.beta, a.c,
-                a.ldc, a.stride_c, a.batch, stream);
+      // bench refuses other types than f32 (require_supported_types): the header's entry is SGEMM.
+      return fn(a.trans_a, a.trans_b, a.m, a.n, a.k, a.alpha.f32(), a.a_as<float>(), a.lda, a.stride_a, a.b_as<float>(),
+                a.ldb, a.stride_b, a.beta.f32(), a.c_as<float>(), a.ldc, a.stride_c, a.batch, stream);
     };
   }
   std::vector<BenchRow> rows;

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -82,6 +83,14 @@ int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
   const TemplateDesc blocktile2d = generic_default_template(global);
   const ExportModel model = build_export_model(store, options, blocktile2d);
   const std::string header = render_header(model, o.name_space);
+  if (!model.left_out.empty()) {
+    std::string names;
+    for (size_t i = 0; i < model.left_out.size() && i < 3; ++i) names += (i ? ", " : "") + model.left_out[i].to_string();
+    if (model.left_out.size() > 3) names += ", ...";
+    spdlog::warn("{} tuned problem{} of type f64 or i32 ({}) {} not in the header: its dispatch handles f32 only so far",
+                 model.left_out.size(), model.left_out.size() == 1 ? "" : "s", names,
+                 model.left_out.size() == 1 ? "is" : "are");
+  }
 
   const auto existing = read_if_exists(destination);
   if (o.check) {

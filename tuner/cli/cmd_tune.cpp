@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <fmt/format.h>
 #include <limits>
+#include <map>
+#include <optional>
 #include <random>
 #include <spdlog/spdlog.h>
 
@@ -38,7 +40,32 @@ struct TuneOptions {
   bool json = false;
 };
 
-void print_summary(const TuneSummary& s, const DeviceInfo& device) {
+/// An i32 problem has no cuBLAS baseline (cuBLAS has no INT32 GEMM): its winner is compared with the
+/// device's INT32 multiply-add peak and with the f32 winner stored for the same shape.
+struct Int32Comparison {
+  double peak_tops = 0;                 // DeviceInfo::int32_peak_tops
+  double peak_fraction = 0;             // the winner's TOP/s over it
+  Problem f32_problem;                  // the same shape in f32
+  std::optional<double> f32_tflops;     // its stored overall winner, if any
+  std::optional<double> ratio_to_f32;   // f32 winner's time / the i32 winner's time (> 1: faster)
+};
+
+Int32Comparison compare_int32(Store& store, const DeviceInfo& device, const WinnerRecord& winner) {
+  Int32Comparison c;
+  c.peak_tops = device.int32_peak_tops();
+  c.peak_fraction = c.peak_tops > 0 ? winner.gflops / 1e3 / c.peak_tops : 0.0;
+  c.f32_problem = winner.problem;
+  c.f32_problem.dtype = DType::f32;
+  for (const WinnerRecord& w : store.winners(winner.device_id, c.f32_problem))
+    if (w.scope == "overall") {
+      c.f32_tflops = w.gflops / 1e3;
+      c.ratio_to_f32 = w.median_ms / winner.median_ms;
+    }
+  return c;
+}
+
+void print_summary(const TuneSummary& s, const DeviceInfo& device,
+                   const std::map<Problem, Int32Comparison>& int32_comparisons) {
   fmt::print("\n{} ({}), {} candidates, {} trials measured, {} reused, {:.1f} s\n", device.name, device.arch(),
              s.candidates, s.trials_measured, s.trials_reused, s.wall_seconds);
   fmt::print("{:<24} {:<18} {:<44} {:>8} {:>8} {:>7}  {}\n", "problem", "best template", "parameters", "TF/s",
@@ -51,13 +78,24 @@ void print_summary(const TuneSummary& s, const DeviceInfo& device) {
       fmt::print("calibration ({} kernels on {} shapes, for the exported dispatch's cost model):\n", s.calibration_candidates,
                  s.calibration.size());
     const std::string counts = fmt::format("{}/{}/{}/{}/{}", p.ok, p.wrong, p.failed, p.abandoned, p.skipped);
-    const std::string cublas = p.baseline ? fmt::format("{:.2f}", p.baseline->gflops / 1e3) : "-";
-    if (p.winner)
+    const bool baseline = has_cublas_baseline(p.problem.dtype);  // i32: none, so no ratio either
+    const std::string cublas = !baseline ? "n/a" : p.baseline ? fmt::format("{:.2f}", p.baseline->gflops / 1e3) : "-";
+    if (p.winner && baseline)
       fmt::print("{:<24} {:<18} {:<44} {:>8.2f} {:>8} {:>6.3f}x  {}\n", p.problem.to_string(), p.winner->template_name,
                  p.winner->params, p.winner->gflops / 1e3, cublas, p.winner->ratio_to_cublas, counts);
+    else if (p.winner)
+      fmt::print("{:<24} {:<18} {:<44} {:>8.2f} {:>8} {:>7}  {}\n", p.problem.to_string(), p.winner->template_name,
+                 p.winner->params, p.winner->gflops / 1e3, cublas, "n/a", counts);
     else
       fmt::print("{:<24} {:<18} {:<44} {:>8} {:>8} {:>7}  {}\n", p.problem.to_string(), "(none passed)", "", "-", cublas,
                  "-", counts);
+  }
+  for (const auto& [problem, c] : int32_comparisons) {
+    const std::string f32 = c.ratio_to_f32 ? fmt::format("{:.3f}x the f32 winner at {} ({:.2f} TF/s)", *c.ratio_to_f32,
+                                                         c.f32_problem.to_string(), *c.f32_tflops)
+                                           : fmt::format("no f32 winner at {} to compare with", c.f32_problem.to_string());
+    fmt::print("{}: no cuBLAS INT32 GEMM; {:.1f}% of the INT32 multiply-add peak ({:.1f} TOP/s), {}\n",
+               problem.to_string(), 100.0 * c.peak_fraction, c.peak_tops, f32);
   }
 }
 
@@ -74,7 +112,6 @@ std::vector<std::string> worker_command(const GlobalOptions& global) {
 
 int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const std::string& command_line) {
   const std::vector<Problem> problems = apply_operand_options(parse_sizes(opts.sizes), opts.operands);
-  require_supported_types(problems, "tune");
   const SpaceChoice choice = load_space_choice(global, opts.space);  // a bad preset is reported without a GPU
   const auto& [templates, preset, only] = choice;
   const uint64_t seed = opts.seed ? opts.seed : std::random_device{}();
@@ -141,6 +178,10 @@ int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const
     progress.update(done, st);
   });
   progress.finish();
+  std::map<Problem, Int32Comparison> int32_comparisons;
+  for (const auto& p : summary.problems)
+    if (!has_cublas_baseline(p.problem.dtype) && p.winner)
+      int32_comparisons.emplace(p.problem, compare_int32(store, device, *p.winner));
   const WorkerStats& ws = measurer.stats();
   spdlog::info("measuring process: {} requests, {} restart{} after faults, {:.2f} s starting, {:.2f} s in transport "
                "({:.1f}% of the run)",
@@ -164,6 +205,13 @@ int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const
       row["cublas_tflops"] = p.baseline ? nlohmann::json(p.baseline->gflops / 1e3) : nlohmann::json();
       row["winner"] = p.winner ? winner_json(*p.winner) : nlohmann::json();
       row["portable_winner"] = p.portable ? winner_json(*p.portable) : nlohmann::json();
+      if (const auto it = int32_comparisons.find(p.problem); it != int32_comparisons.end()) {
+        const Int32Comparison& c = it->second;
+        row["int32_peak_tops"] = c.peak_tops;
+        row["int32_peak_fraction"] = c.peak_fraction;
+        row["f32_winner_tflops"] = c.f32_tflops ? nlohmann::json(*c.f32_tflops) : nlohmann::json();
+        row["ratio_to_f32_winner"] = c.ratio_to_f32 ? nlohmann::json(*c.ratio_to_f32) : nlohmann::json();
+      }
       rows.push_back(row);
     }
     nlohmann::json calibration = nlohmann::json::array();
@@ -186,7 +234,7 @@ int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const
                 {"problems", rows},
                 {"calibration", calibration}});
   } else {
-    print_summary(summary, device);
+    print_summary(summary, device, int32_comparisons);
   }
   if (summary.interrupted) return 128 + stop_signal();  // 130 for SIGINT, 143 for SIGTERM, as shells report
   return summary.stop_reason.empty() || opts.time_limit > 0 ? 0 : 1;

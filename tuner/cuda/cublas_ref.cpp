@@ -9,6 +9,7 @@ CublasHandle::CublasHandle(cudaStream_t stream) {
   CMT_CUBLAS_CHECK(cublasSetStream(m_handle, stream));
   // Default math is plain FP32 for cublasSgemm: TF32 tensor ops only run when asked for. (Pedantic
   // mode would also be FP32 but may pick slower kernels, which would flatter the candidates.)
+  // cublasDgemm may use the FP64 tensor cores (DMMA), whose products and sums are IEEE FP64.
   CMT_CUBLAS_CHECK(cublasSetMathMode(m_handle, CUBLAS_DEFAULT_MATH));
 }
 
@@ -31,10 +32,43 @@ cublasStatus_t CublasHandle::gemm_status(const GemmArgs& g) const {
   // The batch strides are those of the storage and do not change either.
   const cublasOperation_t op_b = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_a = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  if (g.batch > 1)
-    return cublasSgemmStridedBatched(m_handle, op_b, op_a, g.n, g.m, g.k, &g.alpha, g.b, g.ldb, g.stride_b, g.a, g.lda,
-                                     g.stride_a, &g.beta, g.c, g.ldc, g.stride_c, g.batch);
-  return cublasSgemm(m_handle, op_b, op_a, g.n, g.m, g.k, &g.alpha, g.b, g.ldb, g.a, g.lda, &g.beta, g.c, g.ldc);
+  if (!g.typed_consistently()) return CUBLAS_STATUS_NOT_SUPPORTED;
+  switch (g.dtype) {
+    case DType::f32: {
+      const float alpha = g.alpha.f32(), beta = g.beta.f32();
+      const auto* a = g.a_as<float>();
+      const auto* b = g.b_as<float>();
+      auto* c = g.c_as<float>();
+      if (g.batch > 1)
+        return cublasSgemmStridedBatched(m_handle, op_b, op_a, g.n, g.m, g.k, &alpha, b, g.ldb, g.stride_b, a, g.lda,
+                                         g.stride_a, &beta, c, g.ldc, g.stride_c, g.batch);
+      return cublasSgemm(m_handle, op_b, op_a, g.n, g.m, g.k, &alpha, b, g.ldb, a, g.lda, &beta, c, g.ldc);
+    }
+    case DType::f64: {
+      const double alpha = g.alpha.f64(), beta = g.beta.f64();
+      const auto* a = g.a_as<double>();
+      const auto* b = g.b_as<double>();
+      auto* c = g.c_as<double>();
+      if (g.batch > 1)
+        return cublasDgemmStridedBatched(m_handle, op_b, op_a, g.n, g.m, g.k, &alpha, b, g.ldb, g.stride_b, a, g.lda,
+                                         g.stride_a, &beta, c, g.ldc, g.stride_c, g.batch);
+      return cublasDgemm(m_handle, op_b, op_a, g.n, g.m, g.k, &alpha, b, g.ldb, a, g.lda, &beta, c, g.ldc);
+    }
+    case DType::i32:
+      break;
+  }
+  return CUBLAS_STATUS_NOT_SUPPORTED;  // no INT32 x INT32 -> INT32 GEMM in cuBLAS
+}
+
+bool cublas_has_gemm(DType dtype) { return dtype != DType::i32; }
+
+const char* cublas_routine(DType dtype, bool batched) {
+  switch (dtype) {
+    case DType::f32: return batched ? "cublasSgemmStridedBatched" : "cublasSgemm";
+    case DType::f64: return batched ? "cublasDgemmStridedBatched" : "cublasDgemm";
+    case DType::i32: break;
+  }
+  return "none";
 }
 
 void CublasHandle::gemm(const GemmArgs& args) const { CMT_CUBLAS_CHECK(gemm_status(args)); }

@@ -1,4 +1,6 @@
-// cuBLAS SGEMM in FP32 (TF32 off) on row-major matrices: the reference and the baseline.
+// cuBLAS GEMM on row-major matrices, the reference and the baseline: SGEMM in FP32 (TF32 off) and
+// DGEMM in FP64. cuBLAS has no INT32 x INT32 -> INT32 GEMM; INT32 has its own exact reference
+// (measure/validation_kernels.hpp) and no baseline.
 #pragma once
 
 #include <cublas_v2.h>
@@ -26,8 +28,9 @@ class CublasHandle {
 
   /// The whole GemmArgs: row-major C = alpha*op(A)*op(B) + beta*C with args.trans_a/trans_b, and
   /// args.batch matrices args.stride_x elements apart (a stride of 0 for A or B: the same matrix for
-  /// every product). cublasSgemmStridedBatched when batch > 1, cublasSgemm otherwise. Returns the
-  /// status (for timing loops and launchers).
+  /// every product). cublas{S,D}gemmStridedBatched when batch > 1, cublas{S,D}gemm otherwise, by
+  /// args.dtype; CUBLAS_STATUS_NOT_SUPPORTED for i32 (and for alpha or beta of another type).
+  /// Returns the status (for timing loops and launchers).
   cublasStatus_t gemm_status(const GemmArgs& args) const;
   /// Same, throwing InfraError on failure.
   void gemm(const GemmArgs& args) const;
@@ -35,5 +38,11 @@ class CublasHandle {
  private:
   cublasHandle_t m_handle = nullptr;
 };
+
+/// Whether cuBLAS computes GEMMs of this element type (f32, f64: yes; i32: no).
+bool cublas_has_gemm(DType dtype);
+/// The cuBLAS routine gemm_status calls for a problem: "cublasSgemm", "cublasDgemmStridedBatched"...
+/// ("none" for i32).
+const char* cublas_routine(DType dtype, bool batched);
 
 }  // namespace cmt

@@ -11,6 +11,35 @@ dim3 gemm_grid(const LaunchShape& shape, int m, int n, int batch) {
   return dim3(blocks(n, shape.tile_n), blocks(m, shape.tile_m), static_cast<unsigned>(shape.grid_z * batch));
 }
 
+GemmScalar GemmScalar::of(DType dtype, double value) {
+  switch (dtype) {
+    case DType::f64: return GemmScalar(value);
+    case DType::i32: return GemmScalar(static_cast<int32_t>(value));
+    case DType::f32: break;
+  }
+  return GemmScalar(static_cast<float>(value));
+}
+
+double GemmScalar::value() const {
+  switch (m_dtype) {
+    case DType::f64: return m_value.f64;
+    case DType::i32: return m_value.i32;
+    case DType::f32: break;
+  }
+  return m_value.f32;
+}
+
+GemmArgs GemmArgs::batch_slice(int first, int count) const {
+  GemmArgs out = *this;
+  out.batch = count;
+  // Byte offsets: the pointers are untyped, the strides count elements of dtype.
+  const long long bytes = dtype_bytes(dtype);
+  out.a = static_cast<const char*>(a) + first * stride_a * bytes;
+  out.b = static_cast<const char*>(b) + first * stride_b * bytes;
+  out.c = static_cast<char*>(c) + first * stride_c * bytes;
+  return out;
+}
+
 LoadedKernel::LoadedKernel(const std::vector<char>& cubin, const std::string& lowered_name) {
   CMT_CUDA_CHECK(cudaLibraryLoadData(&m_library, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
   try {
@@ -64,17 +93,15 @@ int LoadedKernel::max_active_blocks(int threads, int dynamic_smem, int grid_z) c
 }
 
 cudaError_t LoadedKernel::launch(const LaunchShape& shape, const GemmArgs& args, cudaStream_t stream) const {
+  if (!args.typed_consistently()) return cudaErrorInvalidValue;
   // Grid z holds at most 65535 blocks: a larger batch goes in several launches.
   const int per_launch = std::max<int>(1, static_cast<int>(65535 / std::max<int64_t>(1, shape.grid_z)));
   cudaError_t status = cudaSuccess;
   for (int first = 0; first < args.batch && status == cudaSuccess; first += per_launch) {
-    GemmArgs a = args;
-    a.batch = std::min(per_launch, args.batch - first);
-    a.a += first * args.stride_a;
-    a.b += first * args.stride_b;
-    a.c += first * args.stride_c;
-    // A kernel without batching has 11 parameters and reads only the first 11 entries.
-    void* params[] = {&a.m, &a.n, &a.k, &a.alpha, &a.a, &a.lda, &a.b, &a.ldb, &a.beta, &a.c, &a.ldc,
+    GemmArgs a = args.batch_slice(first, std::min(per_launch, args.batch - first));
+    // A kernel without batching has 11 parameters and reads only the first 11 entries. alpha and
+    // beta are passed in the element type (float, double or int32_t), as the kernel declares them.
+    void* params[] = {&a.m, &a.n, &a.k, a.alpha.arg(), &a.a, &a.lda, &a.b, &a.ldb, a.beta.arg(), &a.c, &a.ldc,
                       &a.stride_a, &a.stride_b, &a.stride_c};
     const dim3 block(static_cast<unsigned>(shape.threads), 1, 1);
     status = cudaLaunchKernel(reinterpret_cast<const void*>(m_kernel), gemm_grid(shape, a.m, a.n, a.batch), block,

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cuda_runtime_api.h>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -18,22 +19,69 @@ struct KernelAttributes {
   int max_threads_per_block = 0;
 };
 
-/// Arguments of every SGEMM template, in kernel-signature order (a batched family's kernel takes the
+/// alpha or beta of a GEMM, held in the element type: a kernel receives it as float, double or
+/// int32_t. Built implicitly from each of the three, so FP32 code reads as it always did
+/// (args.alpha = 0.75f); an integer literal makes an i32 scalar.
+class GemmScalar {
+ public:
+  GemmScalar() { m_value.f32 = 0.0f; }
+  GemmScalar(float v) : m_dtype(DType::f32) { m_value.f32 = v; }
+  GemmScalar(double v) : m_dtype(DType::f64) { m_value.f64 = v; }
+  GemmScalar(int32_t v) : m_dtype(DType::i32) { m_value.i32 = v; }
+  /// `value` in `dtype` (an i32 takes the value truncated toward zero; callers pass whole numbers).
+  static GemmScalar of(DType dtype, double value);
+
+  DType dtype() const { return m_dtype; }
+  /// The value in its type; each may only be asked of a scalar of that type.
+  float f32() const { return m_value.f32; }
+  double f64() const { return m_value.f64; }
+  int32_t i32() const { return m_value.i32; }
+  /// The value as a double (exact for all three types), e.g. for messages.
+  double value() const;
+  bool is_zero() const { return value() == 0.0; }
+  /// The value in its own type, for a kernel's parameter array (cudaLaunchKernel reads as many
+  /// bytes as the kernel's parameter has).
+  void* arg() { return &m_value; }
+
+ private:
+  union {
+    float f32;
+    double f64;
+    int32_t i32;
+  } m_value;
+  DType m_dtype = DType::f32;
+};
+
+/// Arguments of every GEMM template, in kernel-signature order (a batched family's kernel takes the
 /// three strides after ldc; the others stop at ldc), then what the kernels know at compile time
-/// (the layout) or from the grid (the batch).
+/// (the layout, the element type) or from the grid (the batch). A, B and C hold elements of
+/// `dtype`; alpha and beta are of the same type; leading dimensions and strides count elements.
 struct GemmArgs {
   int m, n, k;
-  float alpha;
-  const float* a;
+  GemmScalar alpha;
+  const void* a;
   int lda;
-  const float* b;
+  const void* b;
   int ldb;
-  float beta;
-  float* c;
+  GemmScalar beta;
+  void* c;
   int ldc;
   long long stride_a = 0, stride_b = 0, stride_c = 0;  // elements between matrices of the batch
   int batch = 1;
   bool trans_a = false, trans_b = false;               // op(A), op(B) over row-major storage
+  DType dtype = DType::f32;                            // of A, B, C, alpha and beta
+
+  /// Whether alpha and beta are of `dtype` (a kernel would read the wrong bytes otherwise).
+  bool typed_consistently() const { return alpha.dtype() == dtype && beta.dtype() == dtype; }
+  /// Matrices [first, first + count) of the batch: A, B and C moved by `first` strides.
+  GemmArgs batch_slice(int first, int count) const;
+  /// The pointers as `T` (T must be the element type of `dtype`).
+  template <class T>
+  const T* a_as() const { return static_cast<const T*>(a); }
+  template <class T>
+  const T* b_as() const { return static_cast<const T*>(b); }
+  template <class T>
+  T* c_as() const { return static_cast<T*>(c); }
 };
 
 /// Enqueues one GEMM implementation (a kernel, cuBLAS, an exported header) on the given arguments;

@@ -161,7 +161,7 @@ std::vector<ExportKernelModel> fit_device_models(Store& store, const ExportDevic
   for (const DeviceRecord& record : dev.records) {
     trials.push_back(store.trials(record.id));
     for (const TrialRecord& t : trials.back()) {
-      if (!passed(t)) continue;
+      if (!passed(t) || t.problem.dtype != DType::f32) continue;  // the header's models are FP32
       const double us = rank_time(t) * 1e3;  // the time trials rank by (tune/ranking.hpp)
       auto [it, inserted] = fastest_us.emplace(t.problem, us);
       if (!inserted) it->second = std::min(it->second, us);
@@ -169,7 +169,7 @@ std::vector<ExportKernelModel> fit_device_models(Store& store, const ExportDevic
   }
   for (const auto& record_trials : trials) {
     for (const TrialRecord& t : record_trials) {
-      if (!passed(t)) continue;
+      if (!passed(t) || t.problem.dtype != DType::f32) continue;
       const auto source = binary_sources.find(t.binary_key);
       if (source == binary_sources.end()) continue;
       ExportKernel k;
@@ -208,6 +208,8 @@ std::optional<ParamValues> generic_default_params(const TemplateDesc& blocktile2
     preferred.emplace_back("TRANS_A", layout[0] == 't' ? 1 : 0);
     preferred.emplace_back("TRANS_B", layout[1] == 't' ? 1 : 0);
   }
+  // The header's entry points are FP32: the f32 build of a family that computes several types.
+  if (blocktile2d.dtypes != std::vector<DType>{DType::f32}) preferred.emplace_back("DTYPE", static_cast<int64_t>(DType::f32));
   bool same_params = preferred.size() == blocktile2d.params.size();
   for (size_t i = 0; same_params && i < preferred.size(); ++i) same_params = preferred[i].first == blocktile2d.params[i].name;
   if (same_params && generic_candidate(blocktile2d, preferred)) return preferred;
@@ -217,7 +219,9 @@ std::optional<ParamValues> generic_default_params(const TemplateDesc& blocktile2
   for (const auto& p : blocktile2d.params) lists.push_back(p.values);
   std::optional<ParamValues> first;
   walk_grid(blocktile2d, lists, [&](const ParamValues& values) {
-    if (blocktile2d.layout_of(values) == layout && generic_candidate(blocktile2d, values)) first = values;
+    if (blocktile2d.layout_of(values) == layout && blocktile2d.dtype_of(values) == DType::f32 &&
+        generic_candidate(blocktile2d, values))
+      first = values;
     return !first;
   });
   if (first) return *first;
@@ -263,6 +267,11 @@ ExportModel build_export_model(Store& store, const ExportOptions& options, const
     auto& group = groups[Identity{d.name, d.cc_major, d.cc_minor, d.sm_count}];
     group.first.push_back(d);
     for (const auto& e : dispatch_entries(store, d.id)) {
+      if (e.problem.dtype != DType::f32) {  // the header dispatches FP32 only so far
+        if (std::find(model.left_out.begin(), model.left_out.end(), e.problem) == model.left_out.end())
+          model.left_out.push_back(e.problem);
+        continue;
+      }
       Merged& m = group.second[e.problem];
       keep_better(store, m.primary, e.primary);
       if (e.portable) keep_better(store, m.portable, *e.portable);
@@ -336,6 +345,12 @@ ExportModel build_export_model(Store& store, const ExportOptions& options, const
     }
     if (!entries.empty()) pending.emplace_back(std::move(dev), std::move(entries));
   }
+  if (pending.empty() && !model.left_out.empty())
+    throw UsageError(fmt::format("database {} has no tuned f32 problems to export: the header dispatches f32 only so "
+                                 "far, and its {} tuned problem{} ({}{}) {} of other types",
+                                 store.file().string(), model.left_out.size(), model.left_out.size() == 1 ? "" : "s",
+                                 model.left_out.front().to_string(), model.left_out.size() > 1 ? ", ..." : "",
+                                 model.left_out.size() == 1 ? "is" : "are"));
   if (pending.empty())
     throw UsageError(fmt::format("database {} has no tuned problems (no winners) to export; run `cm-tune tune` first",
                                  store.file().string()));

@@ -82,6 +82,9 @@ struct ExportModel {
   /// template has no build of that layout (calls of it that nothing tuned serves are refused).
   int generic_kernels[4] = {k_generic_kernel_index, -1, -1, -1};
   std::vector<ExportDevice> devices;   // sorted by (name, cc, SM count)
+  /// Tuned problems of other types than f32, whose winners the header leaves out: its dispatch and
+  /// entry points are FP32 only so far. Each once, in the order met.
+  std::vector<Problem> left_out;
 };
 
 
@@ -92,7 +95,8 @@ struct ExportOptions {
 
 /// Parameters of the generic default kernel of a layout: a fixed blocktile2d config valid on any
 /// arch, or the first valid point of the descriptor's grid if an edited descriptor rejects it; with
-/// TRANS_A and TRANS_B when the descriptor has layouts. nullopt when it lacks the layout.
+/// TRANS_A and TRANS_B when the descriptor has layouts, and DTYPE = 0 (f32) when it has types.
+/// nullopt when it lacks the layout.
 std::optional<ParamValues> generic_default_params(const TemplateDesc& blocktile2d, std::string_view layout = "nn");
 
 /// Reads the winners, their sources and the devices. UsageError when nothing is tuned, a device id has

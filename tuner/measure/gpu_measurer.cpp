@@ -139,9 +139,17 @@ std::optional<GemmLauncher> GpuMeasurer::kernel_launcher(const KernelUnderTest& 
 
 GemmLauncher GpuMeasurer::cublas_launcher() const {
   const CublasHandle& cublas = *m_cublas;
-  // Every layout and batch: cublasSgemmStridedBatched when batched, cublasSgemm otherwise.
+  // Every layout and batch: cublas{S,D}gemmStridedBatched when batched, cublas{S,D}gemm otherwise.
   return [&cublas](const GemmArgs& a) {
     return cublas.gemm_status(a) == CUBLAS_STATUS_SUCCESS ? cudaSuccess : cudaErrorUnknown;
+  };
+}
+
+GemmLauncher GpuMeasurer::reference_launcher() const {
+  const GemmLauncher cublas = cublas_launcher();
+  const cudaStream_t stream = m_stream->get();
+  return [cublas, stream](const GemmArgs& a) {
+    return a.dtype == DType::i32 ? reference_gemm_i32(a, stream) : cublas(a);
   };
 }
 
@@ -172,7 +180,7 @@ Measurement GpuMeasurer::measure(const KernelUnderTest& k, const Problem& proble
   // dimensions, 256-byte aligned matrices) meets every requirement the timing layout meets, but a
   // kernel is never launched on a layout it rules out.
   for (const Layout* layout : {&ws.timing(), &ws.validation()})
-    if (auto unmet = unmet_requirements(k.requirements, *layout)) {
+    if (auto unmet = unmet_requirements(k.requirements, *layout, problem.dtype)) {
       m.outcome = Outcome::skipped;
       m.reason = *unmet;
       return m;
@@ -226,12 +234,17 @@ Measurement GpuMeasurer::measure(const KernelUnderTest& k, const Problem& proble
 }
 
 SampleStats GpuMeasurer::measure_cublas(const Problem& problem) {
+  if (!has_cublas_baseline(problem.dtype))
+    throw InfraError("cuBLAS", "gemm",
+                     fmt::format("{}: cuBLAS has no {} GEMM, so the problem has no baseline", problem.to_string(),
+                                 dtype_name(problem.dtype)),
+                     __FILE__, __LINE__);
   const GemmLauncher cublas = cublas_launcher();
   const GemmArgs args = workspace(problem).timing_args();
   const TimingResult r = m_timer->time([&cublas, args] { return cublas(args); }, sampling_plan(k_cublas_timeout_ms), 0.0);
   note_failure(r.status);
   if (r.status != cudaSuccess)
-    throw InfraError("cuBLAS", problem.batched() ? "cublasSgemmStridedBatched" : "cublasSgemm",
+    throw InfraError("cuBLAS", cublas_routine(problem.dtype, problem.batched()),
                      fmt::format("timing failed: {}", cudaGetErrorString(r.status)), __FILE__, __LINE__);
   return r.stats;
 }
@@ -246,11 +259,18 @@ std::vector<RetimeResult> GpuMeasurer::retime(const std::vector<KernelUnderTest>
     auto launch = kernel_launcher(k, nullptr);
     launches.push_back(launch ? std::move(*launch) : [](const GemmArgs&) { return cudaErrorInvalidValue; });
   }
-  launches.push_back(cublas_launcher());
+  // cuBLAS last, when the problem's type has a baseline; otherwise its place says why not.
+  const bool baseline = has_cublas_baseline(problem.dtype);
+  if (baseline) launches.push_back(cublas_launcher());
   const std::vector<TimingResult> timed = time_interleaved(launches, problem, m_settings.retime_rounds, kernel_timeout_ms);
   m_held = held_before;
   std::vector<RetimeResult> out;
   for (const TimingResult& r : timed) out.push_back(retime_result(r));
+  if (!baseline) {
+    RetimeResult none;
+    none.error = fmt::format("cuBLAS has no {} GEMM: no baseline", dtype_name(problem.dtype));
+    out.push_back(none);
+  }
   return out;
 }
 

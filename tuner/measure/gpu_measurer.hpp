@@ -42,9 +42,12 @@ class GpuMeasurer final : public Measurer {
   /// A kernel, loaded and checked for launchability (kept loaded while the measurer lives, beyond
   /// its small cache), as a launcher; or nullopt and the reason in *why_not.
   std::optional<GemmLauncher> kernel_launcher(const KernelUnderTest& kernel, std::string* why_not);
-  /// cuBLAS SGEMM (FP32, TF32 off) on this measurer's stream, for any GemmArgs: the ops of
-  /// trans_a/trans_b, and cublasSgemmStridedBatched when batch > 1.
+  /// cuBLAS on this measurer's stream, for any GemmArgs of f32 (SGEMM, TF32 off) or f64 (DGEMM): the
+  /// ops of trans_a/trans_b, and the strided-batched routine when batch > 1. i32 calls fail.
   GemmLauncher cublas_launcher() const;
+  /// The reference validation compares with: cublas_launcher() for f32 and f64, the exact wrapping
+  /// INT32 kernel (measure/validation_kernels.hpp) for i32.
+  GemmLauncher reference_launcher() const;
   /// Validates an implementation on the problem's workspace (tune's validation, guards and all).
   ValidationResult validate(const GemmLauncher& launch, const Problem& problem);
   /// Times implementations interleaved on the problem's timing layout: `rounds` rounds, each

@@ -32,8 +32,36 @@ std::string element_name(const CWorkLayout& l, int64_t b, int64_t row, int64_t c
   return l.batch > 1 ? fmt::format("C[b={}][{}][{}]", b, row, col) : fmt::format("C[{}][{}]", row, col);
 }
 
-std::string matrix_name(const CWorkLayout& l, int64_t b) {
-  return l.batch > 1 ? fmt::format("C[b={}]", b) : std::string("C");
+/// "alpha=0.75, beta=-1.25" (both as the element type prints them), and for the INT32 wrap check
+/// ", inputs that overflow".
+std::string case_text(const ValidationCase& vc) {
+  return fmt::format("alpha={}, beta={}{}", vc.alpha, vc.beta, vc.large_inputs ? ", inputs that overflow" : "");
+}
+
+/// Element `offset` of a device buffer of `dtype`, printed: the shortest text that reads back as the
+/// same float or double, or the integer.
+std::string read_element(const void* base, int64_t offset, DType dtype) {
+  const int bytes = dtype_bytes(dtype);
+  unsigned char raw[8] = {};
+  CMT_CUDA_CHECK(cudaMemcpy(raw, static_cast<const char*>(base) + offset * bytes, static_cast<size_t>(bytes),
+                            cudaMemcpyDeviceToHost));
+  switch (dtype) {
+    case DType::f64: {
+      double v;
+      std::memcpy(&v, raw, sizeof v);
+      return fmt::format("{}", v);
+    }
+    case DType::i32: {
+      int32_t v;
+      std::memcpy(&v, raw, sizeof v);
+      return fmt::format("{}", v);
+    }
+    case DType::f32:
+      break;
+  }
+  float v;
+  std::memcpy(&v, raw, sizeof v);
+  return fmt::format("{}", v);
 }
 
 }  // namespace
@@ -44,13 +72,15 @@ std::string describe_c_offset(const CWorkLayout& l, int64_t offset) {
     const int64_t row = r / l.ldc, col = r % l.ldc;
     return element_name(l, b, row, col) + (col >= l.n ? " (a padding column)" : "");
   }
-  if (offset < l.lead) return fmt::format("{} floats before {}", l.lead - offset, l.batch > 1 ? "the first C" : "C");
+  const char* unit = element_word(l.dtype);
+  if (offset < l.lead)
+    return fmt::format("{} {} before {}", l.lead - offset, unit, l.batch > 1 ? "the first C" : "C");
   const int64_t off = offset - l.lead;
   b = std::min<int64_t>(l.batch - 1, l.batch > 1 ? off / l.stride : 0);
   const int64_t past = off - b * (l.batch > 1 ? l.stride : 0) - l.matrix() + 1;
   if (b + 1 < l.batch)
-    return fmt::format("{} floats after C[b={}] (the gap before C[b={}])", past, b, b + 1);
-  return fmt::format("{} floats after {}", past, l.batch > 1 ? "the last C" : "C");
+    return fmt::format("{} {} after C[b={}] (the gap before C[b={}])", past, unit, b, b + 1);
+  return fmt::format("{} {} after {}", past, unit, l.batch > 1 ? "the last C" : "C");
 }
 
 Validator::Validator(cudaStream_t stream) : m_stream(stream), m_stats(sizeof(CompareStats)) {}
@@ -58,35 +88,37 @@ Validator::Validator(cudaStream_t stream) : m_stream(stream), m_stats(sizeof(Com
 ValidationResult Validator::validate(const GemmLauncher& launch, const ProblemWorkspace& ws, double kernel_timeout_ms) {
   ValidationResult result;
   const Problem& p = ws.problem();
+  const DType dtype = p.dtype;
   const CWorkLayout& layout = ws.c_layout();
   auto* stats_dev = static_cast<CompareStats*>(m_stats.get());
 
-  for (size_t i = 0; i < std::size(k_validation_cases); ++i) {
-    const ValidationCase vc = k_validation_cases[i];
-    // Guards around and between the matrices, then C: C0 for beta != 0, NaN poison for beta == 0 so
-    // unwritten elements fail.
-    prepare_c(ws.c_work_allocation(), layout, k_guard_bits, vc.beta != 0.0f ? ws.c0_val() : nullptr, ws.ref_stride(),
-              k_pad_bits, m_stream);
+  const ValidationCases cases = validation_cases(dtype);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const ValidationCase& vc = cases[i];
+    const std::string args = case_text(vc);
+    // Guards around and between the matrices, then C: C0 for beta != 0, the poison for beta == 0
+    // (NaN; INT32's sentinel) so unwritten elements fail.
+    prepare_c(ws.c_work_allocation(), layout, guard_bits(dtype), vc.beta != 0.0 ? ws.c0_val() : nullptr,
+              ws.ref_stride(), pad_bits(dtype), m_stream);
 
     cudaError_t status = launch(ws.validation_args(vc));
     if (status == cudaSuccess) status = synchronize_within(m_stream, kernel_timeout_ms);
     if (status == cudaErrorTimeout) {
       result.status = status;
-      result.reason = fmt::format("still running after {:.0f} ms, the kernel timeout (alpha={}, beta={})",
-                                  kernel_timeout_ms, vc.alpha, vc.beta);
+      result.reason = fmt::format("still running after {:.0f} ms, the kernel timeout ({})", kernel_timeout_ms, args);
       return result;
     }
     if (status != cudaSuccess) {
       cudaGetLastError();
       result.status = status;
-      result.reason = fmt::format("launch failed (alpha={}, beta={}): {}", vc.alpha, vc.beta, cudaGetErrorString(status));
+      result.reason = fmt::format("launch failed ({}): {}", args, cudaGetErrorString(status));
       return result;
     }
 
     reset_stats(stats_dev, m_stream);
     compare_gemm(ws.c_work_allocation(), layout, ws.reference(int(i)), ws.abs_ab_val(),
-                 vc.beta != 0.0f ? ws.c0_val() : nullptr, ws.ref_stride(), int(p.k), vc.alpha, vc.beta, k_pad_bits,
-                 k_guard_bits, stats_dev, m_stream);
+                 vc.beta != 0.0 ? ws.c0_val() : nullptr, ws.ref_stride(), int(p.k), vc.alpha, vc.beta, pad_bits(dtype),
+                 guard_bits(dtype), stats_dev, m_stream);
     CompareStats st{};
     CMT_CUDA_CHECK(cudaMemcpyAsync(&st, stats_dev, sizeof st, cudaMemcpyDeviceToHost, m_stream));
     CMT_CUDA_CHECK(cudaStreamSynchronize(m_stream));
@@ -99,22 +131,27 @@ ValidationResult Validator::validate(const GemmLauncher& launch, const ProblemWo
       const auto first = static_cast<int64_t>(st.first_bad);
       int64_t b = 0, r = 0;
       locate(layout, first, b, r);
-      float got = 0, want = 0;
-      CMT_CUDA_CHECK(cudaMemcpy(&got, ws.c_work_allocation() + first, sizeof got, cudaMemcpyDeviceToHost));
-      CMT_CUDA_CHECK(cudaMemcpy(&want, ws.reference(int(i)) + b * ws.ref_stride() + r, sizeof want, cudaMemcpyDeviceToHost));
-      result.reason = fmt::format("{} of {} elements wrong (alpha={}, beta={}); first {} = {}, expected {}; max "
-                                  "error/tolerance {:.3g}",
-                                  st.bad_elements, p.m * p.n * p.batch, vc.alpha, vc.beta,
-                                  element_name(layout, b, r / layout.ldc, r % layout.ldc), got, want,
-                                  from_bits(st.max_ratio_bits));
+      const std::string name = element_name(layout, b, r / layout.ldc, r % layout.ldc);
+      const std::string got = read_element(ws.c_work_allocation(), first, dtype);
+      const std::string want = read_element(ws.reference(int(i)), b * ws.ref_stride() + r, dtype);
+      if (dtype == DType::i32)
+        result.reason = fmt::format("{} of {} elements wrong ({}); first {} is {}, expected {}{}", st.bad_elements,
+                                    p.m * p.n * p.batch, args, name, got, want,
+                                    got == std::to_string(static_cast<int32_t>(k_pad_bits)) ? " (never written)" : "");
+      else
+        result.reason = fmt::format("{} of {} elements wrong ({}); first {} = {}, expected {}; max "
+                                    "error/tolerance {:.3g}",
+                                    st.bad_elements, p.m * p.n * p.batch, args, name, got, want,
+                                    from_bits(st.max_ratio_bits));
     }
     if (st.guard_violations > 0 || st.pad_violations > 0) {
+      const char* unit = element_word(dtype);
       std::string what;
-      if (st.guard_violations > 0) what = fmt::format("{} guard floats", st.guard_violations);
+      if (st.guard_violations > 0) what = fmt::format("{} guard {}", st.guard_violations, unit);
       if (st.pad_violations > 0)
-        what += fmt::format("{}{} padding-column floats", what.empty() ? "" : " and ", st.pad_violations);
-      result.reason += fmt::format("{}writes outside C's M x N block{}: {} changed (alpha={}, beta={}); first at {}",
-                                   result.reason.empty() ? "" : "; ", p.batched() ? "s" : "", what, vc.alpha, vc.beta,
+        what += fmt::format("{}{} padding-column {}", what.empty() ? "" : " and ", st.pad_violations, unit);
+      result.reason += fmt::format("{}writes outside C's M x N block{}: {} changed ({}); first at {}",
+                                   result.reason.empty() ? "" : "; ", p.batched() ? "s" : "", what, args,
                                    describe_c_offset(layout, static_cast<int64_t>(st.first_guard)));
     }
     return result;

@@ -8,56 +8,73 @@ namespace cmt {
 
 namespace {
 
-constexpr int64_t k_align_floats = 64;  // 256 bytes: every part of the arena starts aligned like cudaMalloc's
+// Every part of the arena starts at a multiple of 64 elements: 256 or 512 bytes, aligned at least
+// like cudaMalloc's.
+constexpr int64_t k_align_elements = 64;
 
 int64_t round_up(int64_t x, int64_t align) { return (x + align - 1) / align * align; }
 
-/// Where everything of a workspace lies, in floats; shared by the constructor and bytes_needed.
+/// Where everything of a workspace lies, in elements; shared by the constructor and bytes_needed.
 struct Plan {
   Layout v, t;
   Extent sa, sb;
   int64_t span_a = 0, span_b = 0;      // validation A and B
   int64_t ref_stride = 0;
-  int64_t off_a = 0, off_b = 0, off_c0 = 0, off_abs_ab = 0, off_ref[2] = {0, 0};
+  int64_t off_a = 0, off_b = 0, off_c0 = 0, off_abs_ab = 0, off_ref[k_max_validation_cases] = {};
+  int64_t off_a_large = 0, off_b_large = 0;
   int64_t arena = 0;
   CWorkLayout c;
   int64_t time_a = 0, time_b = 0, time_c = 0;
+  int element_bytes = 4;
 
   size_t bytes() const {
-    return static_cast<size_t>(arena + c.total() + time_a + time_b + time_c) * sizeof(float);
+    return static_cast<size_t>(arena + c.total() + time_a + time_b + time_c) * static_cast<size_t>(element_bytes);
   }
 };
 
 Plan plan_for(const Problem& p, int64_t ld_align) {
   Plan plan;
+  plan.element_bytes = dtype_bytes(p.dtype);
   plan.v = validation_layout(p, ld_align);
   plan.t = timing_layout(p, ld_align);
   plan.sa = stored_a(p);
   plan.sb = stored_b(p);
   const Layout& v = plan.v;
   const Layout& t = plan.t;
+  const bool exact = p.dtype == DType::i32;  // no |A||B|; a third case with its own inputs
+  const size_t cases = validation_cases(p.dtype).size();
 
   plan.span_a = batch_span(p.batch, v.stride_a, plan.sa.rows, v.lda);
   plan.span_b = batch_span(p.batch, v.stride_b, plan.sb.rows, v.ldb);
-  plan.ref_stride = round_up(p.m * v.ldc, k_align_floats);
+  plan.ref_stride = round_up(p.m * v.ldc, k_align_elements);
   const int64_t c_side = p.batch * plan.ref_stride;
   plan.off_a = 0;
-  plan.off_b = plan.off_a + round_up(plan.span_a, k_align_floats);
-  plan.off_c0 = plan.off_b + round_up(plan.span_b, k_align_floats);
+  plan.off_b = plan.off_a + round_up(plan.span_a, k_align_elements);
+  plan.off_c0 = plan.off_b + round_up(plan.span_b, k_align_elements);
   plan.off_abs_ab = plan.off_c0 + c_side;
-  plan.off_ref[0] = plan.off_abs_ab + c_side;
-  plan.off_ref[1] = plan.off_ref[0] + c_side;
-  plan.arena = plan.off_ref[1] + c_side;
+  int64_t next = plan.off_abs_ab + (exact ? 0 : c_side);
+  for (size_t i = 0; i < cases; ++i) {
+    plan.off_ref[i] = next;
+    next += c_side;
+  }
+  if (exact) {
+    plan.off_a_large = next;
+    plan.off_b_large = plan.off_a_large + round_up(plan.span_a, k_align_elements);
+    next = plan.off_b_large + round_up(plan.span_b, k_align_elements);
+  }
+  plan.arena = next;
   // A kernel that ignores a stride of 0 and steps through packed matrices reads batch - 1 matrices
   // past the operand's one: those reads must stay inside the arena, which then holds other inputs
-  // and NaN, so the kernel is `wrong`, not a fault. Only shapes whose broadcast operand is larger
-  // than everything after it need the NaN tail this adds.
+  // and padding, so the kernel is `wrong`, not a fault. Only shapes whose broadcast operand is
+  // larger than everything after it need the padding tail this adds.
   if (p.batched()) {
     const auto reach = [&](int64_t offset, int64_t rows, int64_t ld) {
-      return offset + (p.batch - 1) * round_up(rows * ld, k_align_floats) + rows * ld;
+      return offset + (p.batch - 1) * round_up(rows * ld, k_align_elements) + rows * ld;
     };
     if (v.stride_a == 0) plan.arena = std::max(plan.arena, reach(plan.off_a, plan.sa.rows, v.lda));
     if (v.stride_b == 0) plan.arena = std::max(plan.arena, reach(plan.off_b, plan.sb.rows, v.ldb));
+    if (exact && v.stride_a == 0) plan.arena = std::max(plan.arena, reach(plan.off_a_large, plan.sa.rows, v.lda));
+    if (exact && v.stride_b == 0) plan.arena = std::max(plan.arena, reach(plan.off_b_large, plan.sb.rows, v.ldb));
   }
 
   plan.c.lead = k_guard_floats;
@@ -67,6 +84,7 @@ Plan plan_for(const Problem& p, int64_t ld_align) {
   plan.c.batch = p.batch;
   plan.c.stride = p.batched() ? v.stride_c : 0;
   plan.c.tail = c_guard_after(v.ldc);
+  plan.c.dtype = p.dtype;
 
   plan.time_a = batch_span(p.batch, t.stride_a, plan.sa.rows, t.lda);
   plan.time_b = batch_span(p.batch, t.stride_b, plan.sb.rows, t.ldb);
@@ -74,7 +92,9 @@ Plan plan_for(const Problem& p, int64_t ld_align) {
   return plan;
 }
 
-DeviceBuffer floats(int64_t count) { return DeviceBuffer(static_cast<size_t>(count) * sizeof(float)); }
+DeviceBuffer elements(DType dtype, int64_t count) {
+  return DeviceBuffer(static_cast<size_t>(count) * static_cast<size_t>(dtype_bytes(dtype)));
+}
 
 }  // namespace
 
@@ -88,20 +108,31 @@ size_t workspace_bytes(const std::vector<Problem>& problems) {
 
 namespace {
 /// The arguments of one run over buffers in layout l.
-GemmArgs args_in(const Problem& p, const Layout& l, float alpha, float beta, const float* a, const float* b, float* c) {
-  GemmArgs g{int(p.m), int(p.n), int(p.k), alpha, a, int(l.lda), b, int(l.ldb), beta, c, int(l.ldc)};
+GemmArgs args_in(const Problem& p, const Layout& l, double alpha, double beta, const void* a, const void* b, void* c) {
+  GemmArgs g{int(p.m),
+             int(p.n),
+             int(p.k),
+             GemmScalar::of(p.dtype, alpha),
+             a,
+             int(l.lda),
+             b,
+             int(l.ldb),
+             GemmScalar::of(p.dtype, beta),
+             c,
+             int(l.ldc)};
   g.stride_a = l.stride_a;
   g.stride_b = l.stride_b;
   g.stride_c = l.stride_c;
   g.batch = int(p.batch);
   g.trans_a = p.trans_a;
   g.trans_b = p.trans_b;
+  g.dtype = p.dtype;
   return g;
 }
 }  // namespace
 
 GemmArgs ProblemWorkspace::validation_args(const ValidationCase& vc) const {
-  return args_in(m_problem, m_validation, vc.alpha, vc.beta, a_val(), b_val(), c_work());
+  return args_in(m_problem, m_validation, vc.alpha, vc.beta, a_of(vc), b_of(vc), c_work());
 }
 
 GemmArgs ProblemWorkspace::timing_args() const {
@@ -118,80 +149,104 @@ ProblemWorkspace::ProblemWorkspace(const Problem& problem, uint64_t seed, cudaSt
   m_off_b = plan.off_b;
   m_off_c0 = plan.off_c0;
   m_off_abs_ab = plan.off_abs_ab;
-  m_off_ref[0] = plan.off_ref[0];
-  m_off_ref[1] = plan.off_ref[1];
+  std::copy(std::begin(plan.off_ref), std::end(plan.off_ref), std::begin(m_off_ref));
+  m_off_a_large = plan.off_a_large;
+  m_off_b_large = plan.off_b_large;
   m_ref_stride = plan.ref_stride;
   m_c_layout = plan.c;
 
   const Layout& v = m_validation;
   const Layout& t = m_timing;
+  const DType dtype = problem.dtype;
   const int64_t m = problem.m, n = problem.n, batch = problem.batch;
+  const bool exact = dtype == DType::i32;
 
   // The fills and cuBLAS must run in order (A and B are made absolute in place and drawn again
   // around a cuBLAS call): a handle on another stream is ordered by waiting for the device.
   cudaStream_t cublas_stream = nullptr;
   CMT_CUBLAS_CHECK(cublasGetStream(cublas.get(), &cublas_stream));
   const auto around_cublas = [&] {
-    if (cublas_stream != stream) CMT_CUDA_CHECK(cudaDeviceSynchronize());
+    if (!exact && cublas_stream != stream) CMT_CUDA_CHECK(cudaDeviceSynchronize());
+  };
+  // The reference: cuBLAS for the floats, the exact wrapping kernel (on `stream`) for INT32.
+  const auto reference_gemm = [&](const GemmArgs& g) {
+    if (exact)
+      CMT_CUDA_CHECK(reference_gemm_i32(g, stream));
+    else
+      cublas.gemm(g);
   };
 
-  m_arena = floats(plan.arena);
-  // NaN everywhere first: the gaps between the parts, the rounding, the tail, and the references of
-  // beta == 0 (cuBLAS does not read C then).
-  fill_bits(m_arena.floats(), plan.arena, k_pad_bits, stream);
+  m_arena = elements(dtype, plan.arena);
+  // The padding pattern everywhere first: the gaps between the parts, the rounding, the tail, and
+  // the references of beta == 0 (cuBLAS does not read C then).
+  fill_bits(m_arena.get(), dtype, plan.arena, pad_bits(dtype), stream);
   const auto fill_a = [&] {
-    fill_random_batch(arena(m_off_a), plan.span_a, plan.sa.rows, plan.sa.cols, v.lda, v.stride_a, seed * 3 + 1, stream);
+    fill_random_batch(arena(m_off_a), dtype, plan.span_a, plan.sa.rows, plan.sa.cols, v.lda, v.stride_a, seed * 3 + 1,
+                      stream);
   };
   const auto fill_b = [&] {
-    fill_random_batch(arena(m_off_b), plan.span_b, plan.sb.rows, plan.sb.cols, v.ldb, v.stride_b, seed * 3 + 2, stream);
+    fill_random_batch(arena(m_off_b), dtype, plan.span_b, plan.sb.rows, plan.sb.cols, v.ldb, v.stride_b, seed * 3 + 2,
+                      stream);
   };
   fill_a();
   fill_b();
-  fill_random_batch(arena(m_off_c0), batch * m_ref_stride, m, n, v.ldc, m_ref_stride, seed * 3 + 3, stream);
+  fill_random_batch(arena(m_off_c0), dtype, batch * m_ref_stride, m, n, v.ldc, m_ref_stride, seed * 3 + 3, stream);
+  if (exact) {  // the wrap check's inputs: products and sums overflow
+    fill_random_batch(arena(m_off_a_large), dtype, plan.span_a, plan.sa.rows, plan.sa.cols, v.lda, v.stride_a,
+                      seed * 3 + 7, stream, k_i32_large_input);
+    fill_random_batch(arena(m_off_b_large), dtype, plan.span_b, plan.sb.rows, plan.sb.cols, v.ldb, v.stride_b,
+                      seed * 3 + 8, stream, k_i32_large_input);
+  }
 
   // The references: the validation layout's A and B, C0's packed batch (stride_c = ref_stride).
   Layout ref_layout = v;
   ref_layout.stride_c = batch > 1 ? m_ref_stride : 0;
-  const GemmArgs ref = args_in(problem, ref_layout, 1.0f, 0.0f, a_val(), b_val(), nullptr);
+  const GemmArgs ref = args_in(problem, ref_layout, 1.0, 0.0, a_val(), b_val(), nullptr);
 
-  // |A||B| scales the tolerance. It is computed from A and B made absolute in place, which are then
-  // drawn again from the same seeds: no temporaries.
-  abs_copy(arena(m_off_a), arena(m_off_a), plan.span_a, stream);
-  abs_copy(arena(m_off_b), arena(m_off_b), plan.span_b, stream);
-  {
+  // |A||B| scales the floating-point tolerance. It is computed from A and B made absolute in place,
+  // which are then drawn again from the same seeds: no temporaries.
+  if (!exact) {
+    abs_copy(arena(m_off_a), arena(m_off_a), dtype, plan.span_a, stream);
+    abs_copy(arena(m_off_b), arena(m_off_b), dtype, plan.span_b, stream);
     GemmArgs g = ref;
     g.c = arena(m_off_abs_ab);
     around_cublas();
-    cublas.gemm(g);
+    reference_gemm(g);
     around_cublas();
+    fill_a();
+    fill_b();
   }
-  fill_a();
-  fill_b();
 
-  for (int i = 0; i < 2; ++i) {
-    const ValidationCase vc = k_validation_cases[i];
+  const ValidationCases cases = validation_cases(dtype);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const ValidationCase& vc = cases[i];
     GemmArgs g = ref;
-    g.alpha = vc.alpha;
-    g.beta = vc.beta;
+    g.alpha = GemmScalar::of(dtype, vc.alpha);
+    g.beta = GemmScalar::of(dtype, vc.beta);
+    g.a = a_of(vc);
+    g.b = b_of(vc);
     g.c = arena(m_off_ref[i]);
-    if (vc.beta != 0.0f)
-      CMT_CUDA_CHECK(cudaMemcpyAsync(g.c, c0_val(), static_cast<size_t>(batch * m_ref_stride) * sizeof(float),
+    if (vc.beta != 0.0)
+      CMT_CUDA_CHECK(cudaMemcpyAsync(g.c, c0_val(),
+                                     static_cast<size_t>(batch * m_ref_stride) * static_cast<size_t>(dtype_bytes(dtype)),
                                      cudaMemcpyDeviceToDevice, stream));
     around_cublas();
-    cublas.gemm(g);
+    reference_gemm(g);
   }
 
   around_cublas();
 
-  m_c_work = floats(m_c_layout.total());
-  prepare_c(m_c_work.floats(), m_c_layout, k_guard_bits, nullptr, 0, k_pad_bits, stream);
+  m_c_work = elements(dtype, m_c_layout.total());
+  prepare_c(m_c_work.get(), m_c_layout, guard_bits(dtype), nullptr, 0, pad_bits(dtype), stream);
 
-  m_a_time = floats(plan.time_a);
-  m_b_time = floats(plan.time_b);
-  m_c_time = floats(plan.time_c);
-  fill_random_batch(m_a_time.floats(), plan.time_a, plan.sa.rows, plan.sa.cols, t.lda, t.stride_a, seed * 3 + 4, stream);
-  fill_random_batch(m_b_time.floats(), plan.time_b, plan.sb.rows, plan.sb.cols, t.ldb, t.stride_b, seed * 3 + 5, stream);
-  fill_random_batch(m_c_time.floats(), plan.time_c, m, n, t.ldc, t.stride_c, seed * 3 + 6, stream);
+  m_a_time = elements(dtype, plan.time_a);
+  m_b_time = elements(dtype, plan.time_b);
+  m_c_time = elements(dtype, plan.time_c);
+  fill_random_batch(m_a_time.get(), dtype, plan.time_a, plan.sa.rows, plan.sa.cols, t.lda, t.stride_a, seed * 3 + 4,
+                    stream);
+  fill_random_batch(m_b_time.get(), dtype, plan.time_b, plan.sb.rows, plan.sb.cols, t.ldb, t.stride_b, seed * 3 + 5,
+                    stream);
+  fill_random_batch(m_c_time.get(), dtype, plan.time_c, m, n, t.ldc, t.stride_c, seed * 3 + 6, stream);
   CMT_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 

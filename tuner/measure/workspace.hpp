@@ -1,17 +1,21 @@
-// Device buffers for one problem, laid out as tune/protocol.hpp says: random inputs, cuBLAS
-// references for validation, and copies in the timing layout for timing. Every buffer holds the
-// problem's whole batch, A and B in their stored shapes (stored_a, stored_b).
+// Device buffers for one problem, laid out as tune/protocol.hpp says: random inputs, references for
+// validation (cuBLAS for f32 and f64, the exact wrapping kernel of validation_kernels.hpp for i32),
+// and copies in the timing layout for timing. Every buffer holds the problem's whole batch, A and B
+// in their stored shapes (stored_a, stored_b), as elements of the problem's type; offsets, strides
+// and sizes below count those elements.
 //
 // Validation set (validation_layout): one allocation, the "arena", holding in order
-//   A | B | C0 | |A||B| | reference 0 | reference 1 | [NaN tail]
+//   A | B | C0 | |A||B| | reference per case | [i32: large A | large B] | [padding tail]
 // each part starting 256-byte aligned. A and B lie at the validation strides (a broadcast operand,
 // stride 0, is one matrix); C0, |A||B| and the references hold `batch` matrices of M x ldc each,
-// ref_stride() apart (no guards: they are only read). Everything in the arena that is not a matrix
-// element (padding columns, gaps, the tail) is NaN. The arena is long enough that a kernel which
-// treats a broadcast operand as packed reads only arena memory (later inputs, NaN) and fails
-// validation instead of faulting. C under test has its own allocation, c_layout(): a guard region
-// of k_guard_floats, the batch of C at the validation stride_c (c_guard_after(ldc) guard floats or
-// more between consecutive matrices), c_guard_after(ldc) guard floats after the last.
+// ref_stride() apart (no guards: they are only read). INT32 has no |A||B| (it is compared exactly)
+// and a third case on large inputs (the wrap check), with its own A and B. Everything in the arena
+// that is not a matrix element (padding columns, gaps, the tail) holds the type's padding pattern
+// (NaN for the floats). The arena is long enough that a kernel which treats a broadcast operand as
+// packed reads only arena memory (later inputs, padding) and fails validation instead of faulting.
+// C under test has its own allocation, c_layout(): a guard region of k_guard_floats elements, the
+// batch of C at the validation stride_c (c_guard_after(ldc) guard elements or more between
+// consecutive matrices), c_guard_after(ldc) guard elements after the last.
 //
 // Timing set (timing_layout): A, B and C, each the batch at the timing strides.
 #pragma once
@@ -30,10 +34,10 @@ namespace cmt {
 
 class ProblemWorkspace {
  public:
-  /// Allocates and fills everything on `stream`, and computes the references with cuBLAS (whose
-  /// handle should be bound to the same stream; another one costs device synchronizations).
-  /// Leading dimensions are the stored widths rounded up to a multiple of ld_align (1: tightly
-  /// packed).
+  /// Allocates and fills everything on `stream`, and computes the references (cuBLAS, whose handle
+  /// should be bound to the same stream, another one costs device synchronizations; or the INT32
+  /// reference kernel). Leading dimensions are the stored widths rounded up to a multiple of
+  /// ld_align (1: tightly packed).
   ProblemWorkspace(const Problem& problem, uint64_t seed, cudaStream_t stream, const CublasHandle& cublas,
                    int64_t ld_align = 1);
 
@@ -41,40 +45,50 @@ class ProblemWorkspace {
   static size_t bytes_needed(const Problem& problem, int64_t ld_align = 1);
 
   const Problem& problem() const { return m_problem; }
+  DType dtype() const { return m_problem.dtype; }
   const Layout& timing() const { return m_timing; }
   const Layout& validation() const { return m_validation; }
 
   // Validation set (validation_layout).
-  const float* a_val() const { return arena(m_off_a); }
-  const float* b_val() const { return arena(m_off_b); }
-  const float* c0_val() const { return arena(m_off_c0); }
-  const float* abs_ab_val() const { return arena(m_off_abs_ab); }
-  const float* reference(int case_index) const { return arena(m_off_ref[case_index]); }
-  /// Floats from one matrix of C0, |A||B| or a reference to the next (a multiple of 64).
+  const void* a_val() const { return arena(m_off_a); }
+  const void* b_val() const { return arena(m_off_b); }
+  /// The inputs of a validation case: the large ones for the INT32 wrap check, else a_val, b_val.
+  const void* a_of(const ValidationCase& vc) const { return arena(vc.large_inputs ? m_off_a_large : m_off_a); }
+  const void* b_of(const ValidationCase& vc) const { return arena(vc.large_inputs ? m_off_b_large : m_off_b); }
+  const void* c0_val() const { return arena(m_off_c0); }
+  /// |A||B|, which scales the floating-point tolerance; null for i32.
+  const void* abs_ab_val() const { return m_problem.dtype == DType::i32 ? nullptr : arena(m_off_abs_ab); }
+  const void* reference(int case_index) const { return arena(m_off_ref[case_index]); }
+  /// Elements from one matrix of C0, |A||B| or a reference to the next (a multiple of 64).
   int64_t ref_stride() const { return m_ref_stride; }
   /// Where the matrices and guards of C under test lie in c_work_allocation().
   const CWorkLayout& c_layout() const { return m_c_layout; }
   /// C under test: the first matrix, past the leading guard.
-  float* c_work() const { return c_work_allocation() + m_c_layout.lead; }
-  float* c_work_allocation() const { return m_c_work.floats(); }
+  void* c_work() const { return element(m_c_work.get(), m_c_layout.lead); }
+  void* c_work_allocation() const { return m_c_work.get(); }
 
-  /// The arguments of a validation run: alpha and beta of the case, the validation buffers and C
-  /// between its guards, the validation strides and the problem's batch and ops.
+  /// The arguments of a validation run: alpha and beta of the case in the problem's type, the
+  /// case's inputs and C between its guards, the validation strides and the problem's batch and ops.
   GemmArgs validation_args(const ValidationCase& vc) const;
   /// The arguments of a timed run: the timing buffers and strides, k_timing_alpha and k_timing_beta.
   GemmArgs timing_args() const;
 
   // Timing set (timing_layout).
-  const float* a_time() const { return m_a_time.floats(); }
-  const float* b_time() const { return m_b_time.floats(); }
-  float* c_time() const { return m_c_time.floats(); }
+  const void* a_time() const { return m_a_time.get(); }
+  const void* b_time() const { return m_b_time.get(); }
+  void* c_time() const { return m_c_time.get(); }
 
  private:
-  float* arena(int64_t offset) const { return m_arena.floats() + offset; }
+  void* element(void* base, int64_t offset) const {
+    return static_cast<char*>(base) + offset * dtype_bytes(m_problem.dtype);
+  }
+  void* arena(int64_t offset) const { return element(m_arena.get(), offset); }
 
   Problem m_problem;
   Layout m_timing, m_validation;
-  int64_t m_off_a = 0, m_off_b = 0, m_off_c0 = 0, m_off_abs_ab = 0, m_off_ref[2] = {0, 0};
+  int64_t m_off_a = 0, m_off_b = 0, m_off_c0 = 0, m_off_abs_ab = 0;
+  int64_t m_off_ref[k_max_validation_cases] = {};
+  int64_t m_off_a_large = 0, m_off_b_large = 0;
   int64_t m_ref_stride = 0;
   CWorkLayout m_c_layout;
   DeviceBuffer m_arena, m_c_work;

@@ -692,7 +692,7 @@ int64_t Store::insert_trial(const TrialRecord& trial) {
   return id;
 }
 
-void Store::set_retime(int64_t trial_id, double retime_median_ms, double ratio_to_cublas) {
+void Store::set_retime(int64_t trial_id, double retime_median_ms, std::optional<double> ratio_to_cublas) {
   Statement s = m_db.prepare("UPDATE trials SET retime_median_ms = ?, ratio_to_cublas = ? WHERE id = ?");
   Binder{s}(retime_median_ms)(ratio_to_cublas)(trial_id);
   s.run();

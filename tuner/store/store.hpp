@@ -91,7 +91,9 @@ class Store {
   std::optional<TrialRecord> find_trial(const std::string& trial_key);
   std::optional<TrialRecord> find_trial(int64_t id);
   int64_t insert_trial(const TrialRecord& trial);
-  void set_retime(int64_t trial_id, double retime_median_ms, double ratio_to_cublas);
+  /// Records a trial's interleaved re-timing; ratio_to_cublas is NULL for a problem without a cuBLAS
+  /// baseline (i32).
+  void set_retime(int64_t trial_id, double retime_median_ms, std::optional<double> ratio_to_cublas);
   /// Trials of a device, optionally of one problem, ordered by id.
   std::vector<TrialRecord> trials(int64_t device_id, const std::optional<Problem>& problem = std::nullopt);
   std::vector<Problem> tuned_problems(int64_t device_id);

@@ -24,7 +24,12 @@ double scale_of(const Problem& p) {
 
 }  // namespace
 
-std::vector<CalibrationShape> calibration_shapes(const std::vector<Problem>& requested) {
+std::vector<CalibrationShape> calibration_shapes(const std::vector<Problem>& problems) {
+  // The cost model serves the exported header, whose dispatch is FP32 only for now: f64 and i32
+  // problems are tuned but not calibrated.
+  std::vector<Problem> requested;
+  for (const Problem& p : problems)
+    if (p.dtype == DType::f32) requested.push_back(p);
   if (requested.empty()) return {};
   double lo_scale = 1e30, hi_scale = 0;
   for (const auto& p : requested) {

@@ -26,7 +26,9 @@ struct CalibrationShape {
 
 /// The calibration shapes for a set of requested problems: a few per class, scaled to the range of
 /// the requested problems' sizes (their cube roots of M*N*K, kept within 64..8192), without the
-/// requested problems themselves. Deterministic: the same problems give the same shapes.
+/// requested problems themselves. Deterministic: the same problems give the same shapes. Only the
+/// f32 problems count (the exported header, whose cost model this feeds, dispatches FP32 only): a
+/// run of f64 or i32 problems alone has no calibration shapes.
 std::vector<CalibrationShape> calibration_shapes(const std::vector<Problem>& requested);
 
 /// A candidate calibration measures. A leader is measured on every calibration shape, also where

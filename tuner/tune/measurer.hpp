@@ -54,10 +54,12 @@ class Measurer {
   virtual ~Measurer() = default;
   /// Validates, then times one kernel on one problem.
   virtual Measurement measure(const KernelUnderTest& kernel, const Problem& problem, const MeasureLimits& limits) = 0;
-  /// Times cuBLAS on a problem with the same protocol. Throws InfraError when it cannot.
+  /// Times cuBLAS on a problem with the same protocol. Throws InfraError when it cannot (and for a
+  /// problem without a cuBLAS baseline, which the pipeline never asks for).
   virtual SampleStats measure_cublas(const Problem& problem) = 0;
   /// Times the kernels and cuBLAS interleaved, round-robin; one result per kernel, cuBLAS last.
-  /// kernel_timeout_ms > 0 bounds each launch, as in measure.
+  /// A problem without a cuBLAS baseline (has_cublas_baseline: i32) times the kernels alone, and
+  /// the last result is not ok and says why. kernel_timeout_ms > 0 bounds each launch, as in measure.
   virtual std::vector<RetimeResult> retime(const std::vector<KernelUnderTest>& kernels, const Problem& problem,
                                            double kernel_timeout_ms) = 0;
   /// True once a kernel has broken the CUDA context (or is still running past its timeout) and

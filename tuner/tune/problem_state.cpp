@@ -14,6 +14,11 @@ ProblemState::ProblemState(Store& store, int64_t device_id, const Problem& probl
       m_winners(store.winners(device_id, problem)),
       m_baseline(store.find_baseline(device_id, problem)) {
   for (const auto& t : m_trials) m_keys.insert(t.trial_key);
+  // With a baseline, the best time starts at cuBLAS's (record_baseline); without one, at the best
+  // stored trial's.
+  if (!has_cublas_baseline(problem.dtype))
+    for (const auto& t : m_trials)
+      if (passed(t)) m_best_ms = m_best_ms > 0 ? std::min(m_best_ms, *t.median_ms) : *t.median_ms;
 }
 
 void ProblemState::record_baseline(Store& store, int64_t run_id, const SampleStats& s) {
@@ -47,12 +52,15 @@ void ProblemState::record(Store& store, TrialRecord trial) {
                     m_winners.end());
     m_trials.erase(old);
   }
-  if (passed(trial)) m_best_ms = std::min(m_best_ms, *trial.median_ms);
+  if (passed(trial))
+    m_best_ms = m_best_ms > 0 || has_cublas_baseline(m_problem.dtype) ? std::min(m_best_ms, *trial.median_ms)
+                                                                      : *trial.median_ms;
   m_trials.push_back(std::move(trial));
   m_changed = true;
 }
 
-void ProblemState::record_retime(Store& store, int64_t trial_id, double median_ms, double ratio_to_cublas) {
+void ProblemState::record_retime(Store& store, int64_t trial_id, double median_ms,
+                                 std::optional<double> ratio_to_cublas) {
   store.set_retime(trial_id, median_ms, ratio_to_cublas);
   for (auto& t : m_trials)
     if (t.id == trial_id) {

@@ -34,9 +34,10 @@ class ProblemState {
   bool changed() const { return m_changed; }
   bool has_winners() const { return !m_winners.empty(); }
 
-  /// cuBLAS's median in this run, once measured.
+  /// cuBLAS's median in this run, once measured (never for a type without a baseline: i32).
   std::optional<double> cublas_ms() const { return m_cublas_ms; }
-  /// The best passing median known for the problem, cuBLAS included (the abandon bar's base).
+  /// The best passing median known for the problem, cuBLAS included (the abandon bar's base); 0
+  /// while none is known (no abandoning). Without a cuBLAS baseline, the best trial's.
   double best_ms() const { return m_best_ms; }
 
   /// Stores cuBLAS's timing as the problem's baseline; the first one of a run also sets cublas_ms()
@@ -44,8 +45,8 @@ class ProblemState {
   void record_baseline(Store& store, int64_t run_id, const SampleStats& stats);
   /// Stores a trial, replacing a stored one with the same key.
   void record(Store& store, TrialRecord trial);
-  /// Stores a re-timing of the trial with this id.
-  void record_retime(Store& store, int64_t trial_id, double median_ms, double ratio_to_cublas);
+  /// Stores a re-timing of the trial with this id; no ratio without a cuBLAS baseline.
+  void record_retime(Store& store, int64_t trial_id, double median_ms, std::optional<double> ratio_to_cublas);
   /// Chooses the winners from the trials (tune/ranking.hpp) and stores them in place of the old ones.
   void store_winners(Store& store);
 

@@ -33,15 +33,18 @@ Layout validation_layout(const Problem& p, int64_t ld_align) {
   return v;
 }
 
-std::optional<std::string> unmet_requirements(const Requirements& req, const Layout& layout) {
+std::optional<std::string> unmet_requirements(const Requirements& req, const Layout& layout, DType dtype) {
   const int64_t mult = std::max<int64_t>(1, req.ld_multiple);
   for (const auto& [name, ld] : {std::pair{"lda", layout.lda}, {"ldb", layout.ldb}, {"ldc", layout.ldc}})
     if (ld % mult != 0) return fmt::format("needs {} % {} == 0 ({} = {})", name, mult, name, ld);
-  const int64_t align = std::max<int64_t>(1, req.align_bytes / 4);
+  // Matrices a stride of elements apart keep an alignment of align_bytes when the stride is a
+  // multiple of align_bytes / dtype_bytes elements.
+  const int64_t align = std::max<int64_t>(1, req.align_bytes / dtype_bytes(dtype));
   for (const auto& [name, stride] :
        {std::pair{"the stride of A", layout.stride_a}, {"the stride of B", layout.stride_b}, {"the stride of C", layout.stride_c}})
     if (stride % align != 0)
-      return fmt::format("needs {}-byte aligned matrices ({} is {} floats)", req.align_bytes, name, stride);
+      return fmt::format("needs {}-byte aligned matrices ({} is {} {})", req.align_bytes, name, stride,
+                         element_word(dtype));
   return std::nullopt;
 }
 

@@ -1,14 +1,18 @@
-// The elementwise acceptance test of a candidate's result against the cuBLAS reference.
+// The elementwise acceptance test of a candidate's result against the reference.
 //
-// An FP32 dot product of length K is within gamma_K * (|A||B|)_ij of the exact value, with
-// gamma_K ~ K*u (u = 2^-24). Candidate and reference may each be that far off in opposite
-// directions, and alpha/beta scaling adds a few roundings, so the bound used is
+// A floating-point dot product of length K is within gamma_K * (|A||B|)_ij of the exact value, with
+// gamma_K ~ K*u (u = 2^-24 in FP32, 2^-53 in FP64). Candidate and reference may each be that far off
+// in opposite directions, and alpha/beta scaling adds a few roundings, so the bound used is
 //   tol_ij = 2 (K + 4) u (|alpha| (|A||B|)_ij + |beta| |C0_ij|) + tiny.
 // It never rejects a correct summation order, and catches a dropped or doubled term once the
 // term exceeds that bound (always on the small ragged sizes the tests use).
+//
+// INT32 has no tolerance: products and sums wrap modulo 2^32, every summation order gives the same
+// result, and a candidate must equal the reference exactly (gemm_error_ratio_exact).
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 
 #if defined(__CUDACC__)
 #define CMT_HOST_DEVICE __host__ __device__
@@ -18,22 +22,45 @@
 
 namespace cmt {
 
-constexpr float k_fp32_unit_roundoff = 5.9604645e-08f;  // 2^-24
-constexpr float k_tolerance_floor = 1e-30f;             // keeps exact-zero results comparable
+constexpr float k_fp32_unit_roundoff = 5.9604645e-08f;          // 2^-24
+constexpr double k_fp64_unit_roundoff = 1.1102230246251565e-16;  // 2^-53
+constexpr float k_tolerance_floor = 1e-30f;                      // keeps exact-zero results comparable
+constexpr double k_tolerance_floor_f64 = 1e-300;
 
-/// Allowed |candidate - reference| for one element.
-CMT_HOST_DEVICE inline float gemm_tolerance(int k, float alpha, float beta, float abs_ab, float abs_c0) {
+/// The unit roundoff and the floor of a floating-point element type.
+template <class T>
+struct ToleranceOf;
+template <>
+struct ToleranceOf<float> {
+  static constexpr float unit_roundoff = k_fp32_unit_roundoff;
+  static constexpr float floor = k_tolerance_floor;
+};
+template <>
+struct ToleranceOf<double> {
+  static constexpr double unit_roundoff = k_fp64_unit_roundoff;
+  static constexpr double floor = k_tolerance_floor_f64;
+};
+
+/// Allowed |candidate - reference| for one element, in FP32 or FP64 (T is float or double).
+template <class T>
+CMT_HOST_DEVICE inline T gemm_tolerance(int k, T alpha, T beta, T abs_ab, T abs_c0) {
   using std::fabs;
-  const float scale = fabs(alpha) * abs_ab + fabs(beta) * abs_c0;
-  return 2.0f * static_cast<float>(k + 4) * k_fp32_unit_roundoff * scale + k_tolerance_floor;
+  const T scale = fabs(alpha) * abs_ab + fabs(beta) * abs_c0;
+  return T(2) * static_cast<T>(k + 4) * ToleranceOf<T>::unit_roundoff * scale + ToleranceOf<T>::floor;
 }
 
 /// |value - reference| / tolerance; +inf when value or reference is NaN or infinite.
-CMT_HOST_DEVICE inline float gemm_error_ratio(float value, float reference, float tolerance) {
+template <class T>
+CMT_HOST_DEVICE inline T gemm_error_ratio(T value, T reference, T tolerance) {
   using std::isfinite;  // std:: on the host, the CUDA builtin on the device
-  if (!isfinite(value) || !isfinite(reference)) return INFINITY;
+  if (!isfinite(value) || !isfinite(reference)) return T(INFINITY);
   using std::fabs;
   return fabs(value - reference) / tolerance;
+}
+
+/// INT32: 0 when value equals the reference, +inf otherwise.
+CMT_HOST_DEVICE inline float gemm_error_ratio_exact(int32_t value, int32_t reference) {
+  return value == reference ? 0.0f : INFINITY;
 }
 
 }  // namespace cmt

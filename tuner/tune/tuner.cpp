@@ -52,7 +52,16 @@ std::vector<const TrialRecord*> leaders(const ProblemState& state, int retime_to
 
 double kernel_timeout_ms(const TuneRequest& request, const ProblemState& state) {
   if (request.kernel_timeout_s) return *request.kernel_timeout_s * 1e3;
+  const Problem& p = state.problem();
+  if (!has_cublas_baseline(p.dtype)) return default_kernel_timeout_ms(peak_time_ms(request.device, p));
   return default_kernel_timeout_ms(state.cublas_ms().value_or(0.0));
+}
+
+double peak_time_ms(const DeviceInfo& device, const Problem& problem) {
+  const double peak = problem.dtype == DType::i32   ? device.int32_peak_tops()
+                      : problem.dtype == DType::f64 ? device.fp64_peak_tflops()
+                                                    : device.fp32_peak_tflops();
+  return peak > 0 ? problem.flops() / (peak * 1e12) * 1e3 : 0.0;
 }
 
 void retime_leaders(Store& store, Measurer& measurer, ProblemState& state, int64_t run_id,
@@ -71,11 +80,16 @@ void retime_leaders(Store& store, Measurer& measurer, ProblemState& state, int64
   if (kernels.empty()) return;
   const std::vector<RetimeResult> results = measurer.retime(kernels, state.problem(), kernel_timeout_ms);
   const RetimeResult& cublas = results.back();
-  if (!cublas.ok || cublas.stats.count == 0) return;
-  state.record_baseline(store, run_id, cublas.stats);
+  // A type without a cuBLAS baseline (i32) records the kernels' times without a ratio.
+  const bool baseline = has_cublas_baseline(state.problem().dtype);
+  if (baseline) {
+    if (!cublas.ok || cublas.stats.count == 0) return;
+    state.record_baseline(store, run_id, cublas.stats);
+  }
   for (size_t i = 0; i < kernels.size(); ++i)
     if (results[i].ok && results[i].stats.count > 0)
-      state.record_retime(store, trial_ids[i], results[i].stats.median, cublas.stats.median / results[i].stats.median);
+      state.record_retime(store, trial_ids[i], results[i].stats.median,
+                          baseline ? std::optional<double>(cublas.stats.median / results[i].stats.median) : std::nullopt);
 }
 
 TuneSummary run_tune(Store& store, const Compiler& compiler, Measurer& measurer, const TuneRequest& req,
@@ -141,7 +155,7 @@ TuneSummary run_tune(Store& store, const Compiler& compiler, Measurer& measurer,
         }
         m = compile_failure(compiled->binary);
       } else {
-        if (!state.cublas_ms()) {
+        if (!state.cublas_ms() && has_cublas_baseline(p.dtype)) {
           state.record_baseline(store, summary.run_id, measurer.measure_cublas(p));
           spdlog::debug("cuBLAS {}: {:.4f} ms", p.to_string(), *state.cublas_ms());
         }
@@ -152,7 +166,8 @@ TuneSummary run_tune(Store& store, const Compiler& compiler, Measurer& measurer,
       state.record(store, t);
       ++summary.trials_measured;
       if (t.outcome == Outcome::ok && *t.median_ms <= state.best_ms())
-        status = fmt::format("best {:.1f} TF/s at {} ({})", *t.gflops / 1e3, p.to_string(), cand.tmpl->name);
+        status = fmt::format("best {:.1f} {} at {} ({})", *t.gflops / 1e3, p.dtype == DType::i32 ? "TOP/s" : "TF/s",
+                             p.to_string(), cand.tmpl->name);
       recorded.push_back(std::move(t));
       if (progress) progress(done, total, status);
       if (measurer.context_lost()) {
@@ -211,7 +226,8 @@ TuneSummary run_tune(Store& store, const Compiler& compiler, Measurer& measurer,
 
   if (req.calibrate && summary.stop_reason.empty() && !measurer.context_lost()) {
     std::vector<std::vector<TrialRecord>> trials;
-    for (const ProblemState& state : states) trials.push_back(state.trials());
+    for (const ProblemState& state : states)
+      if (state.problem().dtype == DType::f32) trials.push_back(state.trials());  // as calibration_shapes
     const auto absorb = [&](const TuneSummary& c) {
       summary.calibration.insert(summary.calibration.end(), c.problems.begin(), c.problems.end());
       summary.calibration_candidates = std::max(summary.calibration_candidates, c.candidates);

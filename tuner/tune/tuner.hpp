@@ -72,11 +72,17 @@ TuneSummary run_tune(Store& store, const Compiler& compiler, Measurer& measurer,
 std::vector<const TrialRecord*> leaders(const ProblemState& state, int retime_top);
 
 /// The re-timing stage for one problem: its leaders (from leaders()) timed interleaved with cuBLAS;
-/// records their medians and the cuBLAS baseline of the same rounds.
+/// records their medians and the cuBLAS baseline of the same rounds (for i32, which has none, the
+/// medians alone, without a ratio).
 void retime_leaders(Store& store, Measurer& measurer, ProblemState& state, int64_t run_id,
                     const std::vector<const TrialRecord*>& leads, double kernel_timeout_ms);
 
-/// The watchdog on one launch for a problem: --kernel-timeout, else derived from cuBLAS's time.
+/// The watchdog on one launch for a problem: --kernel-timeout, else derived from cuBLAS's time, or
+/// for a type without a cuBLAS baseline (i32) from peak_time_ms.
 double kernel_timeout_ms(const TuneRequest& request, const ProblemState& state);
+
+/// The time a problem takes at the device's peak rate for its type (FP32, FP64 CUDA cores, INT32
+/// multiply-add), in ms; 0 when the device's peak is unknown.
+double peak_time_ms(const DeviceInfo& device, const Problem& problem);
 
 }  // namespace cmt

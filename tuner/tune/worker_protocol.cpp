@@ -153,8 +153,9 @@ std::string encode(const WorkerRequest& r) {
       j["cubins_cached"] = r.cubins_cached;
       [[fallthrough]];
     case WorkerRequest::Kind::cublas:
-      j["problem"] = {r.problem.m,     r.problem.n,     r.problem.k,       r.problem.trans_a, r.problem.trans_b,
-                      r.problem.batch, r.problem.stride_a, r.problem.stride_b, r.problem.stride_c};
+      j["problem"] = {r.problem.m,        r.problem.n,        r.problem.k,        r.problem.trans_a,
+                      r.problem.trans_b,  r.problem.batch,    r.problem.stride_a, r.problem.stride_b,
+                      r.problem.stride_c, std::string(dtype_name(r.problem.dtype))};
       j["limits"] = {r.limits.abandon_above_ms, r.limits.kernel_timeout_ms};
       break;
     case WorkerRequest::Kind::release:
@@ -177,6 +178,9 @@ WorkerRequest decode_request(const std::string& bytes) {
     if (j.contains("problem")) {
       const auto& p = j["problem"];
       r.problem = {p.at(0), p.at(1), p.at(2), p.at(3), p.at(4), p.at(5), p.at(6), p.at(7), p.at(8)};
+      const auto dtype = parse_dtype(p.at(9).get<std::string>());
+      if (!dtype) throw std::invalid_argument("unknown element type '" + p.at(9).get<std::string>() + "'");
+      r.problem.dtype = *dtype;
       r.limits = {j.at("limits").at(0), j.at("limits").at(1)};
     }
     if (j.contains("kernels")) {

@@ -1,0 +1,149 @@
+// cm-tune tune on f64 and i32 problems, with the scripted measuring process
+// (tests/worker/scripted_worker.cpp) standing in for the GPU and the typed generic default compiled
+// by NVRTC: the summary's cuBLAS columns (DGEMM for f64; "n/a" for i32, which cuBLAS cannot
+// compute), the INT32 comparison with the device's peak and the f32 winner, the worker asked for
+// no INT32 baseline, and export leaving the other types out of the f32 header.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "store/store.hpp"
+#include "test_support.hpp"
+
+namespace cmt {
+namespace {
+
+class TuneTypes : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("CMTUNE_MEASURE_WORKER", CMTUNE_SCRIPTED_WORKER, 1);
+    setenv("CMTUNE_SCRIPT_LOG", (m_dir / "worker.log").c_str(), 1);
+    // One tile of the generic default: one build per type and layout.
+    test::write_file(m_dir / "preset.toml", R"(name = "types"
+description = "the generic default, one tile"
+[templates.blocktile2d]
+BM = [64]
+BN = [64]
+BK = [8]
+TM = [8]
+TN = [4]
+)");
+  }
+  void TearDown() override {
+    unsetenv("CMTUNE_MEASURE_WORKER");
+    unsetenv("CMTUNE_SCRIPT_LOG");
+  }
+  std::string tune(const std::string& extra) const {
+    return "--quiet --db t.db tune --sizes 64,96x80x72 --config " + (m_dir / "preset.toml").string() +
+           " --no-calibrate --seed 3 --jobs 2 " + extra;
+  }
+  test::TempDir m_dir;
+};
+
+TEST_F(TuneTypes, F64HasADgemmBaselineAndI32ComparesWithThePeakAndTheF32Winner) {
+  const auto r = test::run_split(m_dir, tune("--dtype all --json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["problems"].size(), 6u) << j.dump(2);
+  int f64 = 0, i32 = 0;
+  for (const auto& p : j["problems"]) {
+    const std::string name = p["problem"];
+    ASSERT_FALSE(p["winner"].is_null()) << p.dump();
+    EXPECT_EQ(p["winner"]["template"], "blocktile2d");
+    if (name.find(":f64") != std::string::npos) {
+      ++f64;
+      EXPECT_FALSE(p["cublas_tflops"].is_null()) << p.dump();
+      EXPECT_NEAR(p["winner"]["ratio_to_cublas"].get<double>(), 1.0 / 2.02, 1e-9) << p.dump();
+      EXPECT_NE(p["winner"]["params"].get<std::string>().find("DTYPE=1"), std::string::npos) << p.dump();
+      EXPECT_FALSE(p.contains("int32_peak_fraction")) << p.dump();
+    } else if (name.find(":i32") != std::string::npos) {
+      ++i32;
+      EXPECT_TRUE(p["cublas_tflops"].is_null()) << p.dump();
+      EXPECT_TRUE(p["winner"]["ratio_to_cublas"].is_null()) << p.dump();
+      EXPECT_NE(p["winner"]["params"].get<std::string>().find("DTYPE=2"), std::string::npos) << p.dump();
+      // The scripted H100: 64 IMADs per SM per clock, 132 SMs, 1.98 GHz.
+      EXPECT_NEAR(p["int32_peak_tops"].get<double>(), 64.0 * 132 * 2 * 1.98e9 / 1e12, 1e-6) << p.dump();
+      EXPECT_NEAR(p["int32_peak_fraction"].get<double>(), p["winner"]["tflops"].get<double>() / p["int32_peak_tops"].get<double>(),
+                  1e-12);
+      // The f32 winner at the same shape was tuned in the same run, at the same scripted time.
+      EXPECT_NEAR(p["ratio_to_f32_winner"].get<double>(), 1.0, 1e-9) << p.dump();
+      EXPECT_FALSE(p["f32_winner_tflops"].is_null()) << p.dump();
+    } else {
+      EXPECT_FALSE(p["cublas_tflops"].is_null()) << p.dump();
+      EXPECT_NE(p["winner"]["params"].get<std::string>().find("DTYPE=0"), std::string::npos) << p.dump();
+    }
+  }
+  EXPECT_EQ(f64, 2);
+  EXPECT_EQ(i32, 2);
+
+  // The measuring process timed SGEMM and DGEMM, never an INT32 baseline.
+  const std::string log = test::read_file(m_dir / "worker.log");
+  EXPECT_NE(log.find("cublas - 64x64x64:f64"), std::string::npos) << log;
+  EXPECT_NE(log.find("cublas - 64x64x64\n"), std::string::npos) << log;
+  EXPECT_EQ(log.find("cublas - 64x64x64:i32"), std::string::npos) << log;
+  EXPECT_NE(log.find("measure blocktile2d[BM=64,BN=64,BK=8,TM=8,TN=4,TRANS_A=0,TRANS_B=0,DTYPE=2] 96x80x72:i32"),
+            std::string::npos)
+      << log;
+
+  // The store: baselines of f32 and f64 only; NULL ratios for i32 trials.
+  Store store(m_dir / "t.db");
+  const int64_t device = store.devices().front().id;
+  const Problem i32_problem = Problem::make(64, 64, 64, false, false, 1, DType::i32);
+  EXPECT_FALSE(store.find_baseline(device, i32_problem).has_value());
+  EXPECT_TRUE(store.find_baseline(device, Problem::make(64, 64, 64, false, false, 1, DType::f64)).has_value());
+  for (const auto& t : store.trials(device, i32_problem)) EXPECT_FALSE(t.ratio_to_cublas.has_value()) << t.params;
+}
+
+TEST_F(TuneTypes, TheSummaryPrintsNoRatioForI32) {
+  const auto r = test::run_split(m_dir, tune("--dtype f64,i32"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  bool f64_row = false, i32_row = false, i32_note = false;
+  for (size_t at = 0; at < r.out.size();) {
+    const size_t end = r.out.find('\n', at);
+    const std::string line = r.out.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    at = end == std::string::npos ? r.out.size() : end + 1;
+    if (line.rfind("64x64x64:f64 ", 0) == 0) {
+      f64_row = true;
+      EXPECT_NE(line.find("0.495x"), std::string::npos) << line;
+    }
+    if (line.rfind("64x64x64:i32 ", 0) == 0) {
+      i32_row = true;
+      EXPECT_NE(line.find("n/a"), std::string::npos) << line;
+      EXPECT_EQ(line.find("x  "), std::string::npos) << "no ratio: " << line;
+    }
+    if (line.rfind("64x64x64:i32: no cuBLAS INT32 GEMM; ", 0) == 0) {
+      i32_note = true;
+      EXPECT_NE(line.find("of the INT32 multiply-add peak (33.5 TOP/s)"), std::string::npos) << line;
+      EXPECT_NE(line.find("no f32 winner at 64x64x64 to compare with"), std::string::npos) << line;
+    }
+  }
+  EXPECT_TRUE(f64_row && i32_row && i32_note) << r.out;
+}
+
+// Export writes the f32 header and leaves the f64 and i32 winners out, saying so; with nothing but
+// them, it refuses.
+TEST_F(TuneTypes, ExportLeavesOtherTypesOutOfTheF32Header) {
+  ASSERT_EQ(test::run_split(m_dir, tune("--dtype f64,i32")).exit_code, 0);
+  const auto only = test::run_split(m_dir, "--db t.db export --out h.cuh");
+  EXPECT_EQ(only.exit_code, 2) << only.err;
+  EXPECT_NE(only.err.find("has no tuned f32 problems to export: the header dispatches f32 only so far, and its 4 tuned "
+                          "problems (64x64x64:f64, ...) are of other types"),
+            std::string::npos)
+      << only.err;
+  ASSERT_EQ(test::run_split(m_dir, tune("")).exit_code, 0);  // f32 too now
+  const auto both = test::run_split(m_dir, "--db t.db export --out h.cuh");
+  ASSERT_EQ(both.exit_code, 0) << both.err;
+  EXPECT_NE(both.out.find("2 tuned problems"), std::string::npos) << both.out;
+  EXPECT_NE(both.err.find("4 tuned problems of type f64 or i32 (64x64x64:f64, 64x64x64:i32, 96x80x72:f64, ...) are not "
+                          "in the header"),
+            std::string::npos)
+      << both.err;
+  const std::string header = test::read_file(m_dir / "h.cuh");
+  EXPECT_NE(header.find("cmt_sgemm_blocktile2d<64, 64, 8, 8, 4, 0, 0, 0>"), std::string::npos) << "the f32 build";
+  EXPECT_EQ(header.find("cmt_sgemm_blocktile2d<64, 64, 8, 8, 4, 0, 0, 1>"), std::string::npos) << "an f64 build";
+  EXPECT_EQ(header.find("cmt_sgemm_blocktile2d<64, 64, 8, 8, 4, 0, 0, 2>"), std::string::npos) << "an i32 build";
+}
+
+}  // namespace
+}  // namespace cmt

@@ -1,0 +1,347 @@
+// The measuring side in FP64 and INT32, on every layout (nn, nt, tn, tt) and batch shape (one
+// matrix, a packed batch, batches that broadcast A or B), on ragged sizes:
+//
+// - The reference (cuBLAS DGEMM for f64, the exact wrapping kernel for i32) and a naive kernel
+//   written here (independent of both) pass validation through GpuMeasurer; cuBLAS DGEMM times as
+//   the f64 baseline, and i32 has none.
+// - Deliberately wrong launchers fail, each with the reason that names what it did, in the type's
+//   own words ("C[b=4][128][64] is 5, expected 7", "1 doubles after C"): a wrong element, a write
+//   into a guard gap, an element left unwritten when beta == 0 (NaN; the INT32 poison), a broadcast
+//   operand read as packed, an INT32 kernel that saturates instead of wrapping (caught by the case on
+//   inputs that overflow), an FP64 kernel that sums in FP32.
+// - The INT32 reference and the naive kernel wrap as uint32 arithmetic on the host does, on inputs
+//   near 2^20 over a long K.
+// - Every quick.toml candidate of blocktile2d, the typed generic default, validates and times in
+//   each type and layout through GpuMeasurer::measure.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <deque>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "cuda/check.hpp"
+#include "cuda/device.hpp"
+#include "cuda/gpu.hpp"
+#include "cuda/nvrtc_compiler.hpp"
+#include "gpu/naive_gemm.hpp"
+#include "measure/gpu_measurer.hpp"
+#include "measure/validation_kernels.hpp"
+#include "space/preset.hpp"
+#include "space/space.hpp"
+#include "store/store.hpp"
+#include "test_support.hpp"
+#include "tune/compile_service.hpp"
+#include "tune/protocol.hpp"
+
+namespace cmt {
+namespace {
+
+struct Shape {
+  int64_t m, n, k;
+};
+// Ragged in every dimension; one row of C.
+const Shape k_shapes[] = {{257, 129, 300}, {1, 77, 33}};
+
+struct BatchShape {
+  const char* name;
+  int64_t batch;
+  bool broadcast_a, broadcast_b;
+};
+const BatchShape k_batch_shapes[] = {
+    {"one matrix", 1, false, false},
+    {"7 packed", 7, false, false},
+    {"5 with stride_a = 0", 5, true, false},
+    {"5 with stride_b = 0", 5, false, true},
+};
+
+struct TypeLayout {
+  DType dtype;
+  std::string layout;
+};
+
+std::vector<TypeLayout> type_layouts() {
+  std::vector<TypeLayout> out;
+  for (const DType t : {DType::f64, DType::i32})
+    for (const char* l : {"nn", "nt", "tn", "tt"}) out.push_back({t, l});
+  return out;
+}
+
+std::string param_name(const ::testing::TestParamInfo<TypeLayout>& info) {
+  return std::string(dtype_name(info.param.dtype)) + "_" + info.param.layout;
+}
+
+std::vector<Problem> problems_of(const TypeLayout& tl) {
+  const auto ops = parse_layout(tl.layout);
+  std::vector<Problem> out;
+  for (const Shape& s : k_shapes)
+    for (const BatchShape& bs : k_batch_shapes) {
+      Problem p = Problem::make(s.m, s.n, s.k, ops->first, ops->second, bs.batch, tl.dtype);
+      if (bs.broadcast_a) p.stride_a = 0;
+      if (bs.broadcast_b) p.stride_b = 0;
+      EXPECT_EQ(stride_problem(p), "") << p.to_string();
+      out.push_back(p);
+    }
+  return out;
+}
+
+TuneSettings quick_settings() {
+  TuneSettings settings;
+  try {
+    settings = load_preset(resolve_preset("quick")).tune;
+  } catch (const std::exception&) {
+    // the defaults, only slower
+  }
+  settings.allow_spills = true;
+  return settings;
+}
+
+uint64_t test_seed() {
+  const uint64_t seed = std::random_device{}();
+  std::printf("input seed %llu\n", static_cast<unsigned long long>(seed));
+  return seed;
+}
+
+std::string element(const Problem& p, int64_t b, int64_t row, int64_t col) {
+  return p.batched() ? "C[b=" + std::to_string(b) + "][" + std::to_string(row) + "][" + std::to_string(col) + "]"
+                     : "C[" + std::to_string(row) + "][" + std::to_string(col) + "]";
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+class TypedValidation : public ::testing::TestWithParam<TypeLayout> {};
+
+TEST_P(TypedValidation, TheReferenceAndANaiveKernelPassOnEveryBatchShape) {
+  CMT_REQUIRE_GPU();
+  const DeviceInfo device = select_device(0);
+  GpuMeasurer measurer(device, quick_settings(), test_seed());
+  const GemmLauncher reference = measurer.reference_launcher();
+  const GemmLauncher naive = test::naive_gemm_launcher(test::GemmDefect::none, measurer.stream());
+  for (const Problem& p : problems_of(GetParam())) {
+    const ValidationResult rr = measurer.validate(reference, p);
+    EXPECT_TRUE(rr.passed) << "the reference on " << p.to_string() << ": " << rr.reason;
+    const ValidationResult rn = measurer.validate(naive, p);
+    ASSERT_FALSE(is_sticky_error(rn.status)) << "CUDA context lost: " << rn.reason;
+    EXPECT_TRUE(rn.passed) << "the naive kernel on " << p.to_string() << ": " << rn.reason;
+    if (p.dtype == DType::i32) {
+      EXPECT_EQ(rn.max_error_ratio, 0.0) << p.to_string() << ": INT32 is exact";
+      EXPECT_EQ(rn.max_abs_error, 0.0) << p.to_string();
+      // No baseline: cuBLAS has no INT32 GEMM, and asking for one is an error.
+      EXPECT_THROW(measurer.measure_cublas(p), InfraError) << p.to_string();
+      const ValidationResult rc = measurer.validate(measurer.cublas_launcher(), p);
+      EXPECT_FALSE(rc.passed) << p.to_string();
+      EXPECT_TRUE(has(rc.reason, "launch failed")) << rc.reason;
+    } else {
+      EXPECT_LT(rn.max_error_ratio, 1.0) << p.to_string();
+      const SampleStats stats = measurer.measure_cublas(p);  // cublasDgemm(StridedBatched)
+      EXPECT_GT(stats.count, 0) << p.to_string();
+      EXPECT_GT(stats.median, 0.0) << p.to_string();
+    }
+  }
+}
+
+TEST_P(TypedValidation, WrongLaunchersFailWithTheirReason) {
+  CMT_REQUIRE_GPU();
+  using test::GemmDefect;
+  const DeviceInfo device = select_device(0);
+  GpuMeasurer measurer(device, quick_settings(), test_seed());
+  const bool i32 = GetParam().dtype == DType::i32;
+  const std::string unit = i32 ? "ints" : "doubles";
+  int checked = 0;
+  for (const Problem& p : problems_of(GetParam())) {
+    const bool broadcast = p.batched() && (p.stride_a == 0 || p.stride_b == 0);
+    for (const GemmDefect defect : {GemmDefect::wrong_last_element, GemmDefect::write_gap, GemmDefect::skip_first_when_beta0,
+                                    GemmDefect::broadcast_as_packed, GemmDefect::saturate_i32, GemmDefect::fp32_accumulate}) {
+      if (defect == GemmDefect::broadcast_as_packed && !broadcast) continue;
+      if (defect == GemmDefect::saturate_i32 && !i32) continue;
+      if (defect == GemmDefect::fp32_accumulate && (i32 || p.k < 100)) continue;  // a long sum shows FP32's error
+      const std::string what = std::string(test::to_string(defect)) + " on " + p.to_string();
+      const ValidationResult r = measurer.validate(test::naive_gemm_launcher(defect, measurer.stream()), p);
+      ASSERT_FALSE(is_sticky_error(r.status)) << what << ": CUDA context lost: " << r.reason;
+      EXPECT_EQ(r.status, cudaSuccess) << what << ": " << r.reason;
+      EXPECT_FALSE(r.passed) << what << " passed validation";
+      const std::string& reason = r.reason;
+      const std::string first = "first " + element(p, p.batch - 1, p.m / 2, p.n / 2) + (i32 ? " is " : " = ");
+      switch (defect) {
+        case GemmDefect::wrong_last_element:
+          EXPECT_TRUE(has(reason, "1 of " + std::to_string(p.m * p.n * p.batch) + " elements wrong")) << what << ": " << reason;
+          EXPECT_TRUE(has(reason, first)) << what << ": " << reason;
+          EXPECT_TRUE(has(reason, i32 ? "(alpha=3, beta=-2)" : "(alpha=0.75, beta=-1.25)")) << what << ": " << reason;
+          break;
+        case GemmDefect::write_gap:
+          EXPECT_TRUE(has(reason, "writes outside C's M x N block")) << what << ": " << reason;
+          EXPECT_TRUE(has(reason, p.batched() ? "1 " + unit + " after C[b=0] (the gap before C[b=1])" : "1 " + unit + " after C"))
+              << what << ": " << reason;
+          EXPECT_FALSE(has(reason, "elements wrong")) << what << ": " << reason;
+          break;
+        case GemmDefect::skip_first_when_beta0:
+          EXPECT_TRUE(has(reason, "beta=0")) << what << ": " << reason;
+          // NaN in FP64; the poison, out of reach of a correct result, in INT32.
+          EXPECT_TRUE(has(reason, "first " + element(p, 0, 0, 0) + (i32 ? " is 2143289344, expected " : " = nan")))
+              << what << ": " << reason;
+          if (i32) EXPECT_TRUE(has(reason, "(never written)")) << what << ": " << reason;
+          break;
+        case GemmDefect::broadcast_as_packed:
+          EXPECT_TRUE(has(reason, "elements wrong")) << what << ": " << reason;
+          break;
+        case GemmDefect::saturate_i32:
+          // Right on the small inputs; wrong on the ones that overflow.
+          EXPECT_TRUE(has(reason, "inputs that overflow")) << what << ": " << reason;
+          EXPECT_TRUE(has(reason, "elements wrong")) << what << ": " << reason;
+          break;
+        case GemmDefect::fp32_accumulate:
+          EXPECT_TRUE(has(reason, "elements wrong")) << what << ": " << reason;
+          EXPECT_TRUE(has(reason, "max error/tolerance")) << what << ": " << reason;
+          break;
+        case GemmDefect::none:
+          break;
+      }
+      std::printf("%s: %s\n", what.c_str(), reason.c_str());
+      ++checked;
+    }
+  }
+  // 2 shapes x 4 batch shapes x 3 defects, 2 broadcasts per shape, and per type: i32 saturating on
+  // every problem, f64 summing in FP32 on the 4 problems with K = 300.
+  EXPECT_EQ(checked, 2 * 4 * 3 + 2 * 2 + (i32 ? 8 : 4));
+}
+
+TEST_P(TypedValidation, RequirementsCountBytesOfTheType) {
+  CMT_REQUIRE_GPU();
+  const auto ops = parse_layout(GetParam().layout);
+  const DeviceInfo device = select_device(0);
+  GpuMeasurer measurer(device, quick_settings(), 7);
+  Problem p = Problem::make(100, 100, 100, ops->first, ops->second, 3, GetParam().dtype);
+  p.stride_a = p.packed_stride_a() + 1;  // 10001 elements: 16-byte aligned neither as doubles nor as ints
+  Requirements vec16;
+  vec16.align_bytes = 16;
+  vec16.ld_multiple = 4;
+  const Measurement m = measurer.measure({nullptr, LaunchShape{}, vec16, "vec16"}, p, MeasureLimits{});
+  EXPECT_EQ(m.outcome, Outcome::skipped) << m.reason;
+  EXPECT_TRUE(has(m.reason, std::string("the stride of A is 10001 ") + (GetParam().dtype == DType::f64 ? "doubles" : "ints")))
+      << m.reason;
+}
+
+INSTANTIATE_TEST_SUITE_P(TypesAndLayouts, TypedValidation, ::testing::ValuesIn(type_layouts()), param_name);
+
+// The INT32 semantics on inputs near 2^20 over a long K, checked element by element against uint32
+// arithmetic on the host: the products and the sums overflow, and the results wrap.
+TEST(Int32Wrap, TheReferenceAndTheNaiveKernelWrapLikeUint32OnTheHost) {
+  CMT_REQUIRE_GPU();
+  const DeviceInfo device = select_device(0);
+  (void)device;
+  Stream stream;
+  std::mt19937 rng(20);
+  for (const auto& [ta, tb] : {std::pair{false, false}, {false, true}, {true, false}, {true, true}}) {
+    const int m = 37, n = 29, k = 4099, batch = 3;
+    const int lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 5, ldc = n + 2;
+    const int64_t a_rows = ta ? k : m, b_rows = tb ? n : k;
+    const int64_t stride_a = a_rows * lda, stride_b = 0, stride_c = int64_t{m} * ldc;  // B broadcast
+    std::vector<int32_t> a(stride_a * batch), b(b_rows * ldb), c0(stride_c * batch);
+    std::uniform_int_distribution<int32_t> near(-(1 << 20), 1 << 20), small(-1000, 1000);
+    for (auto& v : a) v = near(rng);
+    for (auto& v : b) v = near(rng);
+    for (auto& v : c0) v = small(rng);
+    const int32_t alpha = 7, beta = -3;
+
+    DeviceBuffer da(a.size() * 4), db(b.size() * 4), dc(c0.size() * 4), dn(c0.size() * 4);
+    CMT_CUDA_CHECK(cudaMemcpy(da.get(), a.data(), a.size() * 4, cudaMemcpyHostToDevice));
+    CMT_CUDA_CHECK(cudaMemcpy(db.get(), b.data(), b.size() * 4, cudaMemcpyHostToDevice));
+    CMT_CUDA_CHECK(cudaMemcpy(dc.get(), c0.data(), c0.size() * 4, cudaMemcpyHostToDevice));
+    CMT_CUDA_CHECK(cudaMemcpy(dn.get(), c0.data(), c0.size() * 4, cudaMemcpyHostToDevice));
+    GemmArgs g{m, n, k, alpha, da.get(), lda, db.get(), ldb, beta, dc.get(), ldc};
+    g.stride_a = stride_a;
+    g.stride_b = stride_b;
+    g.stride_c = stride_c;
+    g.batch = batch;
+    g.trans_a = ta;
+    g.trans_b = tb;
+    g.dtype = DType::i32;
+    ASSERT_EQ(reference_gemm_i32(g, stream.get()), cudaSuccess);
+    GemmArgs gn = g;
+    gn.c = dn.get();
+    ASSERT_EQ(test::launch_naive_gemm(gn, test::GemmDefect::none, stream.get()), cudaSuccess);
+    stream.synchronize();
+    std::vector<int32_t> ref(c0.size()), naive(c0.size());
+    CMT_CUDA_CHECK(cudaMemcpy(ref.data(), dc.get(), ref.size() * 4, cudaMemcpyDeviceToHost));
+    CMT_CUDA_CHECK(cudaMemcpy(naive.data(), dn.get(), naive.size() * 4, cudaMemcpyDeviceToHost));
+
+    int overflowed = 0, checked = 0;
+    for (int bi = 0; bi < batch; ++bi)
+      for (int i = 0; i < m; i += 3)
+        for (int j = 0; j < n; j += 2) {
+          uint32_t acc = 0;
+          long long exact = 0;
+          for (int kk = 0; kk < k; ++kk) {
+            const int32_t av = ta ? a[bi * stride_a + int64_t{kk} * lda + i] : a[bi * stride_a + int64_t{i} * lda + kk];
+            const int32_t bv = tb ? b[int64_t{j} * ldb + kk] : b[int64_t{kk} * ldb + j];
+            acc += static_cast<uint32_t>(av) * static_cast<uint32_t>(bv);
+            exact += static_cast<long long>(av) * bv;  // |sum| < 4099 * 2^40 < 2^63
+          }
+          const int64_t e = bi * stride_c + int64_t{i} * ldc + j;
+          const int32_t want = static_cast<int32_t>(static_cast<uint32_t>(alpha) * acc +
+                                                    static_cast<uint32_t>(beta) * static_cast<uint32_t>(c0[e]));
+          EXPECT_EQ(ref[e], want) << "reference C[b=" << bi << "][" << i << "][" << j << "] ta=" << ta << " tb=" << tb;
+          EXPECT_EQ(naive[e], want) << "naive C[b=" << bi << "][" << i << "][" << j << "] ta=" << ta << " tb=" << tb;
+          overflowed += static_cast<long long>(want) != alpha * exact + static_cast<long long>(beta) * c0[e];
+          ++checked;
+        }
+    EXPECT_GT(overflowed, checked * 9 / 10) << "the inputs should overflow nearly everywhere";
+    // Elements outside the checked grid and the padding columns: the two kernels agree everywhere.
+    EXPECT_EQ(ref, naive);
+  }
+}
+
+// --- the typed generic default ---------------------------------------------------------------
+
+class TypedTemplates : public ::testing::TestWithParam<TypeLayout> {};
+
+TEST_P(TypedTemplates, EveryQuickBlocktile2dCandidateValidatesAndTimes) {
+  CMT_REQUIRE_GPU();
+  const TypeLayout tl = GetParam();
+  const auto templates = load_templates({default_templates_dir()});
+  const Preset preset = load_preset(resolve_preset("quick"));
+  const DeviceInfo device = select_device(0);
+  Target target = target_of(device);
+  target.layouts = {tl.layout};
+  target.dtypes = {tl.dtype};
+  const SearchSpace space = enumerate_space(templates, preset, target, "blocktile2d");
+  ASSERT_FALSE(space.candidates.empty());
+
+  test::TempDir dir;
+  Store store(dir / "cache.db");
+  const NvrtcCompiler nvrtc;
+  CompileService compiler(store, nvrtc, device.arch(), 0);
+  for (size_t i = 0; i < space.candidates.size(); ++i) compiler.submit(space.candidates[i], i);
+  GpuMeasurer measurer(device, quick_settings(), test_seed());
+  MeasureLimits limits;
+  limits.kernel_timeout_ms = 20000;
+  std::deque<BinaryRecord> binaries;
+  int measured = 0;
+  while (auto compiled = compiler.next()) {
+    const Candidate& cand = *compiled->candidate;
+    ASSERT_TRUE(compiled->binary.ok) << cand.id() << ":\n" << compiled->binary.log;
+    EXPECT_EQ(compiled->binary.spill_stores, 0) << cand.id();
+    binaries.push_back(compiled->binary);
+    const KernelUnderTest kernel{&binaries.back(), cand.shape, cand.requirements, cand.id()};
+    for (const Problem& p : problems_of(tl)) {
+      ASSERT_TRUE(cand.tmpl->serves(cand.values, p)) << cand.id() << " " << p.to_string();
+      const Measurement m = measurer.measure(kernel, p, limits);
+      ASSERT_FALSE(measurer.context_lost()) << cand.id() << " on " << p.to_string() << ": " << m.reason;
+      EXPECT_EQ(m.outcome, Outcome::ok) << cand.id() << " on " << p.to_string() << ": " << m.reason;
+      EXPECT_TRUE(m.timing.has_value()) << cand.id();
+      if (tl.dtype == DType::i32) EXPECT_EQ(m.max_error_ratio.value_or(-1), 0.0) << cand.id() << " " << p.to_string();
+      ++measured;
+    }
+  }
+  std::printf("%s %s: %d measurements of %zu blocktile2d candidates\n", std::string(dtype_name(tl.dtype)).c_str(),
+              tl.layout.c_str(), measured, space.candidates.size());
+  EXPECT_GT(measured, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(TypesAndLayouts, TypedTemplates, ::testing::ValuesIn(type_layouts()), param_name);
+
+}  // namespace
+}  // namespace cmt
