@@ -11,9 +11,11 @@
 //   inputs that overflow), an FP64 kernel that sums in FP32.
 // - The INT32 reference and the naive kernel wrap as uint32 arithmetic on the host does, on inputs
 //   near 2^20 over a long K.
-// - Every quick.toml candidate of blocktile2d, the typed generic default, validates and times in
-//   each type and layout through GpuMeasurer::measure.
+// - Every quick.toml candidate of each type (blocktile2d, the typed generic default; dmma for f64)
+//   validates and times in each type and layout through GpuMeasurer::measure.
 #include <gtest/gtest.h>
+
+#include <set>
 
 #include <cstdio>
 #include <deque>
@@ -298,7 +300,7 @@ TEST(Int32Wrap, TheReferenceAndTheNaiveKernelWrapLikeUint32OnTheHost) {
 
 class TypedTemplates : public ::testing::TestWithParam<TypeLayout> {};
 
-TEST_P(TypedTemplates, EveryQuickBlocktile2dCandidateValidatesAndTimes) {
+TEST_P(TypedTemplates, EveryQuickCandidateOfTheTypeValidatesAndTimes) {
   CMT_REQUIRE_GPU();
   const TypeLayout tl = GetParam();
   const auto templates = load_templates({default_templates_dir()});
@@ -307,8 +309,14 @@ TEST_P(TypedTemplates, EveryQuickBlocktile2dCandidateValidatesAndTimes) {
   Target target = target_of(device);
   target.layouts = {tl.layout};
   target.dtypes = {tl.dtype};
-  const SearchSpace space = enumerate_space(templates, preset, target, "blocktile2d");
+  // Every family of the type: blocktile2d (the typed generic default), and for f64 dmma.
+  const SearchSpace space = enumerate_space(templates, preset, target);
   ASSERT_FALSE(space.candidates.empty());
+  std::set<std::string> families;
+  for (const Candidate& c : space.candidates) families.insert(c.tmpl->name);
+  const std::set<std::string> expected =
+      tl.dtype == DType::f64 ? std::set<std::string>{"blocktile2d", "dmma"} : std::set<std::string>{"blocktile2d"};
+  EXPECT_EQ(families, expected);
 
   test::TempDir dir;
   Store store(dir / "cache.db");
@@ -336,7 +344,7 @@ TEST_P(TypedTemplates, EveryQuickBlocktile2dCandidateValidatesAndTimes) {
       ++measured;
     }
   }
-  std::printf("%s %s: %d measurements of %zu blocktile2d candidates\n", std::string(dtype_name(tl.dtype)).c_str(),
+  std::printf("%s %s: %d measurements of %zu candidates\n", std::string(dtype_name(tl.dtype)).c_str(),
               tl.layout.c_str(), measured, space.candidates.size());
   EXPECT_GT(measured, 0);
 }
