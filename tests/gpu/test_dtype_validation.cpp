@@ -327,25 +327,31 @@ TEST_P(TypedTemplates, EveryQuickCandidateOfTheTypeValidatesAndTimes) {
   MeasureLimits limits;
   limits.kernel_timeout_ms = 20000;
   std::deque<BinaryRecord> binaries;
-  int measured = 0;
+  int measured = 0, skipped = 0;
   while (auto compiled = compiler.next()) {
     const Candidate& cand = *compiled->candidate;
     ASSERT_TRUE(compiled->binary.ok) << cand.id() << ":\n" << compiled->binary.log;
-    EXPECT_EQ(compiled->binary.spill_stores, 0) << cand.id();
+    EXPECT_EQ(compiled->binary.spill_stores, 0) << cand.id() << "\n" << compiled->binary.log;
     binaries.push_back(compiled->binary);
     const KernelUnderTest kernel{&binaries.back(), cand.shape, cand.requirements, cand.id()};
     for (const Problem& p : problems_of(tl)) {
       ASSERT_TRUE(cand.tmpl->serves(cand.values, p)) << cand.id() << " " << p.to_string();
       const Measurement m = measurer.measure(kernel, p, limits);
       ASSERT_FALSE(measurer.context_lost()) << cand.id() << " on " << p.to_string() << ": " << m.reason;
+      if (m.outcome == Outcome::skipped && !cand.requirements.none()) {
+        // A 16-byte dmma copy needs even leading dimensions; the odd ones here are skipped, saying why.
+        EXPECT_NE(m.reason.find("needs"), std::string::npos) << cand.id() << ": " << m.reason;
+        ++skipped;
+        continue;
+      }
       EXPECT_EQ(m.outcome, Outcome::ok) << cand.id() << " on " << p.to_string() << ": " << m.reason;
       EXPECT_TRUE(m.timing.has_value()) << cand.id();
       if (tl.dtype == DType::i32) EXPECT_EQ(m.max_error_ratio.value_or(-1), 0.0) << cand.id() << " " << p.to_string();
       ++measured;
     }
   }
-  std::printf("%s %s: %d measurements of %zu candidates\n", std::string(dtype_name(tl.dtype)).c_str(),
-              tl.layout.c_str(), measured, space.candidates.size());
+  std::printf("%s %s: %d measurements of %zu candidates (%d skipped for their requirements)\n",
+              std::string(dtype_name(tl.dtype)).c_str(), tl.layout.c_str(), measured, space.candidates.size(), skipped);
   EXPECT_GT(measured, 0);
 }
 

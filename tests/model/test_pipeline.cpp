@@ -231,6 +231,25 @@ TEST_F(ProblemStateTest, WithoutABaselineTheBestTrialSetsTheBarAndRatiosAreNone)
   EXPECT_TRUE(m_store.winners(m_device, Problem{256, 256, 256}).empty());
 }
 
+// Nothing is abandoned before a trial of the problem has passed, even with cuBLAS's time known: a
+// problem where cuBLAS beats every candidate still gets a winner. Then the bar is the factor times
+// the best of cuBLAS and the trials.
+TEST_F(ProblemStateTest, TheAbandonBarWaitsForAPassingTrial) {
+  m_problem = Problem::make(256, 256, 256, false, false, 1, DType::f64);
+  ProblemState state(m_store, m_device, m_problem);
+  state.record_baseline(m_store, m_run, SampleStats{0.5, 0.4, 0.5, 0.01, 10});
+  EXPECT_EQ(state.best_ms(), 0.5);
+  EXPECT_EQ(state.abandon_bar_ms(3.0), 0.0);
+  TrialRecord failed = stored("x", 0.1);
+  failed.outcome = Outcome::wrong;
+  state.record(m_store, failed);
+  EXPECT_EQ(state.abandon_bar_ms(3.0), 0.0) << "a wrong trial is no passing trial";
+  state.record(m_store, stored("a", 2.0));
+  EXPECT_DOUBLE_EQ(state.abandon_bar_ms(3.0), 1.5) << "3x cuBLAS's 0.5 ms";
+  state.store_winners(m_store);
+  EXPECT_EQ(state.summary().winner->params, "a");
+}
+
 TEST_F(ProblemStateTest, ReMeasuringATrialReplacesItAndDropsItsWinners) {
   ProblemState state(m_store, m_device, m_problem);
   state.record(m_store, stored("a", 1.0));

@@ -21,6 +21,11 @@ ProblemState::ProblemState(Store& store, int64_t device_id, const Problem& probl
       if (passed(t)) m_best_ms = m_best_ms > 0 ? std::min(m_best_ms, *t.median_ms) : *t.median_ms;
 }
 
+double ProblemState::abandon_bar_ms(double abandon_factor) const {
+  const bool any_passed = std::any_of(m_trials.begin(), m_trials.end(), [](const TrialRecord& t) { return passed(t); });
+  return any_passed ? abandon_factor * m_best_ms : 0.0;
+}
+
 void ProblemState::record_baseline(Store& store, int64_t run_id, const SampleStats& s) {
   BaselineRecord b;
   b.device_id = m_device_id;

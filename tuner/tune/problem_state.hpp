@@ -39,6 +39,10 @@ class ProblemState {
   /// The best passing median known for the problem, cuBLAS included (the abandon bar's base); 0
   /// while none is known (no abandoning). Without a cuBLAS baseline, the best trial's.
   double best_ms() const { return m_best_ms; }
+  /// The time above which a candidate's timing is abandoned: abandon_factor times best_ms(), once a
+  /// trial of the problem has passed; 0 (never) before, so a problem where every candidate is
+  /// slower than cuBLAS (FP64 on CUDA cores against DGEMM on tensor cores) still gets a winner.
+  double abandon_bar_ms(double abandon_factor) const;
 
   /// Stores cuBLAS's timing as the problem's baseline; the first one of a run also sets cublas_ms()
   /// and the best time.

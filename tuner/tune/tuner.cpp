@@ -160,7 +160,7 @@ TuneSummary run_tune(Store& store, const Compiler& compiler, Measurer& measurer,
           spdlog::debug("cuBLAS {}: {:.4f} ms", p.to_string(), *state.cublas_ms());
         }
         const KernelUnderTest kernel{&compiled->binary, cand.shape, cand.requirements, cand.id()};
-        m = measurer.measure(kernel, p, {req.preset.tune.abandon_factor * state.best_ms(), kernel_timeout_ms(req, state)});
+        m = measurer.measure(kernel, p, {state.abandon_bar_ms(req.preset.tune.abandon_factor), kernel_timeout_ms(req, state)});
       }
       TrialRecord t = make_trial(context, cand, compiled->binary, p, m, state.cublas_ms());
       state.record(store, t);
