@@ -19,8 +19,9 @@ struct KernelAttributes {
 };
 
 /// Arguments of every SGEMM template, in kernel-signature order (a batched family's kernel takes the
-/// three strides after ldc; the others stop at ldc), then what the kernels know at compile time
-/// (the layout) or from the grid (the batch).
+/// three strides after ldc, one with problems_per_block the batch's problem count after them; the
+/// others stop at ldc), then what the kernels know at compile time (the layout) or from the grid
+/// (the batch, of kernels without a problem count).
 struct GemmArgs {
   int m, n, k;
   float alpha;
@@ -63,7 +64,8 @@ class LoadedKernel {
   KernelAttributes m_attributes;
 };
 
-/// Grid of the template convention: (ceil(N/tile_n), ceil(M/tile_m), grid_z * batch).
+/// Grid of the template convention: (ceil(N/tile_n), ceil(M/tile_m), grid_z * ceil(batch /
+/// problems_per_block)), for a batch whose grid fits (LoadedKernel::launch splits larger ones).
 dim3 gemm_grid(const LaunchShape& shape, int m, int n, int batch = 1);
 
 }  // namespace cmt
