@@ -73,7 +73,9 @@ inline void expect_nvrtc_and_nvcc_agree(const std::vector<Candidate>& candidates
     instantiations += fmt::format("template __global__ void {}(int, int, int, float, const float*, int, const float*, "
                                   "int, float, float*, int{});\n",
                                   c->candidate->tmpl->name_expression(c->candidate->values),
-                                  c->candidate->tmpl->batched ? ", long long, long long, long long" : "");
+                                  c->candidate->tmpl->takes_batch_count() ? ", long long, long long, long long, int"
+                                  : c->candidate->tmpl->batched           ? ", long long, long long, long long"
+                                                                          : "");
   }
   ASSERT_EQ(nvrtc_text.size(), candidates.size());
 

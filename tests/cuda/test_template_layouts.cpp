@@ -160,9 +160,30 @@ TM = [4]
 TN = [4]
 VEC = [1, 4]
 STREAM = [0]
+
+[[templates.fused_batch]]
+BM = [32, 64]
+BN = [32, 64]
+BK = [16]
+TM = [4]
+TN = [4]
+STAGES = [3]
+PPB = [4]
+VEC = [1, 4]
+
+[[templates.fused_batch]]
+BM = [64, 128]
+BN = [128]
+BK = [8, 32]
+TM = [8]
+TN = [8]
+STAGES = [4]
+PPB = [16]
+VEC = [1, 4]
 )";
 
-const std::set<std::string> k_layout_families = {"blocktile2d", "multistage", "clusterk", "clusterk_deep", "smallk"};
+const std::set<std::string> k_layout_families = {"blocktile2d", "multistage", "clusterk", "clusterk_deep", "smallk",
+                                                 "fused_batch"};
 
 TEST(TemplateLayouts, FamiliesDeclareTheirLayoutsAndBatchesAndTheOthersKeepTheContract) {
   const auto templates = load_templates({default_templates_dir()});
@@ -237,6 +258,23 @@ TEST(TemplateLayouts, MultistageAndClusterkCompileToTheSameCodeWithNvrtcAndNvccI
   test::expect_nvrtc_and_nvcc_agree(candidates, dir.path());
 }
 
+// fused_batch too: one instantiation per layout, 16-byte and single-float copies alternating.
+TEST(TemplateLayouts, FusedBatchCompilesToTheSameCodeWithNvrtcAndNvccInEveryLayout) {
+  const auto templates = load_templates({default_templates_dir()});
+  test::TempDir dir;
+  test::write_file(dir / "layouts.toml", k_preset);
+  std::vector<Candidate> candidates;
+  std::set<std::string> seen;
+  for (Candidate& c : enumerate_space(templates, load_preset(dir / "layouts.toml"), all_layouts("sm_90")).candidates) {
+    if (c.tmpl->name != "fused_batch" || find_param(c.values, "BM").value() != 32) continue;
+    const std::string layout = c.tmpl->layout_of(c.values);
+    const int64_t vec = layout == "nn" || layout == "tt" ? 4 : 1;
+    if (find_param(c.values, "VEC").value() == vec && seen.insert(layout).second) candidates.push_back(std::move(c));
+  }
+  ASSERT_EQ(candidates.size(), 4u);
+  test::expect_nvrtc_and_nvcc_agree(candidates, dir.path());
+}
+
 // The dynamic shared memory a descriptor launches with must hold the ring the kernel addresses:
 // the descriptors' RING_FLOATS against CmtMultistageShape<...>::RING_FLOATS (B's rows padded with
 // TRANS_B), for every candidate of the preset, evaluated by a host program nvcc builds (not run on
@@ -263,6 +301,41 @@ TEST(TemplateLayouts, DescriptorRingMatchesTheKernelsShapeInEveryLayout) {
     expected += std::to_string(t.eval(derived->expr, c.values, target, "derived.RING_FLOATS")) + "\n";
   }
   ASSERT_FALSE(expected.empty());
+  test::write_file(dir / "ring.cu", program + "  return 0;\n}\n");
+  const auto built = test::run_command(fmt::format("'{}' -std=c++17 -arch=sm_90 -I'{}' -o '{}' '{}' 2>&1", test::nvcc_path(),
+                                                   default_templates_dir().string(), (dir / "ring").string(),
+                                                   (dir / "ring.cu").string()));
+  ASSERT_EQ(built.exit_code, 0) << built.output;
+  const auto ran = test::run_command("'" + (dir / "ring").string() + "'");
+  ASSERT_EQ(ran.exit_code, 0) << ran.output;
+  EXPECT_EQ(ran.output, expected);
+}
+
+// The same for fused_batch: SMEM_BYTES against CmtFusedShape<...>::RING_FLOATS (A's rows padded
+// unless A is transposed, B's when B is), and the descriptor's threads against the kernel's.
+TEST(TemplateLayouts, FusedBatchRingAndThreadsMatchTheKernelsShapeInEveryLayout) {
+  const auto templates = load_templates({default_templates_dir()});
+  test::TempDir dir;
+  test::write_file(dir / "layouts.toml", k_preset);
+  const Target target = all_layouts("sm_90");
+  std::string program = "#include <cstdio>\n#include \"fused_batch.cuh\"\nint main() {\n";
+  std::string expected;
+  std::set<std::string> layouts;
+  for (const Candidate& c : enumerate_space(templates, load_preset(dir / "layouts.toml"), target).candidates) {
+    const TemplateDesc& t = *c.tmpl;
+    if (t.name != "fused_batch") continue;
+    layouts.insert(t.layout_of(c.values));
+    const auto derived = std::find_if(t.derived.begin(), t.derived.end(), [](const DerivedValue& d) { return d.name == "SMEM_BYTES"; });
+    ASSERT_NE(derived, t.derived.end());
+    std::string args;
+    for (const char* p : {"BM", "BN", "BK", "TM", "TN", "STAGES", "TRANS_A", "TRANS_B"})
+      args += (args.empty() ? "" : ", ") + std::to_string(find_param(c.values, p).value());
+    program += fmt::format("  std::printf(\"%d %d\\n\", CmtFusedShape<{0}>::RING_FLOATS * 4, CmtFusedShape<{0}>::THREADS);\n",
+                           args);
+    expected += fmt::format("{} {}\n", t.eval(derived->expr, c.values, target, "derived.SMEM_BYTES"), c.shape.threads);
+    EXPECT_EQ(c.shape.dynamic_smem, t.eval(derived->expr, c.values, target, "derived.SMEM_BYTES")) << c.id();
+  }
+  EXPECT_EQ(layouts.size(), 4u);
   test::write_file(dir / "ring.cu", program + "  return 0;\n}\n");
   const auto built = test::run_command(fmt::format("'{}' -std=c++17 -arch=sm_90 -I'{}' -o '{}' '{}' 2>&1", test::nvcc_path(),
                                                    default_templates_dir().string(), (dir / "ring").string(),
