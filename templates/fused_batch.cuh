@@ -62,6 +62,15 @@ struct CmtFusedShape {
   static constexpr int BS_LD = TRANS_B ? BN + 4 : BN;  // rows of Bs (k-contiguous B is stored transposed)
   static constexpr int A_STAGE = BK * AS_LD, B_STAGE = BK * BS_LD, STAGE = A_STAGE + B_STAGE;
   static constexpr int RING_FLOATS = STAGES * STAGE;
+  // Blocks per SM asked of ptxas (__launch_bounds__): as many as fit in 80 registers a thread with
+  // 16 accumulators, 128 with 32, and no bound with 64. Without any, ptxas capped some sm_80 builds at
+  // 56 or 64 registers and spilled; with 1 it gave 4 x 4 tiles of 256 threads about 90 (2 blocks).
+  static constexpr int REGISTER_BUDGET = TM * TN <= 16 ? 80 : TM * TN <= 32 ? 128 : 255;
+  static constexpr int MIN_BLOCKS = 65536 / (THREADS * REGISTER_BUDGET) > 1 ? 65536 / (THREADS * REGISTER_BUDGET) : 1;
+  // The tile row of accumulator row i (< TM) of thread row ty, and the tile column of accumulator
+  // column j (< TN) of thread column tx: groups of 4, LY (LX) groups apart. (Host too, for tests.)
+  static __host__ __device__ constexpr int row_of(int ty, int i) { return (i / 4) * 4 * LY + ty * 4 + i % 4; }
+  static __host__ __device__ constexpr int col_of(int tx, int j) { return (j / 4) * 4 * LX + tx * 4 + j % 4; }
 };
 
 // Copies of a k tile of an operand stored with k contiguous: its stored rows are the tile's R rows
@@ -78,9 +87,12 @@ struct CmtFusedChunkCopy {
   static_assert(BK % 8 == 0 && THREADS % 8 == 0 && PASSES * THREADS == R_T * BK,
                 "k-contiguous copies: BK a multiple of 8 and R*BK a multiple of the threads");
   static_assert(ROW_FIXED ? G % R_T == 0 : R_T % G == 0, "k-contiguous copies: rows per pass must divide the tile");
-  // Row and k of pass i, relative to the thread's first copy.
-  static CMT_DEVICE constexpr int row_of(int i) { return ROW_FIXED ? 0 : (i % ROW_PASSES) * G; }
-  static CMT_DEVICE constexpr int k_of(int i) { return ROW_FIXED ? i * (G / R_T) * 8 : (i / ROW_PASSES) * 8; }
+  // The row and k of a thread's first copy in a tile, and those of pass i relative to it. (Host
+  // too, for tests.)
+  static __host__ __device__ constexpr int first_row(int tid) { return ROW_FIXED ? (tid / 8) % R_T : tid / 8; }
+  static __host__ __device__ constexpr int first_k(int tid) { return (ROW_FIXED ? (tid / 8) / R_T : 0) * 8 + tid % 8; }
+  static __host__ __device__ constexpr int row_of(int i) { return ROW_FIXED ? 0 : (i % ROW_PASSES) * G; }
+  static __host__ __device__ constexpr int k_of(int i) { return ROW_FIXED ? i * (G / R_T) * 8 : (i / ROW_PASSES) * 8; }
 
   int rows_left;       // rows of the operand from the thread's first row on (<= 0: none)
   int k_first;         // k of the thread's first copy in a tile
@@ -91,9 +103,8 @@ struct CmtFusedChunkCopy {
   // origin: the tile's first stored row; rows: the operand's stored rows (M or N); stage0: shared
   // address of S in stage 0.
   CMT_DEVICE CmtFusedChunkCopy(int tid, int origin, int rows, int ld, unsigned stage0) {
-    const int g = tid / 8, kk = tid % 8;
-    const int r = ROW_FIXED ? g % R_T : g;
-    k_first = (ROW_FIXED ? g / R_T : 0) * 8 + kk;
+    const int r = first_row(tid);
+    k_first = first_k(tid);
     rows_left = rows - (origin + r);
     dst = stage0 + (k_first * LD + r) * 4;
     offset = cmt_offset(rows_left > 0 ? origin + r : 0, k_first, ld);
@@ -136,8 +147,12 @@ struct CmtFusedVecCopy {
   static_assert(C_T % VEC == 0 && PASSES * THREADS == BK * V,
                 "contiguous copies: BK * C / VEC must be a multiple of the threads");
   static_assert(COL_FIXED ? THREADS % V == 0 : V % THREADS == 0, "contiguous copies: vectors per pass must divide a row");
-  static CMT_DEVICE constexpr int row_of(int i) { return COL_FIXED ? i * (THREADS / V) : i / COL_PASSES; }
-  static CMT_DEVICE constexpr int col_of(int i) { return COL_FIXED ? 0 : (i % COL_PASSES) * THREADS * VEC; }
+  // The stored row (k) and column of a thread's first copy in a tile, and those of pass i relative to
+  // it. (Host too, for tests.)
+  static __host__ __device__ constexpr int first_k(int tid) { return COL_FIXED ? tid / V : 0; }
+  static __host__ __device__ constexpr int first_col(int tid) { return (COL_FIXED ? tid % V : tid) * VEC; }
+  static __host__ __device__ constexpr int row_of(int i) { return COL_FIXED ? i * (THREADS / V) : i / COL_PASSES; }
+  static __host__ __device__ constexpr int col_of(int i) { return COL_FIXED ? 0 : (i % COL_PASSES) * THREADS * VEC; }
 
   int cols_left;      // columns of the operand from the thread's first column on (<= 0: none)
   int k_first;        // stored row (k) of the thread's first copy in a tile
@@ -146,8 +161,8 @@ struct CmtFusedVecCopy {
   int ld;
 
   CMT_DEVICE CmtFusedVecCopy(int tid, int origin, int cols, int ld_, unsigned stage0) : ld(ld_) {
-    const int c = (COL_FIXED ? tid % V : tid) * VEC;
-    k_first = COL_FIXED ? tid / V : 0;
+    const int c = first_col(tid);
+    k_first = first_k(tid);
     cols_left = cols - (origin + c);
     dst = stage0 + (k_first * LD + c) * 4;
     offset = cmt_offset(k_first, cols_left > 0 ? origin + c : 0, ld);
@@ -175,12 +190,13 @@ struct CmtFusedVecCopy {
 };
 
 template <int BM, int BN, int BK, int TM, int TN, int STAGES, int PPB, int VEC, int TRANS_A, int TRANS_B>
-__global__ void __launch_bounds__(CmtFusedShape<BM, BN, BK, TM, TN, STAGES, TRANS_A, TRANS_B>::THREADS, 1)
+__global__ void __launch_bounds__(CmtFusedShape<BM, BN, BK, TM, TN, STAGES, TRANS_A, TRANS_B>::THREADS,
+                                  CmtFusedShape<BM, BN, BK, TM, TN, STAGES, TRANS_A, TRANS_B>::MIN_BLOCKS)
     cmt_sgemm_fused_batch(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                           const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc,
                           long long stride_a, long long stride_b, long long stride_c, int batch) {
   using Shape = CmtFusedShape<BM, BN, BK, TM, TN, STAGES, TRANS_A, TRANS_B>;
-  constexpr int THREADS = Shape::THREADS, LX = Shape::LX, LY = Shape::LY;
+  constexpr int THREADS = Shape::THREADS, LX = Shape::LX;
   constexpr int AS_LD = Shape::AS_LD, BS_LD = Shape::BS_LD, A_STAGE = Shape::A_STAGE, STAGE = Shape::STAGE;
   static_assert(TM % 4 == 0 && TN % 4 == 0 && BM % TM == 0 && BN % TN == 0, "thread tiles are groups of 4 rows and columns");
   static_assert(STAGES >= 2 && PPB >= 1, "at least 2 stages and 1 problem per block");
@@ -238,7 +254,7 @@ __global__ void __launch_bounds__(CmtFusedShape<BM, BN, BK, TM, TN, STAGES, TRAN
     for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
   const int ty = tid / LX, tx = tid % LX;
   // This thread's first float4 of a stage's As row and of its Bs row (32-bit shared addresses).
-  const unsigned a_read = ring + ty * 4 * 4, b_read = ring + (A_STAGE + tx * 4) * 4;
+  const unsigned a_read = ring + Shape::row_of(ty, 0) * 4, b_read = ring + (A_STAGE + Shape::col_of(tx, 0)) * 4;
 
   // The prologue: the first STAGES - 1 steps (possibly of several problems).
 #pragma unroll
@@ -261,12 +277,12 @@ __global__ void __launch_bounds__(CmtFusedShape<BM, BN, BK, TM, TN, STAGES, TRAN
       float a[TM], b[TN];
 #pragma unroll
       for (int i = 0; i < TM / 4; ++i) {
-        const float4 v = cmt_load_shared4(as + (k * AS_LD + i * 4 * LY) * 4);
+        const float4 v = cmt_load_shared4(as + (k * AS_LD + Shape::row_of(0, 4 * i)) * 4);
         a[4 * i] = v.x, a[4 * i + 1] = v.y, a[4 * i + 2] = v.z, a[4 * i + 3] = v.w;
       }
 #pragma unroll
       for (int j = 0; j < TN / 4; ++j) {
-        const float4 v = cmt_load_shared4(bs + (k * BS_LD + j * 4 * LX) * 4);
+        const float4 v = cmt_load_shared4(bs + (k * BS_LD + Shape::col_of(0, 4 * j)) * 4);
         b[4 * j] = v.x, b[4 * j + 1] = v.y, b[4 * j + 2] = v.z, b[4 * j + 3] = v.w;
       }
 #pragma unroll
@@ -282,11 +298,11 @@ __global__ void __launch_bounds__(CmtFusedShape<BM, BN, BK, TM, TN, STAGES, TRAN
     const bool vector_c = VEC == 4 || ((reinterpret_cast<unsigned long long>(C) | ((unsigned long long)ldc << 2)) & 15) == 0;
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
-      const int row = block_m + (i / 4) * 4 * LY + ty * 4 + i % 4;
+      const int row = block_m + Shape::row_of(ty, i);
       if (row >= M) continue;
 #pragma unroll
       for (int j = 0; j < TN; j += 4) {
-        const int col = block_n + (j / 4) * 4 * LX + tx * 4;
+        const int col = block_n + Shape::col_of(tx, j);
         if (vector_c) {
           const float4 v = make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]);
           cmt_store_c4(C, ldc, row, col, N - col, v, alpha, beta);

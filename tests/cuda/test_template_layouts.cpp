@@ -346,6 +346,122 @@ TEST(TemplateLayouts, FusedBatchRingAndThreadsMatchTheKernelsShapeInEveryLayout)
   EXPECT_EQ(ran.output, expected);
 }
 
+// fused_batch's index arithmetic, run on the host for every point of the default and quick presets in
+// every layout (the copies' and the threads' coordinates are host functions too): each stage's copies
+// cover every element of the A and B tiles exactly once, the 32 copies a warp issues at once land in
+// 32 different banks (k-contiguous operands, copied transposed into padded rows) or on consecutive
+// words (the others), and the accumulators cover the C tile once, each thread's reads at the offsets
+// the kernel uses.
+TEST(TemplateLayouts, FusedBatchCopiesCoverTheirTilesOnceWithoutBankConflicts) {
+  const auto templates = load_templates({default_templates_dir()});
+  Target target = all_layouts("sm_90");
+  std::string program = R"(#include <cstdio>
+#include <vector>
+#include "fused_batch.cuh"
+
+static int failures = 0;
+static void fail(const char* what, const char* id) {
+  if (++failures <= 20) std::printf("%s: %s\n", id, what);
+}
+
+// Copies of a k-contiguous operand: element (k, r) of the tile once per stage; banks of a warp's copies.
+template <class Copy, int R, int BK, int THREADS, int LD>
+void chunk(const char* id) {
+  std::vector<int> seen(R * BK, 0);
+  for (int t = 0; t < THREADS; ++t)
+    for (int i = 0; i < Copy::PASSES; ++i) {
+      const int r = Copy::first_row(t) + Copy::row_of(i), k = Copy::first_k(t) + Copy::k_of(i);
+      if (r < 0 || r >= R || k < 0 || k >= BK) fail("a copy outside the tile", id);
+      else ++seen[k * R + r];
+    }
+  for (int v : seen) if (v != 1) { fail("an element not copied exactly once", id); break; }
+  for (int w = 0; w < THREADS / 32; ++w)
+    for (int i = 0; i < Copy::PASSES; ++i) {
+      unsigned banks = 0;
+      for (int l = 0; l < 32; ++l) {
+        const int t = w * 32 + l;
+        banks |= 1u << (((Copy::first_k(t) + Copy::k_of(i)) * LD + Copy::first_row(t) + Copy::row_of(i)) % 32);
+      }
+      if (banks != 0xffffffffu) fail("a warp's copies share a bank", id);
+    }
+}
+
+// Copies of an operand with k as its rows: element (k, c) once per stage; a warp's copies land on
+// consecutive words (rows of LD = C floats follow each other).
+template <class Copy, int C, int BK, int THREADS, int VEC, int LD>
+void vec(const char* id) {
+  std::vector<int> seen(C * BK, 0);
+  for (int t = 0; t < THREADS; ++t)
+    for (int i = 0; i < Copy::PASSES; ++i) {
+      const int k = Copy::first_k(t) + Copy::row_of(i), c = Copy::first_col(t) + Copy::col_of(i);
+      if (k < 0 || k >= BK || c < 0 || c + VEC > C || c % VEC != 0) fail("a copy outside the tile", id);
+      else for (int e = 0; e < VEC; ++e) ++seen[k * C + c + e];
+    }
+  for (int v : seen) if (v != 1) { fail("an element not copied exactly once", id); break; }
+  for (int w = 0; w < THREADS / 32; ++w)
+    for (int i = 0; i < Copy::PASSES; ++i)
+      for (int l = 1; l < 32; ++l) {
+        const int t = w * 32 + l;
+        const int a = (Copy::first_k(t - 1) + Copy::row_of(i)) * LD + Copy::first_col(t - 1) + Copy::col_of(i);
+        const int b = (Copy::first_k(t) + Copy::row_of(i)) * LD + Copy::first_col(t) + Copy::col_of(i);
+        if (b != a + VEC) fail("a warp's vectors are not consecutive", id);
+      }
+}
+
+// The threads' accumulators: every element of the tile once, each float4 read at row_of(ty, 0) +
+// row_of(0, 4i) (and columns alike).
+template <class Shape, int BM, int BN, int TM, int TN>
+void tiles(const char* id) {
+  std::vector<int> seen(BM * BN, 0);
+  for (int t = 0; t < Shape::THREADS; ++t) {
+    const int ty = t / Shape::LX, tx = t % Shape::LX;
+    for (int i = 0; i < TM; ++i)
+      for (int j = 0; j < TN; ++j) {
+        const int r = Shape::row_of(ty, i), c = Shape::col_of(tx, j);
+        if (r != Shape::row_of(ty, 0) + Shape::row_of(0, i / 4 * 4) + i % 4 ||
+            c != Shape::col_of(tx, 0) + Shape::col_of(0, j / 4 * 4) + j % 4)
+          fail("an accumulator not at the offset its float4 is read from", id);
+        if (r < 0 || r >= BM || c < 0 || c >= BN) fail("an accumulator outside the tile", id);
+        else ++seen[r * BN + c];
+      }
+  }
+  for (int v : seen) if (v != 1) { fail("an element of C not computed exactly once", id); break; }
+}
+
+template <int BM, int BN, int BK, int TM, int TN, int STAGES, int VEC, int TA, int TB>
+void check(const char* id) {
+  using Shape = CmtFusedShape<BM, BN, BK, TM, TN, STAGES, TA, TB>;
+  constexpr int T = Shape::THREADS;
+  if constexpr (TA != 0) vec<CmtFusedVecCopy<BM, BK, T, VEC, Shape::AS_LD>, BM, BK, T, VEC, Shape::AS_LD>(id);
+  else chunk<CmtFusedChunkCopy<BM, BK, T, Shape::AS_LD>, BM, BK, T, Shape::AS_LD>(id);
+  if constexpr (TB != 0) chunk<CmtFusedChunkCopy<BN, BK, T, Shape::BS_LD>, BN, BK, T, Shape::BS_LD>(id);
+  else vec<CmtFusedVecCopy<BN, BK, T, VEC, Shape::BS_LD>, BN, BK, T, VEC, Shape::BS_LD>(id);
+  tiles<Shape, BM, BN, TM, TN>(id);
+}
+
+int main() {
+)";
+  int points = 0;
+  for (const char* preset : {"default", "quick"})
+    for (const Candidate& c : enumerate_space(templates, load_preset(resolve_preset(preset)), target, "fused_batch").candidates) {
+      std::string args;
+      for (const char* p : {"BM", "BN", "BK", "TM", "TN", "STAGES", "VEC", "TRANS_A", "TRANS_B"})
+        args += (args.empty() ? "" : ", ") + std::to_string(find_param(c.values, p).value());
+      program += fmt::format("  check<{}>(\"{}\");\n", args, c.id());
+      ++points;
+    }
+  ASSERT_GT(points, 100);
+  test::TempDir dir;
+  test::write_file(dir / "map.cu", program + "  std::printf(\"%d failures\\n\", failures);\n  return failures != 0;\n}\n");
+  const auto built = test::run_command(fmt::format("'{}' -std=c++17 -arch=sm_90 -I'{}' -o '{}' '{}' 2>&1", test::nvcc_path(),
+                                                   default_templates_dir().string(), (dir / "map").string(),
+                                                   (dir / "map.cu").string()));
+  ASSERT_EQ(built.exit_code, 0) << built.output;
+  const auto ran = test::run_command("'" + (dir / "map").string() + "'");
+  EXPECT_EQ(ran.exit_code, 0) << ran.output;
+  EXPECT_EQ(ran.output, "0 failures\n");
+}
+
 // The points the layouts rule out in multistage, with their reasons.
 TEST(TemplateLayouts, MultistageKeepsThinWorkersAndLongARunsToTheLayoutsTheyServe) {
   const auto templates = load_templates({default_templates_dir()});
