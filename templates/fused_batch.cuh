@@ -21,9 +21,10 @@
 // Threads: (BM/TM) x (BN/TN) = LY x LX; thread (ty, tx) = (tid / LX, tid % LX) owns rows
 // i*4*LY + ty*4 + 0..3 (i < TM/4) and columns j*4*LX + tx*4 + 0..3 (j < TN/4) of the tile: groups
 // of 4, LY (LX) groups apart. At each k it reads its rows of As and its columns of Bs as float4: the
-// lanes of a quarter warp (one shared-memory wavefront of 16-byte reads) share ty and read 4 to 8
-// consecutive 16-byte words of Bs and one broadcast word of As, so no read conflicts; the thread's
-// TM x TN outer product then runs from registers.
+// 8 lanes of a quarter warp (one shared-memory wavefront of 16-byte reads) read consecutive 16-byte
+// words of Bs (8, or 4 twice with LX = 4) and one word of As (two consecutive ones with LX = 4), the
+// lanes reading a word alike getting it by broadcast, so no read conflicts; the thread's TM x TN
+// outer product then runs from registers.
 //
 // Copies, per layout, along each operand's contiguous stored dimension:
 //  - an operand stored with k contiguous (A in nn and nt, B in nt and tt): 8 lanes copy 8
