@@ -310,7 +310,7 @@ TEST(ProblemsPerBlockStore, TrialsWinnersAndBinariesKeepIt) {
 
 TEST(ProblemsPerBlockStore, ADatabaseFromBeforeItKeepsItsRowsAndItsHash) {
   test::TempDir dir;
-  const fs::path file = dir / "v3.db";
+  const fs::path file = dir / "v4.db";
   test::tuned_database(file, "GPU-old");
   std::string hash_before;
   std::vector<TrialRecord> trials_before;
@@ -320,7 +320,7 @@ TEST(ProblemsPerBlockStore, ADatabaseFromBeforeItKeepsItsRowsAndItsHash) {
     trials_before = store.trials(store.devices().at(0).id);
   }
   ASSERT_FALSE(trials_before.empty());
-  test::downgrade_schema(file, 3);
+  test::downgrade_schema(file, 4);
   {
     Database db(file);
     Statement s = db.prepare("SELECT count(*) FROM pragma_table_info('winners') WHERE name = 'problems_per_block'");
@@ -328,7 +328,7 @@ TEST(ProblemsPerBlockStore, ADatabaseFromBeforeItKeepsItsRowsAndItsHash) {
     ASSERT_EQ(s.column_int(0), 0) << "the downgraded file has no problems_per_block column";
     Statement v = db.prepare("PRAGMA user_version");
     ASSERT_TRUE(v.step());
-    ASSERT_EQ(v.column_int(0), 3);
+    ASSERT_EQ(v.column_int(0), 4);
   }
   Store store(file);
   EXPECT_EQ(store.schema_version(), latest_schema_version());
