@@ -174,6 +174,13 @@ std::string add_synthetic_winner(Store& store, int64_t run, int64_t device, cons
 
 void downgrade_schema(const fs::path& file, int version) {
   Database db(file);
+  if (version < 5)
+    db.exec(R"sql(
+      ALTER TABLE binaries DROP COLUMN takes_batch_count;
+      ALTER TABLE trials DROP COLUMN problems_per_block;
+      ALTER TABLE winners DROP COLUMN problems_per_block;
+      PRAGMA user_version = 4;
+    )sql");
   if (version < 4) {
     db.exec(R"sql(
       DROP INDEX trials_device_problem;

@@ -23,8 +23,8 @@ std::string add_synthetic_winner(Store& store, int64_t run, int64_t device, cons
 std::string tuned_database(const std::filesystem::path& file, const std::string& device_uuid);
 
 /// Rewrites a database of the latest schema as an older cm-tune wrote it: the exact reverse of every
-/// migration after `version` (3: layouts and batches; 2: grid_z), rows kept, user_version set. The
-/// migration tests start from this.
+/// migration after `version` (4: problems per block; 3: layouts and batches; 2: grid_z), rows kept,
+/// user_version set. The migration tests start from this.
 void downgrade_schema(const std::filesystem::path& file, int version);
 
 /// The message of the UsageError thrown by f, or "<no UsageError thrown>" when none is (other

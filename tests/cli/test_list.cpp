@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "cli/list_render.hpp"
@@ -151,6 +152,40 @@ TEST(SpaceList, LayoutsAndBatchingAreShownAndLayoutChoosesTheCandidates) {
   const auto bad = list("--layout nx");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_EQ(bad.err, "cm-tune: error: --layout: unknown layout 'nx' (nn, nt, tn, tt or all)\n");
+}
+
+// A family with several problems per block shows the launch key and, per candidate, its value; the
+// others' lines and JSON are as before (no problems_per_block).
+TEST(SpaceList, ProblemsPerBlockIsShownWhereABlockComputesSeveralProblems) {
+  test::TempDir dir;
+  const auto list = [&](const std::string& args) { return test::run_split(dir, "list --config quick --arch sm_90 " + args); };
+  const auto text = list("--template fused_batch");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("strided-batched (several problems per block on grid z); types f32\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("    problems_per_block  PPB\n"), std::string::npos) << text.out;
+  EXPECT_EQ(list("--template multistage").out.find("problems_per_block"), std::string::npos);
+
+  const auto candidates = list("--template fused_batch --candidates --layout all");
+  ASSERT_EQ(candidates.exit_code, 0) << candidates.err;
+  std::istringstream lines(candidates.out);
+  int shown = 0;
+  for (std::string line; std::getline(lines, line);) {
+    const size_t ppb = line.find(",PPB=");
+    ASSERT_NE(ppb, std::string::npos) << line;
+    const std::string value = line.substr(ppb + 5, line.find(',', ppb + 5) - ppb - 5);
+    EXPECT_NE(line.find(" grid_z=1 problems_per_block=" + value + "  requires: "), std::string::npos) << line;
+    ++shown;
+  }
+  EXPECT_EQ(shown, 12) << "quick.toml: 3 fused_batch points in each of 4 layouts";
+  EXPECT_EQ(list("--template smallk --candidates").out.find("problems_per_block"), std::string::npos);
+
+  const auto json = nlohmann::json::parse(list("--template fused_batch --candidates --json").out);
+  ASSERT_FALSE(json.empty());
+  for (const auto& c : json) EXPECT_GE(c.at("launch").at("problems_per_block").get<int>(), 2) << c.dump();
+  for (const auto& c : nlohmann::json::parse(list("--template smallk --candidates --json").out))
+    EXPECT_FALSE(c.at("launch").contains("problems_per_block")) << c.dump();
+  const auto described = nlohmann::json::parse(list("--template fused_batch --json").out);
+  EXPECT_EQ(described.at("templates").at(0).at("launch").at("problems_per_block"), "PPB");
 }
 
 }  // namespace

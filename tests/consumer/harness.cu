@@ -1,7 +1,9 @@
 // Correctness harness for a header written by `cm-tune export` (tests/consumer/README.md): checks
 // CMTUNE_NS::sgemm against cuBLAS FP32 on tuned, untuned, ragged and misaligned problems and on the
 // BLAS corner cases, and its transposed, strided-batched (broadcast too) and column-major entries in
-// every layout, then times both, L2 flushed, interleaved, and prints TF/s side by side.
+// every layout, and every tuned batch as it was tuned (so its measured kernel runs: e.g. one that
+// computes several problems per block), then times both, L2 flushed, interleaved, and prints TF/s
+// side by side.
 // The GPU test ExportConsumer (tests/gpu/test_export_consumer.cpp) builds and runs it, and
 // scripts/gpu/gpu_session.sh runs it in its `consumer` phase. Exit code: 0 all checks passed,
 // 1 a check failed, 2 bad usage or a CUDA/cuBLAS failure.
@@ -389,6 +391,24 @@ void check_layouts(Context& ctx, Size s, uint64_t seed) {
     }
 }
 
+/// A tuned batch as it was tuned (its layout, batch and broadcast operands), so the call meets the
+/// table's exact entry and runs its measured kernel (e.g. one computing several problems per block),
+/// and with wider leading dimensions, which may take another kernel. Skipped (false) when its buffers
+/// would pass 2^27 floats.
+bool check_tuned_batch(Context& ctx, const tuned::TunedProblem& p, uint64_t seed) {
+  const long long batch = p.batch;
+  const long long floats_a = (p.broadcast & 1) ? 1 : batch, floats_b = (p.broadcast & 2) ? 1 : batch;
+  const long long limit = 1LL << 27;
+  if (floats_a * p.m * p.k > limit || floats_b * p.k * p.n > limit || batch * p.m * p.n > limit) return false;
+  const tuned::Op op_a = (p.layout & 2) ? tuned::Op::T : tuned::Op::N, op_b = (p.layout & 1) ? tuned::Op::T : tuned::Op::N;
+  const Size s{p.m, p.n, p.k};
+  const bool ba = (p.broadcast & 1) != 0, bb = (p.broadcast & 2) != 0;
+  check_operands(ctx, s, op_a, op_b, p.batch, ba, bb, 0, 1.0f, 0.0f, true, false, seed);
+  check_operands(ctx, s, op_a, op_b, p.batch, ba, bb, 0, 0.75f, -1.25f, false, false, seed + 3);
+  check_operands(ctx, s, op_a, op_b, p.batch, ba, bb, 4, 1.25f, 0.5f, false, false, seed + 6);
+  return true;
+}
+
 void check_size(Context& ctx, Size s, uint64_t seed) {
   check_product(ctx, "beta0-nan-c", s, s.k, s.n, s.n, 0, 1.0f, 0.0f, true, seed);
   check_product(ctx, "alpha-beta", s, s.k, s.n, s.n, 0, 0.75f, -1.25f, false, seed + 10);
@@ -556,6 +576,7 @@ void write_json(const std::string& file, const std::string& device, const std::s
 int main(int argc, char** argv) {
   std::vector<Size> sizes;
   std::vector<Size> tuned_operand_problems;   // tuned with a transpose or a batch: checked in every layout
+  std::vector<tuned::TunedProblem> tuned_batches;   // tuned batches: also checked as tuned
   bool sizes_given = false, timing = true, with_tuned = true;
   int samples = 30, device = 0;
   std::string json_file;
@@ -594,6 +615,7 @@ int main(int argc, char** argv) {
       for (const auto& p : problems) {
         if (p.layout == 0 && p.batch == 1) sizes.push_back({p.m, p.n, p.k});
         else if (p.batch <= 64) tuned_operand_problems.push_back({p.m, p.n, p.k});
+        if (p.batch > 1) tuned_batches.push_back(p);
       }
       std::printf("tuned problems for this device: %d\n", count);
     }
@@ -618,6 +640,12 @@ int main(int argc, char** argv) {
   for (const auto& p : tuned_operand_problems)
     if (operand_sizes.size() < 12) operand_sizes.push_back(p);
   for (const Size& s : operand_sizes) check_layouts(ctx, s, seed += 100);
+  if (!tuned_batches.empty()) {
+    std::printf("\ntuned batches, called as tuned (layout, batch, broadcast), then with wider leading dimensions:\n");
+    for (const auto& p : tuned_batches)
+      if (!check_tuned_batch(ctx, p, seed += 100))
+        std::printf("  skipped %dx%dx%d*%d: its buffers would pass 2^27 floats\n", p.m, p.n, p.k, p.batch);
+  }
 
   std::vector<TimeRecord> times;
   double geomean = NAN;

@@ -86,7 +86,9 @@ inline void expect_nvrtc_and_nvcc_agree(const std::vector<Candidate>& candidates
     instantiations += fmt::format("template __global__ void {0}(int, int, int, {1}, const {1}*, int, const {1}*, "
                                   "int, {1}, {1}*, int{2});\n",
                                   c->candidate->tmpl->name_expression(c->candidate->values), t,
-                                  c->candidate->tmpl->batched ? ", long long, long long, long long" : "");
+                                  c->candidate->tmpl->takes_batch_count() ? ", long long, long long, long long, int"
+                                  : c->candidate->tmpl->batched           ? ", long long, long long, long long"
+                                                                          : "");
   }
   ASSERT_EQ(nvrtc_text.size(), candidates.size());
 

@@ -18,19 +18,26 @@ __global__ void kernel(int, int, int, float, const float*, int, const float*, in
 template <int Id>
 __global__ void batched_kernel(int, int, int, float, const float*, int, const float*, int, float, float*, int, long long,
                                long long, long long) {}
+template <int Id>
+__global__ void counted_kernel(int, int, int, float, const float*, int, const float*, int, float, float*, int, long long,
+                               long long, long long, int) {}
 
 // A table like the ones export writes: 0 the NN generic default, 1 a kernel needing 16-byte aligned
 // inputs and leading dimensions % 4, 2 one needing nothing; 3 the TN generic default (batched), 4 a
-// batched TN kernel, 5 an unbatched TN kernel. No NT or TT generic: such calls are refused.
+// batched TN kernel, 5 an unbatched TN kernel; 6 a TT kernel computing 4 problems per block (it takes
+// the problem count), 7 a batched NT kernel launching 3 blocks per tile along z. No NT or TT generic:
+// calls that no kernel of their layout serves are refused.
 constexpr int k_generic_kernels[4] = {0, -1, 3, -1};
-constexpr int k_kernel_count = 6;
+constexpr int k_kernel_count = 8;
 constexpr KernelInfo k_kernels[k_kernel_count] = {
-    {"generic", "src_a", 128, 64, 64, 0, 1, 4, 1, 0, 0},
-    {"vec4", "src_a", 256, 128, 128, 100000, 1, 16, 4, 0, 0},
-    {"portable", "src_a", 128, 64, 128, 0, 1, 4, 1, 0, 0},
-    {"generic_tn", "src_a", 128, 64, 64, 0, 1, 4, 1, 2, 1},
-    {"tn_batched", "src_a", 128, 32, 32, 0, 1, 4, 1, 2, 1},
-    {"tn_single", "src_a", 256, 128, 128, 0, 1, 4, 1, 2, 0},
+    {"generic", "src_a", 128, 64, 64, 0, 1, 4, 1, 0, 0, 0},
+    {"vec4", "src_a", 256, 128, 128, 100000, 1, 16, 4, 0, 0, 0},
+    {"portable", "src_a", 128, 64, 128, 0, 1, 4, 1, 0, 0, 0},
+    {"generic_tn", "src_a", 128, 64, 64, 0, 1, 4, 1, 2, 1, 0},
+    {"tn_batched", "src_a", 128, 32, 32, 0, 1, 4, 1, 2, 1, 0},
+    {"tn_single", "src_a", 256, 128, 128, 0, 1, 4, 1, 2, 0, 0},
+    {"tt_fused", "src_a", 128, 64, 64, 0, 1, 4, 1, 3, 1, 4},
+    {"nt_cluster", "src_a", 128, 64, 64, 0, 3, 4, 1, 1, 1, 0},
 };
 // {M, N, K, layout, batch, broadcast}, primary, portable
 constexpr Entry k_entries_0[] = {{{256, 256, 256, 0, 1, 0}, 1, 2},
@@ -45,11 +52,12 @@ constexpr Entry k_entries_1[] = {{{512, 512, 512, 0, 1, 0}, 2, 2}};
 constexpr KernelModel k_models_0[] = {{1, 1, {20, 0.05, 0, 0}, 256, 8192, 256, 8192, 256, 8192},
                                       {2, 1, {3, 0.4, 0, 0}, 16, 8192, 16, 8192, 16, 8192},
                                       {4, 1, {2, 0.4, 0, 0}, 16, 8192, 16, 8192, 16, 8192},
-                                      {5, 1, {1, 0.01, 0, 0}, 16, 8192, 16, 8192, 16, 8192}};
+                                      {5, 1, {1, 0.01, 0, 0}, 16, 8192, 16, 8192, 16, 8192},
+                                      {6, 1, {2, 0.4, 0, 0}, 16, 256, 16, 256, 16, 256}};
 constexpr KernelModel k_models_1[] = {{2, 1, {3, 0.4, 0, 0}, 16, 8192, 16, 8192, 16, 8192}};
 constexpr int k_device_table_count = 2;
 constexpr DeviceTable k_device_tables[k_device_table_count] = {
-    {"NVIDIA H100 80GB HBM3", 9, 0, 132, k_entries_0, 5, k_models_0, 4},
+    {"NVIDIA H100 80GB HBM3", 9, 0, 132, k_entries_0, 5, k_models_0, 5},
     {"NVIDIA A100-SXM4-80GB", 8, 0, 108, k_entries_1, 1, k_models_1, 1},
 };
 inline const void* kernel_function(int index) {
@@ -60,6 +68,8 @@ inline const void* kernel_function(int index) {
     case 3: return reinterpret_cast<const void*>(static_cast<BatchedKernelFn>(&batched_kernel<3>));
     case 4: return reinterpret_cast<const void*>(static_cast<BatchedKernelFn>(&batched_kernel<4>));
     case 5: return reinterpret_cast<const void*>(static_cast<KernelFn>(&kernel<5>));
+    case 6: return reinterpret_cast<const void*>(static_cast<BatchCountKernelFn>(&counted_kernel<6>));
+    case 7: return reinterpret_cast<const void*>(static_cast<BatchedKernelFn>(&batched_kernel<7>));
     default: return nullptr;
   }
 }
@@ -118,11 +128,75 @@ TEST(HeaderRuntime, SelectionServesEachLayoutAndBatchWithItsOwnKernels) {
   // a batched NN call is refused (-1) rather than run by a kernel that would ignore the batch.
   EXPECT_EQ(select(0, Call{0, 1, 0, 300, 300, 300, 300, 300, 300, 256}), 2);
   EXPECT_EQ(select(0, Call{0, 4, 0, 300, 300, 300, 300, 300, 300, 256}), -1);
-  // No NT or TT kernel at all: -1, the call is refused.
+  // No NT kernel with a model and no NT or TT generic: -1, the call is refused.
   EXPECT_EQ(select(0, Call{1, 1, 0, 300, 300, 300, 300, 300, 300, 256}), -1);
   EXPECT_EQ(select(-1, Call{3, 1, 0, 300, 300, 300, 300, 300, 300, 256}), -1);
   // Without a table: the layout's generic default.
   EXPECT_EQ(select(-1, Call{2, 8, 0, 64, 64, 64, 64, 64, 64, 256}), 3);
+}
+
+TEST(HeaderRuntime, AKernelWithSeveralProblemsPerBlockServesItsLayoutAndCountsItsBlocks) {
+  using rt::detail::Call;
+  using rt::detail::select;
+  // The TT kernel computes TT batches and single TT products (a batched kernel serves a batch of 1);
+  // it runs no other layout.
+  EXPECT_EQ(select(0, Call{3, 4096, 0, 64, 64, 64, 64, 64, 64, 256}), 6);
+  EXPECT_EQ(select(0, Call{3, 7, 1, 64, 64, 64, 64, 64, 64, 256}), 6);
+  EXPECT_EQ(select(0, Call{3, 1, 0, 100, 100, 100, 100, 100, 100, 4}), 6);
+  EXPECT_EQ(select(0, Call{0, 4096, 0, 64, 64, 64, 64, 64, 64, 256}), -1) << "no NN kernel takes a batch";
+  // Its model counts ceil(batch / 4) blocks of 4 problems: 2 + 0.4 * (the busiest SM's multiply-adds,
+  // in millions). 7 problems of 64^3 on 132 SMs: 2 blocks of up to 4 problems, 64*64*(4*64) = 1.05 M
+  // multiply-adds on the busiest SM.
+  double predicted = 0;
+  const Call tt7{3, 7, 0, 64, 64, 64, 64, 64, 64, 256};
+  const rt::detail::CallRequirements any{tt7};
+  ASSERT_EQ(rt::detail::best_predicted(rt::detail::k_models_0, 5, rt::detail::k_kernels, 132, 64, 64, 64, 7, any,
+                                       &predicted),
+            4);
+  EXPECT_NEAR(predicted, 2 + 0.4 * 64 * 64 * 4 * 64 * 1e-6, 1e-12);
+}
+
+TEST(HeaderRuntime, ModelFeaturesCountTheProblemsEachBlockComputes) {
+  using rt::detail::model_features;
+  double f[4] = {0, 0, 0, 0};
+  const auto expect = [&](double f0, double f1, double f2, double f3, const char* what) {
+    EXPECT_DOUBLE_EQ(f[0], f0) << what;
+    EXPECT_NEAR(f[1], f1, 1e-12) << what;
+    EXPECT_NEAR(f[2], f2, 1e-12) << what;
+    EXPECT_NEAR(f[3], f3, 1e-12) << what;
+  };
+  // One problem per block (0 or 1): 7 blocks of 64x64 tiles, 64 k each, one per SM.
+  model_features(64, 64, 64, 7, 64, 64, 1, 0, 1, 132, f);
+  expect(1, 64 * 64 * 64e-6, 64e-3, 64 * 64e-3, "problems_per_block 0");
+  model_features(64, 64, 64, 7, 64, 64, 1, 1, 1, 132, f);
+  expect(1, 64 * 64 * 64e-6, 64e-3, 64 * 64e-3, "problems_per_block 1");
+  // 4 per block: 2 blocks, each 4 problems' k (256) and 4 tiles of outputs.
+  model_features(64, 64, 64, 7, 64, 64, 1, 4, 1, 132, f);
+  expect(1, 64 * 64 * 256e-6, 256e-3, 4 * 64 * 64e-3, "problems_per_block 4");
+  // A batch of 3 below 4 per block: one block of 3 problems.
+  model_features(64, 64, 64, 3, 64, 64, 1, 4, 1, 132, f);
+  expect(1, 64 * 64 * 192e-6, 192e-3, 3 * 64 * 64e-3, "a batch smaller than problems_per_block");
+  // 4096 problems, 4 per block: 1024 blocks, 8 on the busiest SM, in 8 waves of one block per SM.
+  model_features(64, 64, 64, 4096, 64, 64, 1, 4, 1, 132, f);
+  expect(1, 8 * 64 * 64 * 256e-6, 8 * 256e-3, 8 * 4 * 64 * 64e-3, "4096 problems");
+}
+
+TEST(HeaderRuntime, LaunchesSplitBatchesSoGridZFitsAndPassTheirCount) {
+  using rt::detail::k_kernels;
+  using rt::detail::launch_grid_z;
+  using rt::detail::problems_per_launch;
+  // One problem per block: at most 65535 per launch, grid z = the count.
+  EXPECT_EQ(problems_per_launch(k_kernels[4]), 65535);
+  EXPECT_EQ(launch_grid_z(k_kernels[4], 7), 7u);
+  // 4 per block: 65535 blocks of 4 problems per launch, grid z = ceil(count / 4).
+  EXPECT_EQ(problems_per_launch(k_kernels[6]), 4 * 65535);
+  EXPECT_EQ(launch_grid_z(k_kernels[6], 7), 2u);
+  EXPECT_EQ(launch_grid_z(k_kernels[6], 3), 1u);
+  EXPECT_EQ(launch_grid_z(k_kernels[6], 4 * 65535), 65535u);
+  // 3 blocks per tile along z: 21845 problems per launch, 3 blocks each.
+  EXPECT_EQ(problems_per_launch(k_kernels[7]), 21845);
+  EXPECT_EQ(launch_grid_z(k_kernels[7], 21845), 65535u);
+  EXPECT_EQ(launch_grid_z(k_kernels[7], 2), 6u);
 }
 
 TEST(HeaderRuntime, CachedSelectionAgreesWithSelectionOverManyCalls) {

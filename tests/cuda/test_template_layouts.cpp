@@ -202,10 +202,30 @@ TM = [4]
 TN = [4]
 VEC = [1, 4]
 STREAM = [0]
+
+[[templates.fused_batch]]
+BM = [32, 64]
+BN = [32, 64]
+BK = [16]
+TM = [4]
+TN = [4]
+STAGES = [3]
+PPB = [4]
+VEC = [1, 4]
+
+[[templates.fused_batch]]
+BM = [64, 128]
+BN = [128]
+BK = [8, 32]
+TM = [8]
+TN = [8]
+STAGES = [4]
+PPB = [16]
+VEC = [1, 4]
 )";
 
 const std::set<std::string> k_layout_families = {"blocktile2d", "multistage", "clusterk", "clusterk_deep", "smallk",
-                                                  "warptile", "dmma"};
+                                                  "warptile", "dmma", "fused_batch"};
 
 TEST(TemplateLayouts, FamiliesDeclareTheirLayoutsAndBatchesAndTheOthersKeepTheContract) {
   const auto templates = load_templates({default_templates_dir()});
@@ -323,6 +343,23 @@ TEST(TemplateLayouts, Blocktile2dBuildsWithNvrtcAndNvccInEveryTypeAndLayout) {
   test::expect_nvrtc_and_nvcc_agree(candidates, dir.path(), test::Parity::names);
 }
 
+// fused_batch too: one instantiation per layout, 16-byte and single-float copies alternating.
+TEST(TemplateLayouts, FusedBatchCompilesToTheSameCodeWithNvrtcAndNvccInEveryLayout) {
+  const auto templates = load_templates({default_templates_dir()});
+  test::TempDir dir;
+  test::write_file(dir / "layouts.toml", k_preset);
+  std::vector<Candidate> candidates;
+  std::set<std::string> seen;
+  for (Candidate& c : enumerate_space(templates, load_preset(dir / "layouts.toml"), all_layouts("sm_90")).candidates) {
+    if (c.tmpl->name != "fused_batch" || find_param(c.values, "BM").value() != 32) continue;
+    const std::string layout = c.tmpl->layout_of(c.values);
+    const int64_t vec = layout == "nn" || layout == "tt" ? 4 : 1;
+    if (find_param(c.values, "VEC").value() == vec && seen.insert(layout).second) candidates.push_back(std::move(c));
+  }
+  ASSERT_EQ(candidates.size(), 4u);
+  test::expect_nvrtc_and_nvcc_agree(candidates, dir.path());
+}
+
 // The dynamic shared memory a descriptor launches with must hold the ring the kernel addresses:
 // the descriptors' RING_FLOATS against CmtMultistageShape<...>::RING_FLOATS (B's rows padded with
 // TRANS_B), for every candidate of the preset, evaluated by a host program nvcc builds (not run on
@@ -357,6 +394,157 @@ TEST(TemplateLayouts, DescriptorRingMatchesTheKernelsShapeInEveryLayout) {
   const auto ran = test::run_command("'" + (dir / "ring").string() + "'");
   ASSERT_EQ(ran.exit_code, 0) << ran.output;
   EXPECT_EQ(ran.output, expected);
+}
+
+// The same for fused_batch: SMEM_BYTES against CmtFusedShape<...>::RING_FLOATS (A's rows padded
+// unless A is transposed, B's when B is), and the descriptor's threads against the kernel's.
+TEST(TemplateLayouts, FusedBatchRingAndThreadsMatchTheKernelsShapeInEveryLayout) {
+  const auto templates = load_templates({default_templates_dir()});
+  test::TempDir dir;
+  test::write_file(dir / "layouts.toml", k_preset);
+  const Target target = all_layouts("sm_90");
+  std::string program = "#include <cstdio>\n#include \"fused_batch.cuh\"\nint main() {\n";
+  std::string expected;
+  std::set<std::string> layouts;
+  for (const Candidate& c : enumerate_space(templates, load_preset(dir / "layouts.toml"), target).candidates) {
+    const TemplateDesc& t = *c.tmpl;
+    if (t.name != "fused_batch") continue;
+    layouts.insert(t.layout_of(c.values));
+    const auto derived = std::find_if(t.derived.begin(), t.derived.end(), [](const DerivedValue& d) { return d.name == "SMEM_BYTES"; });
+    ASSERT_NE(derived, t.derived.end());
+    std::string args;
+    for (const char* p : {"BM", "BN", "BK", "TM", "TN", "STAGES", "TRANS_A", "TRANS_B"})
+      args += (args.empty() ? "" : ", ") + std::to_string(find_param(c.values, p).value());
+    program += fmt::format("  std::printf(\"%d %d\\n\", CmtFusedShape<{0}>::RING_FLOATS * 4, CmtFusedShape<{0}>::THREADS);\n",
+                           args);
+    expected += fmt::format("{} {}\n", t.eval(derived->expr, c.values, target, "derived.SMEM_BYTES"), c.shape.threads);
+    EXPECT_EQ(c.shape.dynamic_smem, t.eval(derived->expr, c.values, target, "derived.SMEM_BYTES")) << c.id();
+  }
+  EXPECT_EQ(layouts.size(), 4u);
+  test::write_file(dir / "ring.cu", program + "  return 0;\n}\n");
+  const auto built = test::run_command(fmt::format("'{}' -std=c++17 -arch=sm_90 -I'{}' -o '{}' '{}' 2>&1", test::nvcc_path(),
+                                                   default_templates_dir().string(), (dir / "ring").string(),
+                                                   (dir / "ring.cu").string()));
+  ASSERT_EQ(built.exit_code, 0) << built.output;
+  const auto ran = test::run_command("'" + (dir / "ring").string() + "'");
+  ASSERT_EQ(ran.exit_code, 0) << ran.output;
+  EXPECT_EQ(ran.output, expected);
+}
+
+// fused_batch's index arithmetic, run on the host for every point of the default and quick presets in
+// every layout (the copies' and the threads' coordinates are host functions too): each stage's copies
+// cover every element of the A and B tiles exactly once, the 32 copies a warp issues at once land in
+// 32 different banks (k-contiguous operands, copied transposed into padded rows) or on consecutive
+// words (the others), and the accumulators cover the C tile once, each thread's reads at the offsets
+// the kernel uses.
+TEST(TemplateLayouts, FusedBatchCopiesCoverTheirTilesOnceWithoutBankConflicts) {
+  const auto templates = load_templates({default_templates_dir()});
+  Target target = all_layouts("sm_90");
+  std::string program = R"(#include <cstdio>
+#include <vector>
+#include "fused_batch.cuh"
+
+static int failures = 0;
+static void fail(const char* what, const char* id) {
+  if (++failures <= 20) std::printf("%s: %s\n", id, what);
+}
+
+// Copies of a k-contiguous operand: element (k, r) of the tile once per stage; banks of a warp's copies.
+template <class Copy, int R, int BK, int THREADS, int LD>
+void chunk(const char* id) {
+  std::vector<int> seen(R * BK, 0);
+  for (int t = 0; t < THREADS; ++t)
+    for (int i = 0; i < Copy::PASSES; ++i) {
+      const int r = Copy::first_row(t) + Copy::row_of(i), k = Copy::first_k(t) + Copy::k_of(i);
+      if (r < 0 || r >= R || k < 0 || k >= BK) fail("a copy outside the tile", id);
+      else ++seen[k * R + r];
+    }
+  for (int v : seen) if (v != 1) { fail("an element not copied exactly once", id); break; }
+  for (int w = 0; w < THREADS / 32; ++w)
+    for (int i = 0; i < Copy::PASSES; ++i) {
+      unsigned banks = 0;
+      for (int l = 0; l < 32; ++l) {
+        const int t = w * 32 + l;
+        banks |= 1u << (((Copy::first_k(t) + Copy::k_of(i)) * LD + Copy::first_row(t) + Copy::row_of(i)) % 32);
+      }
+      if (banks != 0xffffffffu) fail("a warp's copies share a bank", id);
+    }
+}
+
+// Copies of an operand with k as its rows: element (k, c) once per stage; a warp's copies land on
+// consecutive words (rows of LD = C floats follow each other).
+template <class Copy, int C, int BK, int THREADS, int VEC, int LD>
+void vec(const char* id) {
+  std::vector<int> seen(C * BK, 0);
+  for (int t = 0; t < THREADS; ++t)
+    for (int i = 0; i < Copy::PASSES; ++i) {
+      const int k = Copy::first_k(t) + Copy::row_of(i), c = Copy::first_col(t) + Copy::col_of(i);
+      if (k < 0 || k >= BK || c < 0 || c + VEC > C || c % VEC != 0) fail("a copy outside the tile", id);
+      else for (int e = 0; e < VEC; ++e) ++seen[k * C + c + e];
+    }
+  for (int v : seen) if (v != 1) { fail("an element not copied exactly once", id); break; }
+  for (int w = 0; w < THREADS / 32; ++w)
+    for (int i = 0; i < Copy::PASSES; ++i)
+      for (int l = 1; l < 32; ++l) {
+        const int t = w * 32 + l;
+        const int a = (Copy::first_k(t - 1) + Copy::row_of(i)) * LD + Copy::first_col(t - 1) + Copy::col_of(i);
+        const int b = (Copy::first_k(t) + Copy::row_of(i)) * LD + Copy::first_col(t) + Copy::col_of(i);
+        if (b != a + VEC) fail("a warp's vectors are not consecutive", id);
+      }
+}
+
+// The threads' accumulators: every element of the tile once, each float4 read at row_of(ty, 0) +
+// row_of(0, 4i) (and columns alike).
+template <class Shape, int BM, int BN, int TM, int TN>
+void tiles(const char* id) {
+  std::vector<int> seen(BM * BN, 0);
+  for (int t = 0; t < Shape::THREADS; ++t) {
+    const int ty = t / Shape::LX, tx = t % Shape::LX;
+    for (int i = 0; i < TM; ++i)
+      for (int j = 0; j < TN; ++j) {
+        const int r = Shape::row_of(ty, i), c = Shape::col_of(tx, j);
+        if (r != Shape::row_of(ty, 0) + Shape::row_of(0, i / 4 * 4) + i % 4 ||
+            c != Shape::col_of(tx, 0) + Shape::col_of(0, j / 4 * 4) + j % 4)
+          fail("an accumulator not at the offset its float4 is read from", id);
+        if (r < 0 || r >= BM || c < 0 || c >= BN) fail("an accumulator outside the tile", id);
+        else ++seen[r * BN + c];
+      }
+  }
+  for (int v : seen) if (v != 1) { fail("an element of C not computed exactly once", id); break; }
+}
+
+template <int BM, int BN, int BK, int TM, int TN, int STAGES, int VEC, int TA, int TB>
+void check(const char* id) {
+  using Shape = CmtFusedShape<BM, BN, BK, TM, TN, STAGES, TA, TB>;
+  constexpr int T = Shape::THREADS;
+  if constexpr (TA != 0) vec<CmtFusedVecCopy<BM, BK, T, VEC, Shape::AS_LD>, BM, BK, T, VEC, Shape::AS_LD>(id);
+  else chunk<CmtFusedChunkCopy<BM, BK, T, Shape::AS_LD>, BM, BK, T, Shape::AS_LD>(id);
+  if constexpr (TB != 0) chunk<CmtFusedChunkCopy<BN, BK, T, Shape::BS_LD>, BN, BK, T, Shape::BS_LD>(id);
+  else vec<CmtFusedVecCopy<BN, BK, T, VEC, Shape::BS_LD>, BN, BK, T, VEC, Shape::BS_LD>(id);
+  tiles<Shape, BM, BN, TM, TN>(id);
+}
+
+int main() {
+)";
+  int points = 0;
+  for (const char* preset : {"default", "quick"})
+    for (const Candidate& c : enumerate_space(templates, load_preset(resolve_preset(preset)), target, "fused_batch").candidates) {
+      std::string args;
+      for (const char* p : {"BM", "BN", "BK", "TM", "TN", "STAGES", "VEC", "TRANS_A", "TRANS_B"})
+        args += (args.empty() ? "" : ", ") + std::to_string(find_param(c.values, p).value());
+      program += fmt::format("  check<{}>(\"{}\");\n", args, c.id());
+      ++points;
+    }
+  ASSERT_GT(points, 100);
+  test::TempDir dir;
+  test::write_file(dir / "map.cu", program + "  std::printf(\"%d failures\\n\", failures);\n  return failures != 0;\n}\n");
+  const auto built = test::run_command(fmt::format("'{}' -std=c++17 -arch=sm_90 -I'{}' -o '{}' '{}' 2>&1", test::nvcc_path(),
+                                                   default_templates_dir().string(), (dir / "map").string(),
+                                                   (dir / "map.cu").string()));
+  ASSERT_EQ(built.exit_code, 0) << built.output;
+  const auto ran = test::run_command("'" + (dir / "map").string() + "'");
+  EXPECT_EQ(ran.exit_code, 0) << ran.output;
+  EXPECT_EQ(ran.output, "0 failures\n");
 }
 
 // The points the layouts rule out in multistage, with their reasons.

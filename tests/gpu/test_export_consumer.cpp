@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
+#include <string>
 #include <nlohmann/json.hpp>
 
 #include "space/template_desc.hpp"
@@ -64,6 +66,49 @@ TEST(ExportConsumer, HeaderIsCorrectEverywhereAndAsFastAsRecorded) {
     }
   }
   EXPECT_EQ(compared, 2) << "both tuned sizes must be timed through the header";
+}
+
+// Batches tuned with the family that computes several problems per block: its winners are exported
+// (the header launches them with their problem counts and grid z = ceil(batch / PPB)), and the
+// harness calls every tuned batch as it was tuned, so the measured fused kernel runs through the
+// header and must match cuBLAS, as must every other call of its layouts (batches of 5 and 3 whose
+// blocks are partly empty, single products) that the cost model sends to it.
+TEST(ExportConsumer, FusedBatchKernelsRunThroughTheHeader) {
+  CMT_REQUIRE_GPU();
+  ASSERT_EQ(test::run_command("command -v cmake && command -v nvcc || command -v /usr/local/cuda/bin/nvcc").exit_code, 0)
+      << "the harness needs cmake and nvcc on the PATH";
+  test::TempDir dir;
+  const std::string db = (dir / "tune.db").string();
+  const std::string header = (dir / "tuned_sgemm.cuh").string();
+  const std::string source_root = default_templates_dir().parent_path().string();
+
+  run_ok(test::cmtune_binary() + " --quiet --db " + db +
+         " tune --device 0 --sizes 64x64x64*4096,100x100x100:tt*37,32x32x64*1000:sb=0 --config quick"
+         " --template fused_batch --no-calibrate --seed 5");
+  run_ok(test::cmtune_binary() + " --quiet --db " + db + " export --out " + header);
+  const std::string text = test::read_file(header);
+  EXPECT_NE(text.find("static_cast<BatchCountKernelFn>(&"), std::string::npos) << "no fused kernel was exported";
+  run_ok("cmake -S " + source_root + "/tests/consumer -B " + (dir / "build").string() + " -DCMTUNE_HEADER=" + header +
+         " -DCMAKE_CUDA_COMPILER=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc) > /dev/null");
+  run_ok("cmake --build " + (dir / "build").string() + " -j 8 > /dev/null");
+  const std::string json_file = (dir / "consumer.json").string();
+  const auto consumer = test::run_command((dir / "build" / "cmtune_consumer_test").string() + " --no-timing --json " + json_file);
+  EXPECT_EQ(consumer.exit_code, 0) << consumer.output;
+  const nlohmann::json result = nlohmann::json::parse(test::read_file(json_file));
+  EXPECT_EQ(result["failures"].get<int>(), 0);
+  int fused = 0;
+  std::set<std::string> tuned_cases;   // the tuned batches' own calls that ran a fused kernel
+  for (const auto& c : result["checks"]) {
+    EXPECT_TRUE(c["ok"].get<bool>()) << c.dump();
+    if (c["kernel"].get<std::string>().find("cmt_sgemm_fused_batch<") == std::string::npos) continue;
+    ++fused;
+    const std::string name = c["case"].get<std::string>();
+    for (const char* tuned : {"nn*4096", "tt*37", "nn*1000-sb0"})
+      if (name.rfind(tuned, 0) == 0) tuned_cases.insert(tuned);
+  }
+  EXPECT_GT(fused, 0) << "no call ran a fused kernel";
+  EXPECT_EQ(tuned_cases, (std::set<std::string>{"nn*4096", "tt*37", "nn*1000-sb0"}))
+      << "each tuned batch, called as tuned, runs its measured (fused) kernel";
 }
 
 }  // namespace

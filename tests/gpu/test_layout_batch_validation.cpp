@@ -8,7 +8,9 @@
 //   when beta == 0 (the NaN poison), a broadcast operand read as packed.
 // - A requirement the layout's strides miss skips the candidate with the reason.
 // - Every quick.toml candidate of a template that declares the layout validates and times through
-//   GpuMeasurer::measure on every problem it serves (batched problems only for batched families),
+//   GpuMeasurer::measure on every problem it serves (batched problems only for batched families; the
+//   batches of 5, 7 and 19 leave fused_batch's blocks partly empty, and one block fewer problems
+//   than it takes),
 //   in the tuner's layouts (validation leading dimensions 8 wider than the matrix; beta == 0 over
 //   NaN), and in workspaces whose leading dimensions are rounded up to 4 (the vectorised paths). A
 //   layout no template serves yet is skipped, saying so.
@@ -52,11 +54,14 @@ struct BatchShape {
   int64_t batch;
   bool broadcast_a, broadcast_b;
 };
+// With the problems per block of quick.toml's fused_batch (2, 4, 8): 7 and 5 leave a partial last
+// block (or one block with fewer problems than it takes), 19 several full blocks and a partial one.
 const BatchShape k_batch_shapes[] = {
     {"one matrix", 1, false, false},
     {"7 packed", 7, false, false},
     {"5 with stride_a = 0", 5, true, false},
     {"5 with stride_b = 0", 5, false, true},
+    {"19 packed", 19, false, false},
 };
 
 /// Every problem of one layout: each shape in each batch shape.
@@ -166,7 +171,7 @@ TEST_P(LayoutBatchValidation, WrongLaunchersFailWithTheirReason) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 3 * 4 * 3 + 3 * 2);  // 3 shapes x 4 batch shapes x 3 defects, and 2 broadcasts per shape
+  EXPECT_EQ(checked, 3 * 5 * 3 + 3 * 2);  // 3 shapes x 5 batch shapes x 3 defects, and 2 broadcasts per shape
 }
 
 TEST_P(LayoutBatchValidation, RequirementsTheStridesMissSkip) {
@@ -275,6 +280,8 @@ TEST_P(LayoutBatchTemplates, EveryServingQuickCandidateValidates) {
                 layout.c_str());
     GTEST_SKIP() << "no template of quick.toml serves layout " << layout << " yet";
   }
+  // The family with several problems per block is among them in every layout.
+  EXPECT_EQ(families.count("fused_batch (batched)"), 1u) << "quick.toml's fused_batch candidates, layout " << layout;
   std::string names;
   for (const auto& f : families) names += (names.empty() ? "" : ", ") + f;
   std::printf("layout %s: %zu quick candidates of %s\n", layout.c_str(), serving.size(), names.c_str());

@@ -1,8 +1,9 @@
-// The shape-specific families (skinny_m, skinny_n, smallk, clusterk_deep): every quick.toml candidate of each against
-// cuBLAS FP32 on the BLAS corner cases (beta = 0 over NaN, alpha = 0, K = 0, one row, one column, wide
-// leading dimensions, pointers one float past an allocation) and on ragged sizes in all three
-// families' regimes. Each family runs every case: a family is tried only where it may win, but must
-// be right everywhere.
+// The shape-specific families (skinny_m, skinny_n, smallk, clusterk_deep, fused_batch): every
+// quick.toml candidate of each against cuBLAS FP32 on the BLAS corner cases (beta = 0 over NaN,
+// alpha = 0, K = 0, one row, one column, wide leading dimensions, pointers one float past an
+// allocation) and on ragged sizes in each family's regime (fused_batch: one problem, its batch of
+// 1). Each family runs every case: a family is tried only where it may win, but must be right
+// everywhere.
 //
 // Every case builds its own inputs on the host (uniform in [-1, 1); the padding columns of A and B
 // hold NaN, so a read past K or N poisons the result), the cuBLAS references alpha*A*B + beta*C0 and
@@ -41,7 +42,7 @@
 namespace cmt {
 namespace {
 
-const std::vector<std::string> k_families = {"skinny_m", "skinny_n", "smallk", "clusterk_deep"};
+const std::vector<std::string> k_families = {"skinny_m", "skinny_n", "smallk", "clusterk_deep", "fused_batch"};
 
 enum class LdKind { tight, wide };
 
@@ -71,7 +72,8 @@ std::vector<CaseSpec> make_cases() {
       {3, 2049, 1031},  {16, 4099, 300},  {17, 513, 129},                        // skinny_m
       {2049, 3, 1031},  {4099, 16, 300},  {513, 17, 129},                        // skinny_n
       {1023, 1025, 1},  {1025, 1023, 17}, {257, 131, 33},   {129, 257, 64},      // smallk
-      {33, 257, 4099},  {250, 130, 8191}, {5, 1029, 2053}};                      // clusterk_deep
+      {33, 257, 4099},  {250, 130, 8191}, {5, 1029, 2053},                       // clusterk_deep
+      {100, 100, 100},  {31, 33, 129},    {129, 65, 64}};                        // fused_batch (one problem)
   for (const auto& [m, n, k] : ragged) {
     const std::string size = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
     cases.push_back({size, m, n, k, 0.75f, -1.25f});

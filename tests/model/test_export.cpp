@@ -50,6 +50,7 @@ struct KernelSpec {
   std::string source_hash;
   int registers = 128;
   bool batched = false;   // the family takes batch strides (its kernel's signature has 14 arguments)
+  bool takes_batch_count = false;   // and the launch's problem count (15 arguments: problems_per_block)
 };
 
 /// Builds a database through the Store API: devices, one run, sources, binaries, trials, winners.
@@ -117,6 +118,7 @@ class DbBuilder {
       b.cubin = {'c', 'u', 'b', 'i', 'n'};   // export never reads the cubin
       b.lowered_name = "_Z" + k.template_name;
       b.batched = k.batched;
+      b.takes_batch_count = k.takes_batch_count;
       m_store.put_binary(b);
     }
     TrialRecord t;
@@ -218,6 +220,7 @@ KernelSpec real_kernel(DbBuilder& db, const std::vector<TemplateDesc>& templates
   k.requirements = t.requirements(values, test::sm90());
   k.source_hash = db.add_source(name, t.load_source());
   k.batched = t.batched;
+  k.takes_batch_count = t.takes_batch_count();
   return k;
 }
 
@@ -228,11 +231,13 @@ constexpr const char* k_a100_uuid = "GPU-22222222-0000-0000-0000-000000000002";
 
 /// The real-source fixture: two devices, six kernels of five templates, with and without
 /// requirements, one needing more than 48 KiB of dynamic shared memory, one launching a cluster
-/// along z with thin edges (clusterk, which the sm_80 build compiles without clusters).
+/// along z with thin edges (clusterk, which the sm_80 build compiles without clusters), and one
+/// computing several problems of a batch per block (fused_batch, which takes the problem count).
 struct RealFixture {
   std::vector<TemplateDesc> templates = load_templates({default_templates_dir()});
   KernelSpec ms4, ms1, wt, bv, b2, ck;
   KernelSpec ms_tn, b2_nt;   // a TN multistage with requirements, a batched NT blocktile2d without
+  KernelSpec fb;             // fused_batch, nn, 8 problems per block
   int64_t h100 = 0, a100 = 0;
 
   void build(DbBuilder& db) {
@@ -259,6 +264,8 @@ struct RealFixture {
                         with_requirements);
     b2_nt = real_kernel(db, templates, "blocktile2d", "BM=64,BN=64,BK=8,TM=8,TN=4,TRANS_A=0,TRANS_B=1",
                         without_requirements);
+    fb = real_kernel(db, templates, "fused_batch", "BM=64,BN=64,BK=32,TM=8,TN=4,STAGES=3,PPB=8,VEC=4,TRANS_A=0,TRANS_B=0",
+                     [](const LaunchShape& s, const Requirements& r) { return s.problems_per_block > 1 && !r.none(); });
     h100 = db.add_device(k_h100_uuid, k_h100, 9, 0, 132);
     a100 = db.add_device(k_a100_uuid, k_a100, 8, 0, 108);
     db.add_winner(k_h100_uuid, {1024, 1024, 1024}, "overall", ms4, 0.10);
@@ -275,6 +282,8 @@ struct RealFixture {
     db.add_winner(k_h100_uuid, Problem::make(1024, 1024, 1024, true, false), "overall", ms_tn, 0.11);
     db.add_winner(k_h100_uuid, Problem::make(64, 64, 64, false, true, 4096), "overall", b2_nt, 0.2);
     db.add_winner(k_h100_uuid, Problem::make(64, 64, 64, false, true, 4096), "portable", b2_nt, 0.2);
+    db.add_winner(k_h100_uuid, Problem::make(64, 64, 64, false, false, 4096), "overall", fb, 0.05);
+    db.add_winner(k_h100_uuid, Problem::make(64, 64, 64, false, false, 4096), "portable", b2, 0.12);
     add_calibration(db);
   }
 
@@ -304,11 +313,18 @@ struct RealFixture {
         db.add_trial(k_h100_uuid, nt, "calibration", b2_nt, synthetic_ms(b2_nt, 12, 132, nt));
       }
     }
+    // The fused kernel on batches of small products, beside the batched blocktile2d it competes with.
+    for (const Problem& p : std::vector<Problem>{{32, 32, 64}, {64, 64, 64}, {100, 100, 100}, {128, 128, 128}})
+      for (const int64_t batch : {16, 1000, 4096}) {
+        const Problem nn = Problem::make(p.m, p.n, p.k, false, false, batch);
+        db.add_trial(k_h100_uuid, nn, "calibration", fb, synthetic_ms(fb, 30, 132, nn));
+        db.add_trial(k_h100_uuid, nn, "calibration", b2, synthetic_ms(b2, 14, 132, nn));
+      }
   }
 
   static double synthetic_ms(const KernelSpec& k, double tflops, int sms, const Problem& p) {
     const double tiles = std::ceil(double(p.m) / double(k.shape.tile_m)) * std::ceil(double(p.n) / double(k.shape.tile_n)) *
-                         double(k.shape.grid_z) * double(p.batch);
+                         double(k.shape.grid_z) * std::ceil(double(p.batch) / double(k.shape.problems_per_block));
     const double quantised = std::ceil(tiles / sms) * sms / tiles;
     const double compute_us = p.flops() / (tflops * 1e6) * quantised;
     const double memory_us = 4.0 * double(p.m * p.k + p.k * p.n + p.m * p.n) * double(p.batch) / 3e6;
@@ -557,8 +573,9 @@ TEST(ExportHeader, HoldsUsedSourcesOnlyAndProvenanceWithoutTimes) {
   const ExportModel model = build_export_model(db.store(), {}, builtin_blocktile2d());
   const std::string header = render_header(model, "cmtune");
 
-  // Bundles: multistage, clusterk, warptile, blocktile2d_vec and blocktile2d (winner and generic share it).
-  EXPECT_EQ(model.sources.size(), 5u);
+  // Bundles: multistage, clusterk, warptile, blocktile2d_vec, fused_batch and blocktile2d (winner and
+  // generic share it).
+  EXPECT_EQ(model.sources.size(), 6u);
   for (const auto& s : model.sources)
     EXPECT_NE(header.find("namespace src_" + s.hash.substr(0, 12) + " {"), std::string::npos) << s.main_name;
   for (const char* unused : {"cmt_sgemm_naive", "cmt_sgemm_coalesced", "cmt_sgemm_smem_tiled", "cmt_sgemm_blocktile1d"})
@@ -591,6 +608,30 @@ TEST(ExportHeader, HoldsUsedSourcesOnlyAndProvenanceWithoutTimes) {
   EXPECT_NE(header.find("__CUDA_ARCH__ < 800"), std::string::npos);
   // Identical macro definitions of several bundles are undefined after each.
   EXPECT_NE(header.find("#undef CMT_DEVICE"), std::string::npos);
+  // Only the fused kernel computes several problems per block and takes the problem count: its row
+  // ends in its problems per block, the others' in 0, and its function is a BatchCountKernelFn.
+  EXPECT_EQ(f.fb.shape.problems_per_block, 8);
+  int counted = 0;
+  for (size_t i = 0; i < model.kernels.size(); ++i) {
+    const ExportKernel& k = model.kernels[i];
+    const std::string row_end = fmt::format(", {}, {}, {}}},  // {}: ", layout_number(k.layout), k.batched ? 1 : 0,
+                                            k.template_name == "fused_batch" ? 8 : 0, i);
+    EXPECT_NE(header.find(row_end), std::string::npos) << k.name_expression << ": " << row_end;
+    EXPECT_EQ(k.takes_batch_count, k.template_name == "fused_batch") << k.name_expression;
+    EXPECT_EQ(k.shape.problems_per_block, k.template_name == "fused_batch" ? 8 : 1) << k.name_expression;
+    const bool cast = header.find(fmt::format("case {}: return reinterpret_cast<const void*>(static_cast<BatchCountKernelFn>(", i)) !=
+                      std::string::npos;
+    EXPECT_EQ(cast, k.takes_batch_count) << k.name_expression;
+    counted += k.takes_batch_count;
+  }
+  EXPECT_EQ(counted, 1);
+  // It has a cost model of its own on the H100, fitted on the batches it was measured on.
+  const size_t h100 = model.devices[0].name == k_h100 ? 0 : 1;
+  const auto fused = std::find_if(model.devices[h100].models.begin(), model.devices[h100].models.end(), [&](const auto& m) {
+    return model.kernels[static_cast<size_t>(m.kernel)].template_name == "fused_batch";
+  });
+  ASSERT_NE(fused, model.devices[h100].models.end());
+  EXPECT_GT(fused->points, 1);
 }
 
 // ---------------------------------------------------------------------------------------------

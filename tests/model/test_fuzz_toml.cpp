@@ -229,7 +229,7 @@ std::set<std::string> names_in_scope(const TemplateDesc& d, bool problem) {
   for (const auto& p : d.params) names.insert(p.name);
   for (const auto& v : d.derived) names.insert(v.name);
   for (const auto& t : target_names()) names.insert(t.first);
-  if (problem) names.insert({"M", "N", "K"});
+  if (problem) names.insert({"M", "N", "K", "BATCH"});
   return names;
 }
 
@@ -249,6 +249,8 @@ std::string descriptor_violation(const TemplateDesc& d, const std::string& stem)
     if (!seen.insert(v.name).second) return "derived value " + v.name + " named twice";
   std::vector<const Expr*> exprs = {&d.threads, &d.tile_m, &d.tile_n, &d.dynamic_smem, &d.grid_z, &d.align_bytes,
                                     &d.ld_multiple};
+  if (d.problems_per_block) exprs.push_back(&*d.problems_per_block);
+  if (d.problems_per_block && !d.batched) return "problems_per_block without batched";
   for (const auto& v : d.derived) exprs.push_back(&v.expr);
   for (const auto& c : d.constraints) exprs.push_back(&c.check);
   const std::set<std::string> scope = names_in_scope(d, false);
@@ -282,7 +284,7 @@ std::string evaluate_all(const TemplateDesc& d, int iteration, const std::string
   });
   step([&] {
     const LaunchShape s = d.launch_shape(point, target);
-    return fmt::format("{} {} {} {} {}", s.threads, s.tile_m, s.tile_n, s.dynamic_smem, s.grid_z);
+    return fmt::format("{} {} {} {} {} {}", s.threads, s.tile_m, s.tile_n, s.dynamic_smem, s.grid_z, s.problems_per_block);
   });
   step([&] { return d.requirements(point, target).to_string(); });
   step([&] { return std::to_string(d.applies_to(point, target, Problem{128, 96, 4096})); });

@@ -668,6 +668,7 @@ TEST_F(StoreTest, ContentHashIsStableAndFollowsWinners) {
       {"tile_m", [](WinnerRecord& w) { w.shape.tile_m = 32; }},
       {"tile_n", [](WinnerRecord& w) { w.shape.tile_n = 32; }},
       {"dynamic_smem", [](WinnerRecord& w) { w.shape.dynamic_smem = 0; }},
+      {"problems_per_block", [](WinnerRecord& w) { w.shape.problems_per_block = 4; }},
       {"binary_key", [](WinnerRecord& w) { w.binary_key = "other-binary"; }},
       {"median_ms", [](WinnerRecord& w) { w.median_ms = 0.2500001; }},
   };

@@ -70,7 +70,11 @@ TEST(WorkerProtocol, RequestsAndRepliesRoundTrip) {
   EXPECT_EQ(back.kernels[0].binary->key, k.binary.key);
   EXPECT_EQ(back.kernels[0].binary->lowered_name, k.binary.lowered_name);
   EXPECT_EQ(back.kernels[0].shape.tile_m, 64);
+  EXPECT_EQ(back.kernels[0].shape.problems_per_block, 1);
   EXPECT_EQ(back.kernels[0].label, k.kut.label);
+  // A kernel with several problems per block launches with them in the worker too.
+  r.kernels[0].shape.problems_per_block = 8;
+  EXPECT_EQ(decode_request(encode(r)).kernels.at(0).shape.problems_per_block, 8);
   EXPECT_EQ(back.problem, r.problem);
   EXPECT_EQ(back.limits.abandon_above_ms, 1.5);
   EXPECT_EQ(back.limits.kernel_timeout_ms, 2000);

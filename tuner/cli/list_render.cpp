@@ -83,7 +83,9 @@ void render_template_text(std::string& out, const TemplateDesc& desc, const Pres
   std::vector<std::string_view> types;
   for (const DType d : desc.dtypes) types.push_back(dtype_name(d));
   out += fmt::format("  operands    layouts {}; {}; types {}\n", fmt::join(desc.layouts, ", "),
-                     desc.batched ? "strided-batched (batch on grid z)" : "not batched (batch 1 only)",
+                     desc.takes_batch_count() ? "strided-batched (several problems per block on grid z)"
+                     : desc.batched           ? "strided-batched (batch on grid z)"
+                                              : "not batched (batch 1 only)",
                      fmt::join(types, ", "));
 
   // Parameters as aligned columns: name, values searched, descriptor defaults when overridden, help.
@@ -130,6 +132,7 @@ void render_template_text(std::string& out, const TemplateDesc& desc, const Pres
   out += fmt::format("    tile_n        {}\n", desc.tile_n.text());
   out += fmt::format("    dynamic_smem  {}\n", desc.dynamic_smem.text());
   out += fmt::format("    grid_z        {}\n", desc.grid_z.text());
+  if (desc.problems_per_block) out += fmt::format("    problems_per_block  {}\n", desc.problems_per_block->text());
   out += "  requires:\n";
   out += fmt::format("    align_bytes   {}\n", desc.align_bytes.text());
   out += fmt::format("    ld_multiple   {}\n", desc.ld_multiple.text());
@@ -159,6 +162,12 @@ nlohmann::json template_json(const TemplateDesc& desc, const PresetTemplate* ent
   for (const auto& include : desc.includes) includes.push_back(include.string());
   nlohmann::json pruned = nlohmann::json::array();
   for (const auto& p : stats.pruned) pruned.push_back({{"reason", p.reason}, {"count", p.count}});
+  nlohmann::json launch = {{"threads", desc.threads.text()},
+                           {"tile_m", desc.tile_m.text()},
+                           {"tile_n", desc.tile_n.text()},
+                           {"dynamic_smem", desc.dynamic_smem.text()},
+                           {"grid_z", desc.grid_z.text()}};
+  if (desc.problems_per_block) launch["problems_per_block"] = desc.problems_per_block->text();
   return {
       {"name", desc.name},
       {"kernel", desc.kernel},
@@ -176,12 +185,7 @@ nlohmann::json template_json(const TemplateDesc& desc, const PresetTemplate* ent
       {"derived", derived},
       {"includes", includes},
       {"constraints", constraints},
-      {"launch",
-       {{"threads", desc.threads.text()},
-        {"tile_m", desc.tile_m.text()},
-        {"tile_n", desc.tile_n.text()},
-        {"dynamic_smem", desc.dynamic_smem.text()},
-        {"grid_z", desc.grid_z.text()}}},
+      {"launch", launch},
       {"requires", {{"align_bytes", desc.align_bytes.text()}, {"ld_multiple", desc.ld_multiple.text()}}},
       {"counts", {{"raw", stats.raw}, {"valid", stats.valid}, {"pruned_total", pruned_total(stats)}, {"pruned", pruned}}},
   };
@@ -262,9 +266,12 @@ std::string render_candidates_text(const SearchSpace& space) {
   std::string out;
   for (const Candidate& c : space.candidates) {
     const LaunchShape& s = c.shape;
-    out += fmt::format("{}  {}  threads={} tile={}x{} dynamic_smem={} grid_z={}  requires: {}\n", c.id(),
+    // problems_per_block only where a block computes several problems, so other lines read as before.
+    const std::string per_block =
+        s.problems_per_block != 1 ? fmt::format(" problems_per_block={}", s.problems_per_block) : std::string();
+    out += fmt::format("{}  {}  threads={} tile={}x{} dynamic_smem={} grid_z={}{}  requires: {}\n", c.id(),
                        c.tmpl->name_expression(c.values), s.threads, s.tile_m, s.tile_n, s.dynamic_smem, s.grid_z,
-                       c.requirements.to_string());
+                       per_block, c.requirements.to_string());
   }
   return out;
 }
@@ -273,16 +280,17 @@ nlohmann::json render_candidates_json(const SearchSpace& space) {
   nlohmann::json out = nlohmann::json::array();
   for (const Candidate& c : space.candidates) {
     const LaunchShape& s = c.shape;
+    nlohmann::json launch = {{"threads", s.threads},
+                             {"tile_m", s.tile_m},
+                             {"tile_n", s.tile_n},
+                             {"dynamic_smem", s.dynamic_smem},
+                             {"grid_z", s.grid_z}};
+    if (s.problems_per_block != 1) launch["problems_per_block"] = s.problems_per_block;
     out.push_back({{"id", c.id()},
                    {"template", c.tmpl->name},
                    {"params", params_to_string(c.values)},
                    {"name_expression", c.tmpl->name_expression(c.values)},
-                   {"launch",
-                    {{"threads", s.threads},
-                     {"tile_m", s.tile_m},
-                     {"tile_n", s.tile_n},
-                     {"dynamic_smem", s.dynamic_smem},
-                     {"grid_z", s.grid_z}}},
+                   {"launch", launch},
                    {"requires", {{"align_bytes", c.requirements.align_bytes}, {"ld_multiple", c.requirements.ld_multiple}}}});
   }
   return out;

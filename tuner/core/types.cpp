@@ -1,5 +1,6 @@
 #include "core/types.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <fmt/format.h>
@@ -232,6 +233,19 @@ Outcome outcome_from_string(std::string_view name) {
   for (const auto& [o, n] : k_outcome_names)
     if (n == name) return o;
   throw UsageError(fmt::format("unknown outcome '{}'", name));
+}
+
+std::vector<BatchLaunch> batch_launches(const LaunchShape& shape, int64_t batch) {
+  const int64_t z = std::max<int64_t>(1, shape.grid_z);
+  const int64_t per_block = std::max<int64_t>(1, shape.problems_per_block);
+  // Blocks along z per tile, then problems per launch: a whole number of blocks of problems.
+  const int64_t per_launch = std::max<int64_t>(1, k_max_grid_z / z) * per_block;
+  std::vector<BatchLaunch> out;
+  for (int64_t first = 0; first < batch; first += per_launch) {
+    const int64_t count = std::min(per_launch, batch - first);
+    out.push_back({first, count, z * ((count + per_block - 1) / per_block)});
+  }
+  return out;
 }
 
 std::string Requirements::to_string() const {

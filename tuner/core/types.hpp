@@ -107,7 +107,29 @@ struct LaunchShape {
   int64_t tile_n = 0;          // columns of C per block
   int64_t dynamic_smem = 0;    // bytes of dynamic shared memory
   int64_t grid_z = 1;          // blocks along z per tile (K split across a thread-block cluster)
+  /// Consecutive problems of a batch each block computes its tile of (a family that declares
+  /// [launch] problems_per_block; 1 for every other one): grid z is grid_z * ceil(batch / this).
+  int64_t problems_per_block = 1;
 };
+
+/// One launch of a batch: the problems [first, first + count) of it, on a grid of z extent grid_z
+/// (the launch shape's grid_z times ceil(count / problems_per_block)).
+struct BatchLaunch {
+  int64_t first = 0;
+  int64_t count = 0;
+  int64_t grid_z = 0;
+};
+
+/// The most blocks a grid may have along z.
+constexpr int64_t k_max_grid_z = 65535;
+/// The most problems per block a descriptor may ask for: a launch of k_max_grid_z blocks along z
+/// then still counts its problems in an int (the kernels' `batch`).
+constexpr int64_t k_max_problems_per_block = 4096;
+
+/// The launches that run `batch` problems with a launch shape: each grid's z extent stays within
+/// k_max_grid_z, every launch but the last takes the most problems that allows, and each launch
+/// passes its own count (the kernel's `batch`). None for batch < 1.
+std::vector<BatchLaunch> batch_launches(const LaunchShape& shape, int64_t batch);
 
 /// What a candidate needs from its inputs; dispatch checks these before launching it.
 struct Requirements {

@@ -8,7 +8,9 @@ namespace cmt {
 
 dim3 gemm_grid(const LaunchShape& shape, int m, int n, int batch) {
   const auto blocks = [](int64_t extent, int64_t tile) { return static_cast<unsigned>((extent + tile - 1) / tile); };
-  return dim3(blocks(n, shape.tile_n), blocks(m, shape.tile_m), static_cast<unsigned>(shape.grid_z * batch));
+  const int64_t per_block = std::max<int64_t>(1, shape.problems_per_block);
+  return dim3(blocks(n, shape.tile_n), blocks(m, shape.tile_m),
+              static_cast<unsigned>(shape.grid_z * ((batch + per_block - 1) / per_block)));
 }
 
 GemmScalar GemmScalar::of(DType dtype, double value) {
@@ -94,18 +96,21 @@ int LoadedKernel::max_active_blocks(int threads, int dynamic_smem, int grid_z) c
 
 cudaError_t LoadedKernel::launch(const LaunchShape& shape, const GemmArgs& args, cudaStream_t stream) const {
   if (!args.typed_consistently()) return cudaErrorInvalidValue;
-  // Grid z holds at most 65535 blocks: a larger batch goes in several launches.
-  const int per_launch = std::max<int>(1, static_cast<int>(65535 / std::max<int64_t>(1, shape.grid_z)));
+  // Grid z holds at most 65535 blocks: a larger batch goes in several launches, each passing its
+  // own problem count.
   cudaError_t status = cudaSuccess;
-  for (int first = 0; first < args.batch && status == cudaSuccess; first += per_launch) {
-    GemmArgs a = args.batch_slice(first, std::min(per_launch, args.batch - first));
-    // A kernel without batching has 11 parameters and reads only the first 11 entries. alpha and
-    // beta are passed in the element type (float, double or int32_t), as the kernel declares them.
+  for (const BatchLaunch& l : batch_launches(shape, args.batch)) {
+    GemmArgs a = args.batch_slice(static_cast<int>(l.first), static_cast<int>(l.count));
+    // Kernels read the parameters they have: 11 without batching, 14 with the strides, 15 with
+    // the problem count as well (problems_per_block). alpha and beta are passed in the element
+    // type (float, double or int32_t), as the kernel declares them.
     void* params[] = {&a.m, &a.n, &a.k, a.alpha.arg(), &a.a, &a.lda, &a.b, &a.ldb, a.beta.arg(), &a.c, &a.ldc,
-                      &a.stride_a, &a.stride_b, &a.stride_c};
+                      &a.stride_a, &a.stride_b, &a.stride_c, &a.batch};
     const dim3 block(static_cast<unsigned>(shape.threads), 1, 1);
-    status = cudaLaunchKernel(reinterpret_cast<const void*>(m_kernel), gemm_grid(shape, a.m, a.n, a.batch), block,
-                              params, static_cast<size_t>(shape.dynamic_smem), stream);
+    const dim3 grid = gemm_grid(shape, a.m, a.n, a.batch);
+    status = cudaLaunchKernel(reinterpret_cast<const void*>(m_kernel), grid, block, params,
+                              static_cast<size_t>(shape.dynamic_smem), stream);
+    if (status != cudaSuccess) break;
   }
   // A launch that fails is reported through the return value (data about the candidate); clear the
   // runtime's last error so the next, unrelated CUDA check does not pick it up.

@@ -53,8 +53,9 @@ class GemmScalar {
 };
 
 /// Arguments of every GEMM template, in kernel-signature order (a batched family's kernel takes the
-/// three strides after ldc; the others stop at ldc), then what the kernels know at compile time
-/// (the layout, the element type) or from the grid (the batch). A, B and C hold elements of
+/// three strides after ldc, one with problems_per_block the batch's problem count after them; the
+/// others stop at ldc), then what the kernels know at compile time (the layout, the element type)
+/// or from the grid (the batch, of kernels without a problem count). A, B and C hold elements of
 /// `dtype`; alpha and beta are of the same type; leading dimensions and strides count elements.
 struct GemmArgs {
   int m, n, k;
@@ -111,7 +112,8 @@ class LoadedKernel {
   KernelAttributes m_attributes;
 };
 
-/// Grid of the template convention: (ceil(N/tile_n), ceil(M/tile_m), grid_z * batch).
+/// Grid of the template convention: (ceil(N/tile_n), ceil(M/tile_m), grid_z * ceil(batch /
+/// problems_per_block)), for a batch whose grid fits (LoadedKernel::launch splits larger ones).
 dim3 gemm_grid(const LaunchShape& shape, int m, int n, int batch = 1);
 
 }  // namespace cmt

@@ -22,7 +22,8 @@ using Features = std::array<double, k_terms>;
 Features features_of(const LaunchShape& shape, int blocks_per_sm, int sm_count, const Problem& p) {
   Features f{};
   rules::model_features(p.m, p.n, p.k, p.batch, static_cast<int>(shape.tile_m), static_cast<int>(shape.tile_n),
-                        static_cast<int>(shape.grid_z), blocks_per_sm, sm_count, f.data());
+                        static_cast<int>(shape.grid_z), static_cast<int>(shape.problems_per_block), blocks_per_sm,
+                        sm_count, f.data());
   return f;
 }
 

@@ -16,7 +16,7 @@ namespace {
 
 /// The header's KernelInfo fields the rules read.
 struct KernelTiles {
-  int tile_m, tile_n, grid_z;
+  int tile_m, tile_n, grid_z, problems_per_block;
 };
 
 /// The header's TunedProblem fields exact_entry reads.
@@ -76,7 +76,8 @@ DispatchChoice choose_kernel(const ExportModel& model, size_t device, const Call
   };
   std::vector<KernelTiles> tiles;
   for (const auto& k : model.kernels)
-    tiles.push_back({static_cast<int>(k.shape.tile_m), static_cast<int>(k.shape.tile_n), static_cast<int>(k.shape.grid_z)});
+    tiles.push_back({static_cast<int>(k.shape.tile_m), static_cast<int>(k.shape.tile_n), static_cast<int>(k.shape.grid_z),
+                     static_cast<int>(k.shape.problems_per_block)});
 
   for (const auto& m : dev.models) {
     Prediction pr;

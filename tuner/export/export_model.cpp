@@ -44,12 +44,21 @@ bool generic_candidate(const TemplateDesc& tmpl, const ParamValues& values) {
   }
 }
 
-using KernelKey = std::tuple<std::string, std::string, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
+using KernelKey =
+    std::tuple<std::string, std::string, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
 
 KernelKey kernel_key(const ExportKernel& k) {
-  return {k.source_hash,       k.name_expression, k.shape.threads, k.shape.tile_m, k.shape.tile_n, k.shape.dynamic_smem,
-          k.shape.grid_z, k.requirements.align_bytes, k.requirements.ld_multiple};
+  return {k.source_hash,    k.name_expression,           k.shape.threads,           k.shape.tile_m,
+          k.shape.tile_n,   k.shape.dynamic_smem,        k.shape.grid_z,            k.shape.problems_per_block,
+          k.requirements.align_bytes, k.requirements.ld_multiple};
 }
+
+/// What export keeps of a winner's binary: its source bundle and the arguments its kernel takes.
+struct BinaryFacts {
+  std::string source_hash;
+  bool batched = false;
+  bool takes_batch_count = false;
+};
 
 /// Reads winners into export kernels, caching binaries and sources by key.
 class KernelCollector {
@@ -67,12 +76,14 @@ class KernelCollector {
             "winner {}[{}] for {} on {} names binary {}, which is not in the database's compile cache; re-run "
             "`cm-tune tune` on that problem to rebuild it",
             w.template_name, w.params, w.problem.to_string(), device_name, w.binary_key));
-      it = m_binary_source.emplace(w.binary_key, std::make_pair(binary->source_hash, binary->batched)).first;
+      it = m_binary_source.emplace(w.binary_key, BinaryFacts{binary->source_hash, binary->batched, binary->takes_batch_count})
+               .first;
     }
-    add_source(it->second.first, w, device_name);
+    add_source(it->second.source_hash, w, device_name);
     ExportKernel k;
-    k.source_hash = it->second.first;
-    k.batched = it->second.second;
+    k.source_hash = it->second.source_hash;
+    k.batched = it->second.batched;
+    k.takes_batch_count = it->second.takes_batch_count;
     k.layout = layout_of_params(params_from_string(w.params));
     k.template_name = w.template_name;
     k.params = w.params;
@@ -111,7 +122,7 @@ class KernelCollector {
   }
 
   Store& m_store;
-  std::map<std::string, std::pair<std::string, bool>> m_binary_source;   // binary key -> source hash, batched
+  std::map<std::string, BinaryFacts> m_binary_source;   // by binary key
   std::map<std::string, ExportSource> m_sources;        // by hash
   std::set<std::string> m_mismatched;
 };
@@ -297,6 +308,7 @@ ExportModel build_export_model(Store& store, const ExportOptions& options, const
       generic.requirements = blocktile2d.requirements(*values, portable_target());
       generic.layout = std::string(layout);
       generic.batched = blocktile2d.batched;
+      generic.takes_batch_count = blocktile2d.takes_batch_count();
       check_name_expression(generic.name_expression);
       generics.push_back(std::move(generic));
     }
@@ -381,9 +393,11 @@ ExportModel build_export_model(Store& store, const ExportOptions& options, const
   check_source_hashes(collector, model.kernels);
   for (const auto& k : model.kernels) {
     for (const int64_t v : {k.shape.threads, k.shape.tile_m, k.shape.tile_n, k.shape.dynamic_smem, k.shape.grid_z,
-                            k.requirements.align_bytes, k.requirements.ld_multiple})
+                            k.shape.problems_per_block, k.requirements.align_bytes, k.requirements.ld_multiple})
       to_int(v, "a launch shape or requirement of " + k.name_expression);
-    if (k.shape.threads <= 0 || k.shape.tile_m <= 0 || k.shape.tile_n <= 0 || k.shape.grid_z <= 0)
+    if (k.shape.threads <= 0 || k.shape.tile_m <= 0 || k.shape.tile_n <= 0 || k.shape.grid_z <= 0 ||
+        k.shape.problems_per_block <= 0 || k.shape.problems_per_block > k_max_problems_per_block ||
+        (k.shape.problems_per_block != 1 && !k.takes_batch_count))
       throw UsageError(fmt::format("kernel {} has an invalid launch shape", k.name_expression));
   }
 

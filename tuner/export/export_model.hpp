@@ -26,6 +26,7 @@ struct ExportKernel {
   std::string binary_key;        // its NVRTC build in the compile cache (empty: a generic default never measured)
   std::string layout = "nn";     // the layout it computes (its TRANS_A, TRANS_B)
   bool batched = false;          // takes the batch strides (strided-batched calls)
+  bool takes_batch_count = false;  // and the launch's problem count after them (problems_per_block)
 };
 
 /// One tuned problem of a device table; kernels are indices into ExportModel::kernels.

@@ -146,16 +146,17 @@ std::string render_dispatch_tables(const ExportModel& model) {
   out += fmt::format("constexpr int k_kernel_count = {};\n", model.kernels.size());
   out += "constexpr KernelInfo k_kernels[k_kernel_count] = {\n";
   out += "    // name, source namespace, threads, tile_m, tile_n, dynamic_smem, grid_z, align_bytes, ld_multiple, layout,\n";
-  out += "    // batched\n";
+  out += "    // batched, problems per block (0: one, and the kernel takes no problem count)\n";
   for (size_t i = 0; i < model.kernels.size(); ++i) {
     const ExportKernel& k = model.kernels[i];
     const bool generic = std::find(std::begin(model.generic_kernels), std::end(model.generic_kernels), static_cast<int>(i)) !=
                          std::end(model.generic_kernels);
-    out += fmt::format("    {{{}, \"{}\", {}, {}, {}, {}, {}, {}, {}, {}, {}}},  // {}: {}{}[{}]\n", c_string(k.name_expression),
-                       source_namespace(k.source_hash), k.shape.threads, k.shape.tile_m, k.shape.tile_n,
-                       k.shape.dynamic_smem, k.shape.grid_z, k.requirements.align_bytes, k.requirements.ld_multiple,
-                       layout_number(k.layout), k.batched ? 1 : 0, i,
-                       generic ? "generic default, " : "", k.template_name, comment_text(k.params));
+    out += fmt::format("    {{{}, \"{}\", {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}},  // {}: {}{}[{}]\n",
+                       c_string(k.name_expression), source_namespace(k.source_hash), k.shape.threads, k.shape.tile_m,
+                       k.shape.tile_n, k.shape.dynamic_smem, k.shape.grid_z, k.requirements.align_bytes,
+                       k.requirements.ld_multiple, layout_number(k.layout), k.batched ? 1 : 0,
+                       k.takes_batch_count ? k.shape.problems_per_block : 0, i, generic ? "generic default, " : "",
+                       k.template_name, comment_text(k.params));
   }
   out += "};\n\n";
   for (size_t d = 0; d < model.devices.size(); ++d) {
@@ -190,13 +191,16 @@ std::string render_dispatch_tables(const ExportModel& model) {
   }
   out += "};\n\n";
   out += "/// The function of k_kernels[index]; nullptr for an index out of range. Unbatched kernels take the\n";
-  out += "/// 11 arguments of KernelFn, batched ones the 14 of BatchedKernelFn.\n";
+  out += "/// 11 arguments of KernelFn, batched ones the 14 of BatchedKernelFn (15 of BatchCountKernelFn with\n";
+  out += "/// the problem count).\n";
   out += "inline const void* kernel_function(int index) {\n";
   out += "  switch (index) {\n";
-  for (size_t i = 0; i < model.kernels.size(); ++i)
+  for (size_t i = 0; i < model.kernels.size(); ++i) {
+    const ExportKernel& k = model.kernels[i];
     out += fmt::format("    case {}: return reinterpret_cast<const void*>(static_cast<{}>(&{}::{}));\n", i,
-                       model.kernels[i].batched ? "BatchedKernelFn" : "KernelFn",
-                       source_namespace(model.kernels[i].source_hash), model.kernels[i].name_expression);
+                       k.takes_batch_count ? "BatchCountKernelFn" : k.batched ? "BatchedKernelFn" : "KernelFn",
+                       source_namespace(k.source_hash), k.name_expression);
+  }
   out += "    default: return nullptr;\n";
   out += "  }\n";
   out += "}\n";

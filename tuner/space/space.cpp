@@ -49,6 +49,8 @@ void check_shape(const TemplateDesc& desc, const ParamValues& values, const Laun
   if (shape.tile_n < 1) bad("launch.tile_n", shape.tile_n, ">= 1");
   if (shape.dynamic_smem < 0) bad("launch.dynamic_smem", shape.dynamic_smem, ">= 0");
   if (shape.grid_z < 1 || shape.grid_z > 64) bad("launch.grid_z", shape.grid_z, "1 to 64");
+  if (shape.problems_per_block < 1 || shape.problems_per_block > k_max_problems_per_block)
+    bad("launch.problems_per_block", shape.problems_per_block, fmt::format("1 to {}", k_max_problems_per_block));
   if (req.align_bytes < 1 || (req.align_bytes & (req.align_bytes - 1)) != 0)
     bad("requires.align_bytes", req.align_bytes, "a power of two");
   if (req.ld_multiple < 1) bad("requires.ld_multiple", req.ld_multiple, ">= 1");

@@ -28,7 +28,8 @@ constexpr std::string_view k_top_keys[] = {"name",     "kernel",     "summary", 
 constexpr std::string_view k_problem_names[] = {"M", "N", "K", "BATCH"};
 constexpr std::string_view k_fragment_keys[] = {"constraint"};
 constexpr std::string_view k_param_keys[] = {"name", "values", "help"};
-constexpr std::string_view k_launch_keys[] = {"threads", "tile_m", "tile_n", "dynamic_smem", "grid_z"};
+constexpr std::string_view k_launch_keys[] = {"threads", "tile_m", "tile_n", "dynamic_smem", "grid_z",
+                                              "problems_per_block"};
 constexpr std::string_view k_requires_keys[] = {"align_bytes", "ld_multiple"};
 constexpr std::string_view k_constraint_keys[] = {"check", "reason"};
 /// The longest chain of derived values naming each other (read_derived says why there is one).
@@ -97,6 +98,14 @@ class DescriptorFileReader : public detail::TomlFileReader {
     m_desc.tile_n = expression(*launch, "launch", "tile_n", std::nullopt);
     m_desc.dynamic_smem = expression(*launch, "launch", "dynamic_smem", "0");
     m_desc.grid_z = expression(*launch, "launch", "grid_z", "1");
+    if (const toml::node* node = launch->get("problems_per_block")) {
+      // The kernel's signature changes with it (it takes the batch's problem count), and only a
+      // batched kernel has problems to put together.
+      if (!m_desc.batched)
+        fail(line_of(*node), "launch.problems_per_block",
+             "only a batched family (batched = true) computes several problems per block");
+      m_desc.problems_per_block = parse_expression(*node, "launch.problems_per_block");
+    }
 
     // [requires] is optional: its absence means plain 4-byte alignment and any leading dimension.
     static const toml::table k_empty;
@@ -169,7 +178,7 @@ class DescriptorFileReader : public detail::TomlFileReader {
     for (const auto& t : target_names()) device.push_back(t.first);
     std::string out = fmt::format("parameters: {}", join(params));
     if (!derived.empty()) out += fmt::format("; derived: {}", join(derived));
-    if (m_problem_names_allowed) out += "; problem: M, N, K";
+    if (m_problem_names_allowed) out += "; problem: M, N, K, BATCH";
     return out + fmt::format("; device: {}", join(device));
   }
 
@@ -462,6 +471,8 @@ LaunchShape TemplateDesc::launch_shape(const ParamValues& values, const Target& 
   shape.tile_n = eval(tile_n, values, target, "launch.tile_n");
   shape.dynamic_smem = eval(dynamic_smem, values, target, "launch.dynamic_smem");
   shape.grid_z = eval(grid_z, values, target, "launch.grid_z");
+  if (problems_per_block)
+    shape.problems_per_block = eval(*problems_per_block, values, target, "launch.problems_per_block");
   return shape;
 }
 

@@ -43,6 +43,10 @@ struct TemplateDesc {
   std::vector<std::filesystem::path> includes;     // constraint fragments, as included
   std::vector<Constraint> constraints;             // the fragments' first, in include order
   Expr threads, tile_m, tile_n, dynamic_smem, grid_z;  // [launch]
+  /// [launch] problems_per_block: each block computes its tile of this many consecutive problems of
+  /// a batch, and the kernel takes the launch's problem count (`int batch`) after the strides. Only
+  /// a batched family may declare it; none: one problem per block, and no such argument.
+  std::optional<Expr> problems_per_block;
   Expr align_bytes, ld_multiple;               // [requires]
   /// Which problems the tuner tries the family on (`applies`, over M, N, K and the parameters);
   /// none: every problem. The kernel is correct everywhere; this only says where it may win.
@@ -55,6 +59,9 @@ struct TemplateDesc {
   /// The element types the kernel computes, in the order declared. Beyond f32 alone, the kernel
   /// takes DTYPE (0 f32, 1 f64, 2 i32; as DType) as its last template argument (an implicit param).
   std::vector<DType> dtypes{DType::f32};
+  /// Whether the kernel takes the launch's problem count after the strides (it declares
+  /// [launch] problems_per_block).
+  bool takes_batch_count() const { return problems_per_block.has_value(); }
 
   /// Evaluates one of this descriptor's expressions at a point: names resolve to the parameters,
   /// then the derived values, then the target's DEVICE_* names. `key` names it in errors.

@@ -28,6 +28,7 @@ struct BinaryRecord {
   int spill_loads = -1;
   double compile_seconds = 0.0;
   bool batched = false;          // the kernel takes the three batch strides after ldc
+  bool takes_batch_count = false;  // and then the launch's problem count (`int batch`)
 };
 
 /// The exact template source a binary was compiled from, kept so export reproduces it (table sources).

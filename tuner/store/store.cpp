@@ -121,8 +121,10 @@ class Binder {
     return *this;
   }
   Binder& boolean(bool value) { return (*this)(static_cast<int64_t>(value ? 1 : 0)); }
-  /// threads, tile_m, tile_n, dynamic_smem, grid_z
-  Binder& shape(const LaunchShape& s) { return (*this)(s.threads)(s.tile_m)(s.tile_n)(s.dynamic_smem)(s.grid_z); }
+  /// threads, tile_m, tile_n, dynamic_smem, grid_z, problems_per_block
+  Binder& shape(const LaunchShape& s) {
+    return (*this)(s.threads)(s.tile_m)(s.tile_n)(s.dynamic_smem)(s.grid_z)(s.problems_per_block);
+  }
   /// align_bytes, ld_multiple
   Binder& requirements(const Requirements& r) { return (*this)(r.align_bytes)(r.ld_multiple); }
   /// m, n, k, layout, batch, stride_a, stride_b, stride_c, dtype (k_problem_columns)
@@ -151,7 +153,7 @@ class Reader {
     return value ? std::optional<int>(static_cast<int>(*value)) : std::nullopt;
   }
   std::optional<double> opt_real() { return m_statement.column_opt_double(m_col++); }
-  /// threads, tile_m, tile_n, dynamic_smem, grid_z (as Binder::shape)
+  /// threads, tile_m, tile_n, dynamic_smem, grid_z, problems_per_block (as Binder::shape)
   LaunchShape shape() {
     LaunchShape s;
     s.threads = integer();
@@ -159,6 +161,7 @@ class Reader {
     s.tile_n = integer();
     s.dynamic_smem = integer();
     s.grid_z = integer();
+    s.problems_per_block = integer();
     return s;
   }
   /// k_problem_columns (as Binder::problem)
@@ -198,7 +201,7 @@ class Reader {
 
 constexpr std::string_view k_binary_columns =
     "key, template_name, params, arch, nvrtc_version, options, source_hash, ok, log, cubin, lowered_name, "
-    "registers, spill_stores, spill_loads, compile_seconds, batched";
+    "registers, spill_stores, spill_loads, compile_seconds, batched, takes_batch_count";
 
 constexpr std::string_view k_device_columns =
     "uuid, name, cc_major, cc_minor, sm_count, clock_khz, memory_clock_khz, memory_bus_bits, memory_bytes, "
@@ -218,7 +221,7 @@ constexpr std::string_view k_trial_columns =
     "stride_a, stride_b, stride_c, dtype, lda, ldb, ldc, "
     "outcome, reason, log, max_abs_error, max_error_ratio, median_ms, min_ms, cv, samples, gflops, "
     "ratio_to_cublas, retime_median_ms, registers, smem_bytes, threads, shape_threads, tile_m, tile_n, dynamic_smem, "
-    "grid_z, align_bytes, ld_multiple, created_at";
+    "grid_z, problems_per_block, align_bytes, ld_multiple, created_at";
 
 constexpr std::string_view k_baseline_columns =
     "device_id, m, n, k, layout, batch, stride_a, stride_b, stride_c, dtype, lda, ldb, ldc, median_ms, min_ms, cv, samples, "
@@ -226,7 +229,8 @@ constexpr std::string_view k_baseline_columns =
 
 constexpr std::string_view k_winner_columns =
     "device_id, m, n, k, layout, batch, stride_a, stride_b, stride_c, dtype, scope, trial_id, template_name, params, name_expression, median_ms, gflops, "
-    "ratio_to_cublas, align_bytes, ld_multiple, threads, tile_m, tile_n, dynamic_smem, grid_z, binary_key";
+    "ratio_to_cublas, align_bytes, ld_multiple, threads, tile_m, tile_n, dynamic_smem, grid_z, problems_per_block, "
+    "binary_key";
 
 BinaryRecord read_binary(const Statement& s) {
   Reader r(s);
@@ -247,6 +251,7 @@ BinaryRecord read_binary(const Statement& s) {
   b.spill_loads = r.small();
   b.compile_seconds = r.real();
   b.batched = r.integer() != 0;
+  b.takes_batch_count = r.integer() != 0;
   return b;
 }
 
@@ -537,7 +542,8 @@ void Store::put_binary(const BinaryRecord& binary) {
   Binder b(s);
   b(binary.key)(binary.template_name)(binary.params)(binary.arch)(binary.nvrtc_version)(binary.options);
   b(binary.source_hash).boolean(binary.ok)(binary.log)(binary.cubin)(binary.lowered_name);
-  b(binary.registers)(binary.spill_stores)(binary.spill_loads)(binary.compile_seconds).boolean(binary.batched)(utc_now());
+  b(binary.registers)(binary.spill_stores)(binary.spill_loads)(binary.compile_seconds).boolean(binary.batched);
+  b.boolean(binary.takes_batch_count)(utc_now());
   s.run();
 }
 
@@ -828,6 +834,8 @@ std::string Store::content_hash() {
     h.field(w.requirements.align_bytes).field(w.requirements.ld_multiple);
     h.field(w.shape.threads).field(w.shape.tile_m).field(w.shape.tile_n).field(w.shape.dynamic_smem);
     h.field(w.shape.grid_z).field(w.binary_key);
+    // Only where a kernel computes several problems per block, so that older databases keep their hashes.
+    if (w.shape.problems_per_block != 1) h.field("problems_per_block").field(w.shape.problems_per_block);
   }
 
   h.field("baselines");

@@ -72,6 +72,7 @@ void CompileService::submit(const Candidate& cand, size_t index) {
   rec.options = fmt::format("{}", fmt::join(m_options, " "));
   rec.source_hash = hash;
   rec.batched = cand.tmpl->batched;
+  rec.takes_batch_count = cand.tmpl->takes_batch_count();
   if (!m_pool) {
     try {
       m_pool = std::make_unique<ThreadPool>(m_jobs);

@@ -52,26 +52,31 @@ constexpr int k_model_terms = 4;
 inline long long ceil_div_ll(long long a, long long b) { return (a + b - 1) / b; }
 
 /// The model's features for a kernel of tile_m x tile_n blocks, grid_z blocks per tile (K split
-/// among them) and blocks_per_sm resident blocks per SM, on sm_count SMs, at M x N x K, `batch`
-/// times (the batch multiplies the grid):
+/// among them), problems_per_block problems per block (0 or 1: one) and blocks_per_sm resident blocks
+/// per SM, on sm_count SMs, at M x N x K, `batch` times (the batch multiplies the grid, divided by
+/// the problems per block, and a block does the work of its problems in turn):
 ///  [0] 1: launch and fixed costs;
 ///  [1] work: millions of multiply-adds the busiest SM does (its blocks x tile x K per block);
 ///  [2] steps: thousands of k iterations on the critical path (waves x K per block), the latency a
 ///      kernel pays when its SMs hold too few blocks to hide it;
 ///  [3] outputs: thousands of C elements the busiest SM writes (tile set-up and the store of C).
 inline void model_features(long long M, long long N, long long K, long long batch, int tile_m, int tile_n, int grid_z,
-                           int blocks_per_sm, int sm_count, double features[k_model_terms]) {
+                           int problems_per_block, int blocks_per_sm, int sm_count, double features[k_model_terms]) {
   const long long z = grid_z > 1 ? grid_z : 1;
   const long long sms = sm_count > 1 ? sm_count : 1;
-  const long long blocks = ceil_div_ll(M, tile_m) * ceil_div_ll(N, tile_n) * z * (batch > 1 ? batch : 1);
-  const long long k_per_block = ceil_div_ll(K, z);
+  const long long problems = batch > 1 ? batch : 1;
+  // The problems one block computes: problems_per_block, or the whole batch when it is smaller.
+  const long long per_block =
+      problems_per_block > 1 ? (problems_per_block < problems ? problems_per_block : problems) : 1;
+  const long long blocks = ceil_div_ll(M, tile_m) * ceil_div_ll(N, tile_n) * z * ceil_div_ll(problems, per_block);
+  const long long k_per_block = ceil_div_ll(K, z) * per_block;
   const long long busiest = ceil_div_ll(blocks, sms);
   const long long waves = ceil_div_ll(blocks, sms * (blocks_per_sm > 1 ? blocks_per_sm : 1));
   const double tile = static_cast<double>(tile_m) * static_cast<double>(tile_n);
   features[0] = 1.0;
   features[1] = static_cast<double>(busiest) * tile * static_cast<double>(k_per_block) * 1e-6;
   features[2] = static_cast<double>(waves) * static_cast<double>(k_per_block) * 1e-3;
-  features[3] = static_cast<double>(busiest) / static_cast<double>(z) * tile * 1e-3;
+  features[3] = static_cast<double>(busiest) / static_cast<double>(z) * tile * static_cast<double>(per_block) * 1e-3;
 }
 
 /// Predicted microseconds: the coefficients' dot product with the features, in term order.
@@ -99,7 +104,7 @@ inline double model_us(const Model& m, const Kernel* kernels, int sm_count, long
                        long long batch) {
   const Kernel& k = kernels[m.kernel];
   double f[k_model_terms];
-  model_features(M, N, K, batch, k.tile_m, k.tile_n, k.grid_z, m.blocks_per_sm, sm_count, f);
+  model_features(M, N, K, batch, k.tile_m, k.tile_n, k.grid_z, k.problems_per_block, m.blocks_per_sm, sm_count, f);
   return predicted_us(m.coef, f);
 }
 
@@ -108,7 +113,8 @@ inline double model_us(const Model& m, const Kernel* kernels, int sm_count, long
 /// within a factor of 2 of the shapes each was measured on, else 8, else 64, else among every
 /// usable model. Ties go to the earlier model. -1: none usable. Models are anything with .kernel,
 /// .blocks_per_sm, .coef[] and the domain's .min_m ... .max_k; kernels anything with .tile_m,
-/// .tile_n and .grid_z. *predicted gets the winner's time, *pass the widening that admitted it.
+/// .tile_n, .grid_z and .problems_per_block. *predicted gets the winner's time, *pass the widening
+/// that admitted it.
 template <class Model, class Kernel, class Usable>
 inline int best_predicted(const Model* models, int count, const Kernel* kernels, int sm_count, long long M, long long N,
                           long long K, long long batch, Usable usable, double* predicted, int* pass_used = 0) {

@@ -217,6 +217,19 @@ inline cudaError_t launch_scale(int M, int N, float beta, float* C, int ldc, lon
   return err;
 }
 
+/// The problems of a batch one launch of a kernel runs: grid z, grid_z blocks for each group of
+/// problems_per_block problems, stays within 65535 blocks.
+inline int problems_per_launch(const KernelInfo& info) {
+  const int per_block = info.problems_per_block > 1 ? info.problems_per_block : 1;
+  return (65535 / info.grid_z) * per_block;
+}
+
+/// Grid z of a launch of `count` problems: grid_z blocks per group of problems_per_block problems.
+inline unsigned launch_grid_z(const KernelInfo& info, int count) {
+  const int per_block = info.problems_per_block > 1 ? info.problems_per_block : 1;
+  return static_cast<unsigned>(info.grid_z * ((count + per_block - 1) / per_block));
+}
+
 /// Checks a row-major call, and runs it: C = alpha * op(A) * op(B) + beta * C, `batch` times.
 /// cudaErrorInvalidValue for bad arguments, cudaErrorNotSupported when no kernel of the header
 /// computes the layout (an edited generic template without it).
@@ -248,17 +261,17 @@ inline cudaError_t gemm(Op op_a, Op op_b, int M, int N, int K, float alpha, cons
   err = prepare_kernel(device, kernel);
   if (err != cudaSuccess) return err;
   const KernelInfo& info = k_kernels[kernel];
-  // Grid z holds at most 65535 blocks: a larger batch takes several launches.
-  const int per_launch = 65535 / info.grid_z;
+  // Grid z holds at most 65535 blocks: a larger batch takes several launches, each with its own count.
+  const int per_launch = problems_per_launch(info);
   for (int first = 0; first < batch && err == cudaSuccess; first += per_launch) {
-    const int count = batch - first < per_launch ? batch - first : per_launch;
+    int count = batch - first < per_launch ? batch - first : per_launch;
     const float* a = A + static_cast<long long>(first) * stride_a;
     const float* b = B + static_cast<long long>(first) * stride_b;
     float* c = C + static_cast<long long>(first) * stride_c;
     const dim3 grid(static_cast<unsigned>((N - 1) / info.tile_n + 1), static_cast<unsigned>((M - 1) / info.tile_m + 1),
-                    static_cast<unsigned>(info.grid_z * count));
-    // An unbatched kernel reads only the first 11 arguments.
-    void* args[] = {&M, &N, &K, &alpha, &a, &lda, &b, &ldb, &beta, &c, &ldc, &stride_a, &stride_b, &stride_c};
+                    launch_grid_z(info, count));
+    // A kernel reads the arguments it has: 11 unbatched, 14 with the strides, 15 with the count.
+    void* args[] = {&M, &N, &K, &alpha, &a, &lda, &b, &ldb, &beta, &c, &ldc, &stride_a, &stride_b, &stride_c, &count};
     err = cudaLaunchKernel(kernel_function(kernel), grid, dim3(static_cast<unsigned>(info.threads)), args,
                            static_cast<size_t>(info.dynamic_smem), stream);
   }

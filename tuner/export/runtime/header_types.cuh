@@ -30,6 +30,9 @@ struct KernelInfo {
   int ld_multiple;      // lda, ldb and ldc must be multiples of this
   int layout;           // the layout it computes (as TunedProblem::layout)
   int batched;          // 1: takes the batch strides (BatchedKernelFn) and the batch on grid z
+  int problems_per_block;  // 0: one problem per block; n >= 1: each block computes its tile of n
+                           // consecutive problems, and the kernel takes the launch's problem count
+                           // after the strides (BatchCountKernelFn)
 };
 
 /// A tuned problem and its kernels, as indices into k_kernels.
@@ -59,9 +62,12 @@ struct DeviceTable {
 };
 
 /// Every kernel has the SGEMM contract signature (templates/README.md); a batched one takes the
-/// strides of A, B and C after ldc.
+/// strides of A, B and C after ldc, and one that computes several problems per block the launch's
+/// problem count after them.
 typedef void (*KernelFn)(int, int, int, float, const float*, int, const float*, int, float, float*, int);
 typedef void (*BatchedKernelFn)(int, int, int, float, const float*, int, const float*, int, float, float*, int, long long,
                                 long long, long long);
+typedef void (*BatchCountKernelFn)(int, int, int, float, const float*, int, const float*, int, float, float*, int,
+                                   long long, long long, long long, int);
 
 }  // namespace detail
