@@ -331,7 +331,9 @@ TEST_P(TypedTemplates, EveryQuickCandidateOfTheTypeValidatesAndTimes) {
   while (auto compiled = compiler.next()) {
     const Candidate& cand = *compiled->candidate;
     ASSERT_TRUE(compiled->binary.ok) << cand.id() << ":\n" << compiled->binary.log;
-    EXPECT_EQ(compiled->binary.spill_stores, 0) << cand.id() << "\n" << compiled->binary.log;
+    // Spills are checked where ptxas reported them (-1: no report; the CPU test TemplateLayouts
+    // checks every type and layout of these builds for spills with NVRTC).
+    if (compiled->binary.spill_stores >= 0) EXPECT_EQ(compiled->binary.spill_stores, 0) << cand.id();
     binaries.push_back(compiled->binary);
     const KernelUnderTest kernel{&binaries.back(), cand.shape, cand.requirements, cand.id()};
     for (const Problem& p : problems_of(tl)) {

@@ -111,7 +111,10 @@ TEST(TuneEndToEnd, TheGenericDefaultTunesF64AndI32) {
       const auto trials = store.trials(device_id, p);
       ASSERT_FALSE(trials.empty()) << p.to_string();
       for (const auto& trial : trials) {
-        EXPECT_EQ(trial.outcome, Outcome::ok) << p.to_string() << " " << trial.params << ": " << trial.reason;
+        // Timed to the end, or abandoned as 3x slower than the best so far (validated first).
+        EXPECT_TRUE(trial.outcome == Outcome::ok || trial.outcome == Outcome::abandoned)
+            << p.to_string() << " " << trial.params << ": " << trial.reason;
+        if (trial.outcome == Outcome::abandoned) continue;
         if (t == DType::i32) {
           EXPECT_EQ(trial.max_error_ratio, std::optional<double>(0.0)) << trial.params;
           EXPECT_FALSE(trial.ratio_to_cublas.has_value()) << trial.params;
