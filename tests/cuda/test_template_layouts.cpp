@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -41,6 +42,38 @@ const TemplateDesc& find_desc(const std::vector<TemplateDesc>& templates, const 
   const auto it = std::find_if(templates.begin(), templates.end(), [&](const TemplateDesc& t) { return t.name == name; });
   if (it == templates.end()) throw std::runtime_error("no template " + name);
   return *it;
+}
+
+/// Compiles every candidate of the space with NVRTC for `arch` (cache in `db`): each must build
+/// (fatal) without spills. `compiled` counts the builds; `each` sees every one. Call it inside
+/// ASSERT_NO_FATAL_FAILURE.
+void expect_all_compile_without_spills(const SearchSpace& space, const std::string& arch, const fs::path& db,
+                                       size_t& compiled,
+                                       const std::function<void(const CompiledCandidate&)>& each = {}) {
+  Store store(db);
+  const NvrtcCompiler nvrtc;
+  CompileService service(store, nvrtc, arch, 0);
+  service.submit_all(space.candidates);
+  compiled = 0;
+  while (auto c = service.next()) {
+    ++compiled;
+    ASSERT_TRUE(c->binary.ok) << c->candidate->id() << " (" << arch << "):\n" << c->binary.log;
+    EXPECT_EQ(c->binary.spill_stores, 0) << c->candidate->id() << " (" << arch << ")";
+    EXPECT_EQ(c->binary.spill_loads, 0) << c->candidate->id() << " (" << arch << ")";
+    if (each) each(*c);
+  }
+}
+
+/// Builds `program` (a host main() using headers of the templates folder) with nvcc in `dir`
+/// (the build must succeed: fatal), runs it, and returns its exit code and what it printed. Call
+/// it inside ASSERT_NO_FATAL_FAILURE.
+void build_and_run_host_program(const fs::path& dir, const std::string& program, test::CommandResult& ran) {
+  test::write_file(dir / "host.cu", program);
+  const auto built = test::run_command(fmt::format("'{}' -std=c++17 -arch=sm_90 -I'{}' -o '{}' '{}' 2>&1", test::nvcc_path(),
+                                                   default_templates_dir().string(), (dir / "host").string(),
+                                                   (dir / "host.cu").string()));
+  ASSERT_EQ(built.exit_code, 0) << built.output;
+  ran = test::run_command("'" + (dir / "host").string() + "'");
 }
 
 // The families with layouts and batches, a few points each: edge paths (THIN_EDGE, the inline thin
@@ -278,20 +311,13 @@ TEST(TemplateLayouts, EveryLayoutCompilesWithoutSpillsForSm90AndSm80) {
     }
     EXPECT_EQ(types_of["blocktile2d"], (std::set<DType>{DType::f32, DType::f64, DType::i32})) << arch;
 
-    Store store(dir / (arch + ".db"));
-    const NvrtcCompiler nvrtc;
-    CompileService service(store, nvrtc, arch, 0);
-    service.submit_all(space.candidates);
     size_t compiled = 0;
-    while (auto c = service.next()) {
-      ++compiled;
-      ASSERT_TRUE(c->binary.ok) << c->candidate->id() << " (" << arch << "):\n" << c->binary.log;
-      EXPECT_EQ(c->binary.spill_stores, 0) << c->candidate->id() << " (" << arch << ")";
-      EXPECT_EQ(c->binary.spill_loads, 0) << c->candidate->id() << " (" << arch << ")";
-      if (c->candidate->tmpl->dtypes.size() > 1)  // the typed builds' registers, for the record
-        std::printf("%s %s: %d registers, %d/%d spill stores/loads\n", arch.c_str(), c->candidate->id().c_str(),
-                    c->binary.registers, c->binary.spill_stores, c->binary.spill_loads);
-    }
+    ASSERT_NO_FATAL_FAILURE(
+        expect_all_compile_without_spills(space, arch, dir / (arch + ".db"), compiled, [&](const CompiledCandidate& c) {
+          if (c.candidate->tmpl->dtypes.size() > 1)  // the typed builds' registers, for the record
+            std::printf("%s %s: %d registers, %d/%d spill stores/loads\n", arch.c_str(), c.candidate->id().c_str(),
+                        c.binary.registers, c.binary.spill_stores, c.binary.spill_loads);
+        }));
     EXPECT_EQ(compiled, space.candidates.size()) << arch;
   }
 }
@@ -386,12 +412,8 @@ TEST(TemplateLayouts, DescriptorRingMatchesTheKernelsShapeInEveryLayout) {
     expected += std::to_string(t.eval(derived->expr, c.values, target, "derived.RING_FLOATS")) + "\n";
   }
   ASSERT_FALSE(expected.empty());
-  test::write_file(dir / "ring.cu", program + "  return 0;\n}\n");
-  const auto built = test::run_command(fmt::format("'{}' -std=c++17 -arch=sm_90 -I'{}' -o '{}' '{}' 2>&1", test::nvcc_path(),
-                                                   default_templates_dir().string(), (dir / "ring").string(),
-                                                   (dir / "ring.cu").string()));
-  ASSERT_EQ(built.exit_code, 0) << built.output;
-  const auto ran = test::run_command("'" + (dir / "ring").string() + "'");
+  test::CommandResult ran;
+  ASSERT_NO_FATAL_FAILURE(build_and_run_host_program(dir.path(), program + "  return 0;\n}\n", ran));
   ASSERT_EQ(ran.exit_code, 0) << ran.output;
   EXPECT_EQ(ran.output, expected);
 }
@@ -421,12 +443,8 @@ TEST(TemplateLayouts, FusedBatchRingAndThreadsMatchTheKernelsShapeInEveryLayout)
     EXPECT_EQ(c.shape.dynamic_smem, t.eval(derived->expr, c.values, target, "derived.SMEM_BYTES")) << c.id();
   }
   EXPECT_EQ(layouts.size(), 4u);
-  test::write_file(dir / "ring.cu", program + "  return 0;\n}\n");
-  const auto built = test::run_command(fmt::format("'{}' -std=c++17 -arch=sm_90 -I'{}' -o '{}' '{}' 2>&1", test::nvcc_path(),
-                                                   default_templates_dir().string(), (dir / "ring").string(),
-                                                   (dir / "ring.cu").string()));
-  ASSERT_EQ(built.exit_code, 0) << built.output;
-  const auto ran = test::run_command("'" + (dir / "ring").string() + "'");
+  test::CommandResult ran;
+  ASSERT_NO_FATAL_FAILURE(build_and_run_host_program(dir.path(), program + "  return 0;\n}\n", ran));
   ASSERT_EQ(ran.exit_code, 0) << ran.output;
   EXPECT_EQ(ran.output, expected);
 }
@@ -537,12 +555,9 @@ int main() {
     }
   ASSERT_GT(points, 100);
   test::TempDir dir;
-  test::write_file(dir / "map.cu", program + "  std::printf(\"%d failures\\n\", failures);\n  return failures != 0;\n}\n");
-  const auto built = test::run_command(fmt::format("'{}' -std=c++17 -arch=sm_90 -I'{}' -o '{}' '{}' 2>&1", test::nvcc_path(),
-                                                   default_templates_dir().string(), (dir / "map").string(),
-                                                   (dir / "map.cu").string()));
-  ASSERT_EQ(built.exit_code, 0) << built.output;
-  const auto ran = test::run_command("'" + (dir / "map").string() + "'");
+  test::CommandResult ran;
+  ASSERT_NO_FATAL_FAILURE(build_and_run_host_program(
+      dir.path(), program + "  std::printf(\"%d failures\\n\", failures);\n  return failures != 0;\n}\n", ran));
   EXPECT_EQ(ran.exit_code, 0) << ran.output;
   EXPECT_EQ(ran.output, "0 failures\n");
 }
@@ -602,17 +617,8 @@ SWIZZLE = [8]
     const std::set<int64_t> expected = arch == "sm_90" ? std::set<int64_t>{0, 2, 3} : std::set<int64_t>{0};
     EXPECT_EQ(instructions, expected) << arch;
 
-    Store store(dir / (arch + ".db"));
-    const NvrtcCompiler nvrtc;
-    CompileService service(store, nvrtc, arch, 0);
-    service.submit_all(space.candidates);
     size_t compiled = 0;
-    while (auto c = service.next()) {
-      ++compiled;
-      ASSERT_TRUE(c->binary.ok) << c->candidate->id() << " (" << arch << "):\n" << c->binary.log;
-      EXPECT_EQ(c->binary.spill_stores, 0) << c->candidate->id() << " (" << arch << ")";
-      EXPECT_EQ(c->binary.spill_loads, 0) << c->candidate->id() << " (" << arch << ")";
-    }
+    ASSERT_NO_FATAL_FAILURE(expect_all_compile_without_spills(space, arch, dir / (arch + ".db"), compiled));
     EXPECT_EQ(compiled, space.candidates.size()) << arch;
     EXPECT_EQ(compiled, arch == "sm_90" ? 24u : 8u) << arch;
   }

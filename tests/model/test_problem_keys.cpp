@@ -8,6 +8,7 @@
 #include "core/types.hpp"
 #include "store/sqlite.hpp"
 #include "store/store.hpp"
+#include "migration_check.hpp"
 #include "test_support.hpp"
 #include "tune/protocol.hpp"
 #include "tune/trial.hpp"
@@ -206,35 +207,15 @@ TEST(ProblemStore, ADatabaseFromBeforeLayoutsKeepsItsRowsAsNnBatchOne) {
   test::TempDir dir;
   const fs::path file = dir / "v2.db";
   // A tuned database, written back in the schema of the version before layouts (2).
-  const std::string uuid = "GPU-old";
-  test::tuned_database(file, uuid);
-  std::string hash_before;
-  std::vector<TrialRecord> trials_before;
-  {
-    Store store(file);
-    hash_before = store.content_hash();
-    trials_before = store.trials(store.devices().at(0).id);
-  }
-  ASSERT_FALSE(trials_before.empty());
-  test::downgrade_schema(file, 2);
-  {
-    Database db(file);
-    Statement s = db.prepare("SELECT count(*) FROM pragma_table_info('trials') WHERE name = 'layout'");
-    ASSERT_TRUE(s.step());
-    ASSERT_EQ(s.column_int(0), 0) << "the downgraded file has no layout column";
+  test::tuned_database(file, "GPU-old");
+  test::MigratedTrials m;
+  ASSERT_NO_FATAL_FAILURE(test::expect_migration_keeps_trials(file, 2, "trials", "layout", m));
+  for (const TrialRecord& t : m.after) {
+    EXPECT_EQ(t.problem.layout(), "nn");
+    EXPECT_EQ(t.problem.batch, 1);
   }
   Store store(file);
-  EXPECT_EQ(store.schema_version(), latest_schema_version());
-  EXPECT_EQ(store.content_hash(), hash_before) << "the same results hash the same after the migration";
   const int64_t dev = store.devices().at(0).id;
-  const auto trials = store.trials(dev);
-  ASSERT_EQ(trials.size(), trials_before.size());
-  for (size_t i = 0; i < trials.size(); ++i) {
-    EXPECT_EQ(trials[i].trial_key, trials_before[i].trial_key);
-    EXPECT_EQ(trials[i].problem.layout(), "nn");
-    EXPECT_EQ(trials[i].problem.batch, 1);
-    EXPECT_EQ(trials[i].problem, trials_before[i].problem);
-  }
   for (const auto& w : store.winners(dev)) {
     EXPECT_EQ(w.problem.layout(), "nn");
     EXPECT_EQ(w.problem.batch, 1);
@@ -249,8 +230,6 @@ TEST(ProblemStore, ADatabaseFromBeforeElementTypesKeepsItsRowsAsF32) {
   const fs::path file = dir / "v3.db";
   test::tuned_database(file, "GPU-v3");
   // Add rows with a layout and a batch, as schema 3 could hold them.
-  std::string hash_before;
-  std::vector<TrialRecord> trials_before;
   {
     Store store(file);
     const int64_t dev = store.devices().at(0).id;
@@ -264,27 +243,12 @@ TEST(ProblemStore, ADatabaseFromBeforeElementTypesKeepsItsRowsAsF32) {
     b.median_ms = b.min_ms = 2.0;
     b.run_id = run;
     store.put_baseline(b);
-    hash_before = store.content_hash();
-    trials_before = store.trials(dev);
   }
-  test::downgrade_schema(file, 3);
-  {
-    Database db(file);
-    Statement s = db.prepare("SELECT count(*) FROM pragma_table_info('trials') WHERE name = 'dtype'");
-    ASSERT_TRUE(s.step());
-    ASSERT_EQ(s.column_int(0), 0) << "the downgraded file has no dtype column";
-  }
+  test::MigratedTrials m;
+  ASSERT_NO_FATAL_FAILURE(test::expect_migration_keeps_trials(file, 3, "trials", "dtype", m));
+  for (const TrialRecord& t : m.after) EXPECT_EQ(t.problem.dtype, DType::f32);
   Store store(file);
-  EXPECT_EQ(store.schema_version(), latest_schema_version());
-  EXPECT_EQ(store.content_hash(), hash_before) << "the same results hash the same after the migration";
   const int64_t dev = store.devices().at(0).id;
-  const auto trials = store.trials(dev);
-  ASSERT_EQ(trials.size(), trials_before.size());
-  for (size_t i = 0; i < trials.size(); ++i) {
-    EXPECT_EQ(trials[i].trial_key, trials_before[i].trial_key);
-    EXPECT_EQ(trials[i].problem.dtype, DType::f32);
-    EXPECT_EQ(trials[i].problem, trials_before[i].problem);
-  }
   Problem bcast = Problem::make(64, 64, 64, true, false, 16);
   bcast.stride_b = 0;
   ASSERT_TRUE(store.find_baseline(dev, bcast));

@@ -16,6 +16,7 @@
 #include "space/template_desc.hpp"
 #include "store/sqlite.hpp"
 #include "store/store.hpp"
+#include "migration_check.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -312,34 +313,11 @@ TEST(ProblemsPerBlockStore, ADatabaseFromBeforeItKeepsItsRowsAndItsHash) {
   test::TempDir dir;
   const fs::path file = dir / "v4.db";
   test::tuned_database(file, "GPU-old");
-  std::string hash_before;
-  std::vector<TrialRecord> trials_before;
-  {
-    Store store(file);
-    hash_before = store.content_hash();
-    trials_before = store.trials(store.devices().at(0).id);
-  }
-  ASSERT_FALSE(trials_before.empty());
-  test::downgrade_schema(file, 4);
-  {
-    Database db(file);
-    Statement s = db.prepare("SELECT count(*) FROM pragma_table_info('winners') WHERE name = 'problems_per_block'");
-    ASSERT_TRUE(s.step());
-    ASSERT_EQ(s.column_int(0), 0) << "the downgraded file has no problems_per_block column";
-    Statement v = db.prepare("PRAGMA user_version");
-    ASSERT_TRUE(v.step());
-    ASSERT_EQ(v.column_int(0), 4);
-  }
+  test::MigratedTrials m;
+  ASSERT_NO_FATAL_FAILURE(test::expect_migration_keeps_trials(file, 4, "winners", "problems_per_block", m));
+  for (const TrialRecord& t : m.after) EXPECT_EQ(t.shape.problems_per_block, 1);
   Store store(file);
-  EXPECT_EQ(store.schema_version(), latest_schema_version());
-  EXPECT_EQ(store.content_hash(), hash_before) << "the same results hash the same after the migration";
   const int64_t device = store.devices().at(0).id;
-  const auto trials = store.trials(device);
-  ASSERT_EQ(trials.size(), trials_before.size());
-  for (size_t i = 0; i < trials.size(); ++i) {
-    EXPECT_EQ(trials[i].trial_key, trials_before[i].trial_key);
-    EXPECT_EQ(trials[i].shape.problems_per_block, 1);
-  }
   for (const auto& w : store.winners(device)) {
     EXPECT_EQ(w.shape.problems_per_block, 1);
     const auto binary = store.find_binary(w.binary_key);
