@@ -76,24 +76,34 @@ TemplateSpaceStats enumerate_template(const TemplateDesc& desc, const PresetTemp
   };
   const int64_t raw = grid_points();
   stats.raw = raw;
-  // The implicit TRANS_A and TRANS_B take only the values of the layouts both the family and the
-  // target's problems have; a pair that is neither (tn and nt wanted: tt, nn) is pruned below.
-  std::vector<std::string> layouts;
-  for (const std::string& l : desc.layouts)
-    if (std::find(target.layouts.begin(), target.layouts.end(), l) != target.layouts.end()) layouts.push_back(l);
-  // The implicit DTYPE likewise takes the types both have.
+  // The implicit DTYPE takes only the types both the family and the target's problems have; the
+  // points of the others are pruned as types not asked for (all of them when none is left).
+  const bool typed = desc.dtypes != std::vector<DType>{DType::f32};
+  const bool laid_out = desc.layouts != std::vector<std::string>{"nn"};
   std::vector<DType> dtypes;
   for (const DType d : desc.dtypes)
     if (std::find(target.dtypes.begin(), target.dtypes.end(), d) != target.dtypes.end()) dtypes.push_back(d);
+  if (dtypes.empty()) {
+    stats.pruned.push_back({"an element type that was not asked for", raw});
+    return stats;
+  }
   for (size_t p = 0; p < desc.params.size(); ++p) {
-    if (!desc.params[p].implicit) continue;
-    if (desc.params[p].name == "DTYPE") {
-      std::vector<int64_t> keep;
-      for (const int64_t v : lists[p])
-        if (std::find(dtypes.begin(), dtypes.end(), static_cast<DType>(v)) != dtypes.end()) keep.push_back(v);
-      lists[p] = std::move(keep);
-      continue;
-    }
+    if (desc.params[p].name != "DTYPE" || !desc.params[p].implicit) continue;
+    std::vector<int64_t> keep;
+    for (const int64_t v : lists[p])
+      if (std::find(dtypes.begin(), dtypes.end(), static_cast<DType>(v)) != dtypes.end()) keep.push_back(v);
+    lists[p] = std::move(keep);
+  }
+  const int64_t typed_points = grid_points();
+  if (typed) stats.pruned.push_back({"an element type that was not asked for", raw - typed_points});
+  // The implicit TRANS_A and TRANS_B take only the values of the layouts both the family and the
+  // target's problems have; a pair that is neither (tn and nt wanted: tt, nn) is pruned below. Points
+  // of layouts not asked for: those the narrowed lists leave out, and those walked below.
+  std::vector<std::string> layouts;
+  for (const std::string& l : desc.layouts)
+    if (std::find(target.layouts.begin(), target.layouts.end(), l) != target.layouts.end()) layouts.push_back(l);
+  for (size_t p = 0; p < desc.params.size(); ++p) {
+    if (!desc.params[p].implicit || desc.params[p].name == "DTYPE") continue;
     const size_t which = desc.params[p].name == "TRANS_A" ? 0 : 1;
     std::vector<int64_t> keep;
     for (const int64_t v : lists[p])
@@ -101,22 +111,6 @@ TemplateSpaceStats enumerate_template(const TemplateDesc& desc, const PresetTemp
         keep.push_back(v);
     lists[p] = std::move(keep);
   }
-  // Points of types not asked for: those the narrowed DTYPE list leaves out (or all of them). Of
-  // the rest, points of layouts not asked for: those the narrowed lists leave out, and those walked
-  // below.
-  const bool typed = desc.dtypes != std::vector<DType>{DType::f32};
-  const bool laid_out = desc.layouts != std::vector<std::string>{"nn"};
-  if (dtypes.empty()) {  // the family computes none of the types asked for
-    stats.pruned.push_back({"an element type that was not asked for", raw});
-    return stats;
-  }
-  std::vector<std::vector<int64_t>> typed_lists = value_lists(desc, entry);
-  for (size_t p = 0; p < desc.params.size(); ++p)
-    if (desc.params[p].name == "DTYPE") typed_lists[p] = lists[p];
-  int64_t typed_points = 1;
-  for (const auto& list : typed_lists) typed_points *= static_cast<int64_t>(list.size());
-  const int64_t dtype_pruned = raw - typed_points;
-  if (typed) stats.pruned.push_back({"an element type that was not asked for", dtype_pruned});
   int64_t layout_pruned = layouts.empty() ? typed_points : typed_points - grid_points();
   if (layouts.empty()) {  // the family computes none of the layouts asked for
     stats.pruned.push_back({"a layout that was not asked for", layout_pruned});
