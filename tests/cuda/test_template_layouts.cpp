@@ -45,11 +45,12 @@ const TemplateDesc& find_desc(const std::vector<TemplateDesc>& templates, const 
 }
 
 /// Compiles every candidate of the space with NVRTC for `arch` (cache in `db`): each must build
-/// (fatal) without spills. `compiled` counts the builds; `each` sees every one. Call it inside
-/// ASSERT_NO_FATAL_FAILURE.
+/// (fatal) without spills (unless spills_allowed). `compiled` counts the builds; `each` sees every
+/// one. Call it inside ASSERT_NO_FATAL_FAILURE.
 void expect_all_compile_without_spills(const SearchSpace& space, const std::string& arch, const fs::path& db,
                                        size_t& compiled,
-                                       const std::function<void(const CompiledCandidate&)>& each = {}) {
+                                       const std::function<void(const CompiledCandidate&)>& each = {},
+                                       bool spills_allowed = false) {
   Store store(db);
   const NvrtcCompiler nvrtc;
   CompileService service(store, nvrtc, arch, 0);
@@ -58,8 +59,10 @@ void expect_all_compile_without_spills(const SearchSpace& space, const std::stri
   while (auto c = service.next()) {
     ++compiled;
     ASSERT_TRUE(c->binary.ok) << c->candidate->id() << " (" << arch << "):\n" << c->binary.log;
-    EXPECT_EQ(c->binary.spill_stores, 0) << c->candidate->id() << " (" << arch << ")";
-    EXPECT_EQ(c->binary.spill_loads, 0) << c->candidate->id() << " (" << arch << ")";
+    if (!spills_allowed) {
+      EXPECT_EQ(c->binary.spill_stores, 0) << c->candidate->id() << " (" << arch << ")";
+      EXPECT_EQ(c->binary.spill_loads, 0) << c->candidate->id() << " (" << arch << ")";
+    }
     if (each) each(*c);
   }
 }
@@ -288,7 +291,7 @@ TEST(TemplateLayouts, FamiliesDeclareTheirLayoutsAndBatchesAndTheOthersKeepTheCo
 
 // Every layout of every family in the preset is enumerated (both the layouts' own constraints and
 // the ones all layouts share leave points), in every element type a family declares (blocktile2d:
-// f32, f64, i32), and each compiles for sm_90 and sm_80 without spills.
+// f32, f64, i32; warptile: f32, i32), and each compiles for sm_90 and sm_80 without spills.
 TEST(TemplateLayouts, EveryLayoutCompilesWithoutSpillsForSm90AndSm80) {
   const auto templates = load_templates({default_templates_dir()});
   test::TempDir dir;
@@ -310,6 +313,7 @@ TEST(TemplateLayouts, EveryLayoutCompilesWithoutSpillsForSm90AndSm80) {
       EXPECT_EQ(types_of[family], std::set<DType>(t.dtypes.begin(), t.dtypes.end())) << family << " on " << arch;
     }
     EXPECT_EQ(types_of["blocktile2d"], (std::set<DType>{DType::f32, DType::f64, DType::i32})) << arch;
+    EXPECT_EQ(types_of["warptile"], (std::set<DType>{DType::f32, DType::i32})) << arch;
 
     size_t compiled = 0;
     ASSERT_NO_FATAL_FAILURE(
@@ -622,6 +626,56 @@ SWIZZLE = [8]
     EXPECT_EQ(compiled, space.candidates.size()) << arch;
     EXPECT_EQ(compiled, arch == "sm_90" ? 24u : 8u) << arch;
   }
+}
+
+// warptile computes INT32 with the tiles and constraints of FP32 (4-byte elements, one register
+// each), so the two need the same registers. Over every point of the default preset's warptile grids
+// (nn, sm_90) both types compile; no INT32 build spills where the FP32 build of the same point has
+// registers to spare (16 below its ceiling, min(255, 65536 / threads) rounded down to 8); no more
+// INT32 builds spill than FP32 ones; and INT32 takes no more registers in all. The grids hold
+// points that spill in both types, mostly tiles of 512 to 1024 threads or with 128 accumulators a
+// thread (72 of 444 in FP32 with NVRTC 13.0, 71 in INT32, 65 of them the same): tuning skips a build
+// that spills unless allow_spills is set.
+TEST(TemplateLayouts, WarptileInt32NeedsTheRegistersOfFloatOnTheDefaultGrid) {
+  const auto templates = load_templates({default_templates_dir()});
+  Target target = test::sm90();
+  target.dtypes = {DType::f32, DType::i32};
+  const SearchSpace space = enumerate_space(templates, load_preset(resolve_preset("default")), target, "warptile");
+  struct Build {
+    int registers = -1;
+    bool spills = false;
+    int64_t threads = 0;
+  };
+  std::map<std::string, Build> f32, i32;  // by the point without DTYPE
+  test::TempDir dir;
+  size_t compiled = 0;
+  ASSERT_NO_FATAL_FAILURE(
+      expect_all_compile_without_spills(space, "sm_90", dir / "types.db", compiled, [&](const CompiledCandidate& c) {
+        ParamValues point;
+        for (const auto& [name, value] : c.candidate->values)
+          if (name != "DTYPE") point.emplace_back(name, value);
+        const bool int32 = c.candidate->tmpl->dtype_of(c.candidate->values) == DType::i32;
+        (int32 ? i32 : f32)[params_to_string(point)] = {c.binary.registers, c.binary.spill_stores + c.binary.spill_loads > 0,
+                                                        c.candidate->shape.threads};
+      }, /*spills_allowed=*/true));
+  EXPECT_EQ(compiled, space.candidates.size());
+  ASSERT_GT(f32.size(), 400u);
+  ASSERT_EQ(i32.size(), f32.size());
+  int f32_spills = 0, i32_spills = 0;
+  long long f32_registers = 0, i32_registers = 0;
+  for (const auto& [point, f] : f32) {
+    ASSERT_TRUE(i32.count(point)) << point;
+    const Build& i = i32.at(point);
+    const int ceiling = static_cast<int>(std::min<int64_t>(255, 65536 / f.threads / 8 * 8));
+    if (!f.spills && f.registers <= ceiling - 16) EXPECT_FALSE(i.spills) << point << ": FP32 takes " << f.registers;
+    f32_spills += f.spills, i32_spills += i.spills;
+    f32_registers += f.registers, i32_registers += i.registers;
+  }
+  EXPECT_LE(i32_spills, f32_spills);
+  EXPECT_LE(i32_registers, f32_registers);
+  std::printf("warptile, default grid, sm_90: %zu points; builds that spill: %d FP32, %d INT32; registers in all: %lld "
+              "FP32, %lld INT32\n",
+              f32.size(), f32_spills, i32_spills, f32_registers, i32_registers);
 }
 
 // warptile reads a transposed B in 8-k chunks of its stored rows: a BK that is not a multiple of 8
