@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -83,14 +82,6 @@ int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
   const TemplateDesc blocktile2d = generic_default_template(global);
   const ExportModel model = build_export_model(store, options, blocktile2d);
   const std::string header = render_header(model, o.name_space);
-  if (!model.left_out.empty()) {
-    std::string names;
-    for (size_t i = 0; i < model.left_out.size() && i < 3; ++i) names += (i ? ", " : "") + model.left_out[i].to_string();
-    if (model.left_out.size() > 3) names += ", ...";
-    spdlog::warn("{} tuned problem{} of type f64 or i32 ({}) {} not in the header: its dispatch handles f32 only so far",
-                 model.left_out.size(), model.left_out.size() == 1 ? "" : "s", names,
-                 model.left_out.size() == 1 ? "is" : "are");
-  }
 
   const auto existing = read_if_exists(destination);
   if (o.check) {
@@ -107,10 +98,12 @@ int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
   }
   size_t problems = 0;
   for (const auto& d : model.devices) problems += d.entries.size();
-  const size_t generics = static_cast<size_t>(
-      std::count_if(std::begin(model.generic_kernels), std::end(model.generic_kernels), [](int k) { return k >= 0; }));
+  size_t generics = 0;
+  for (const auto& row : model.generic_kernels)
+    generics += static_cast<size_t>(std::count_if(std::begin(row), std::end(row), [](int k) { return k >= 0; }));
   const std::string summary =
-      fmt::format("{} device table{}, {} tuned problem{}, {} kernel{} (incl. {} generic default{}, one per layout)",
+      fmt::format("{} device table{}, {} tuned problem{}, {} kernel{} (incl. {} generic default{}, one per type and "
+                  "layout)",
                   model.devices.size(), model.devices.size() == 1 ? "" : "s", problems, problems == 1 ? "" : "s",
                   model.kernels.size(), model.kernels.size() == 1 ? "" : "s", generics, generics == 1 ? "" : "s");
   if (existing && *existing == header) {
