@@ -2,7 +2,7 @@
 // (tests/worker/scripted_worker.cpp) standing in for the GPU and the typed generic default compiled
 // by NVRTC: the summary's cuBLAS columns (DGEMM for f64; "n/a" for i32, which cuBLAS cannot
 // compute), the INT32 comparison with the device's peak and the f32 winner, the worker asked for
-// no INT32 baseline, and export carrying every type's winners.
+// no INT32 baseline, and export carrying every type's winners (or those --dtype names).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -121,8 +121,9 @@ TEST_F(TuneTypes, TheSummaryPrintsNoRatioForI32) {
   EXPECT_TRUE(f64_row && i32_row && i32_note) << r.out;
 }
 
-// Export puts every type's winners into the header's tables (dgemm and igemm dispatch to them).
-TEST_F(TuneTypes, ExportCarriesEveryTypesWinners) {
+// Export puts every type's winners into the header's tables (dgemm and igemm dispatch to them), and
+// --dtype keeps only some types' winners; naming only types nothing was tuned in is a usage error.
+TEST_F(TuneTypes, ExportCarriesEveryTypesWinnersAndDtypeFiltersThem) {
   ASSERT_EQ(test::run_split(m_dir, tune("--dtype f64,i32")).exit_code, 0);
   const auto only = test::run_split(m_dir, "--db t.db export --out h.cuh");
   ASSERT_EQ(only.exit_code, 0) << only.err;
@@ -135,6 +136,14 @@ TEST_F(TuneTypes, ExportCarriesEveryTypesWinners) {
   EXPECT_NE(header.find("{{64, 64, 64, 0, 1, 0, 1}, "), std::string::npos);
   EXPECT_NE(header.find("{{96, 80, 72, 0, 1, 0, 2}, "), std::string::npos);
   EXPECT_EQ(header.find("{{64, 64, 64, 0, 1, 0, 0}, "), std::string::npos) << "nothing was tuned in f32";
+
+  const auto f32 = test::run_split(m_dir, "--db t.db export --dtype f32 --out f32.cuh");
+  EXPECT_EQ(f32.exit_code, 2);
+  EXPECT_EQ(f32.err, "cm-tune: error: database t.db has no tuned problems of type f32 (--dtype) to export; its tuned "
+                     "problems are of type f64, i32\n");
+  const auto i32 = test::run_split(m_dir, "--db t.db export --dtype i32 --out i32.cuh");
+  ASSERT_EQ(i32.exit_code, 0) << i32.err;
+  EXPECT_NE(i32.out.find("2 tuned problems"), std::string::npos) << i32.out;
 
   ASSERT_EQ(test::run_split(m_dir, tune("")).exit_code, 0);  // f32 too now
   const auto all = test::run_split(m_dir, "--db t.db export --out h.cuh");

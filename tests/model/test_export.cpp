@@ -874,6 +874,61 @@ TEST(ExportCli, SameDatabaseSameBytesAndCheckDetectsChanges) {
   EXPECT_EQ(cmtune("export --namespace 9x --out " + quoted(dir / "e.cuh")).exit_code, 2);
 }
 
+TEST(ExportCli, DtypeChoosesWhichTypesWinnersGoIntoTheTables) {
+  test::TempDir dir;
+  const fs::path db_file = dir / "t.db";
+  RealFixture f;
+  {
+    DbBuilder db(db_file);
+    f.build(db);   // f32 winners only
+  }
+  const auto cmtune = [&](const std::string& args) {
+    return test::run_split(dir, fmt::format("--db {} {}", quoted(db_file), args));
+  };
+  // Nothing of the requested types: one line naming them, nothing written.
+  const auto none = cmtune("export --dtype f64,i32 --out h.cuh");
+  EXPECT_EQ(none.exit_code, 2) << none.err;
+  EXPECT_EQ(none.err, fmt::format("cm-tune: error: database {} has no tuned problems of type f64, i32 (--dtype) to "
+                                  "export; its tuned problems are of type f32\n",
+                                  db_file.string()));
+  EXPECT_FALSE(fs::exists(dir / "h.cuh"));
+  const auto bad = cmtune("export --dtype f16 --out h.cuh");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.err, "cm-tune: error: --dtype: unknown type 'f16' (f32, f64, i32 or all)\n");
+
+  {
+    DbBuilder db(db_file);
+    f.add_typed(db);
+  }
+  const auto all = cmtune("export --out all.cuh");
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_EQ(all.err, "") << "no warning: every type is exported";
+  EXPECT_NE(all.out.find("12 generic defaults, one per type and layout"), std::string::npos) << all.out;
+  const std::string every = test::read_file(dir / "all.cuh");
+  EXPECT_NE(every.find(f.dm.name_expression), std::string::npos) << "the f64 winner";
+  EXPECT_NE(every.find(f.b2_i32.name_expression), std::string::npos) << "the i32 winner";
+  EXPECT_EQ(cmtune("export --dtype all --check --out all.cuh").exit_code, 0) << "all is the default";
+  EXPECT_EQ(cmtune("export --dtype i32,f64,f32 --check --out all.cuh").exit_code, 0);
+
+  // f32 alone: no tuned f64 or i32 kernel, but dgemm and igemm are there, on the generic defaults.
+  const auto f32 = cmtune("export --dtype f32 --out f32.cuh");
+  ASSERT_EQ(f32.exit_code, 0) << f32.err;
+  const std::string only = test::read_file(dir / "f32.cuh");
+  EXPECT_EQ(only.find(f.dm.name_expression), std::string::npos);
+  EXPECT_EQ(only.find(f.b2_i32.name_expression), std::string::npos);
+  const std::regex typed_entry(R"(\{\{\d+, \d+, \d+, \d, \d+, \d, [12]\}, -?\d+, -?\d+\},)");
+  EXPECT_FALSE(std::regex_search(only, typed_entry)) << "no f64 or i32 entry";
+  EXPECT_TRUE(std::regex_search(every, typed_entry));
+  EXPECT_NE(only.find("inline cudaError_t dgemm("), std::string::npos);
+  EXPECT_NE(only.find("inline cudaError_t igemm_colmajor_strided_batched("), std::string::npos);
+  EXPECT_NE(only.find("cmt_sgemm_blocktile2d<64, 64, 8, 8, 4, 1, 1, 2>"), std::string::npos) << "the i32 TT generic";
+  // --check names the option in the command it suggests.
+  const auto stale = cmtune("export --dtype f32 --check --out all.cuh");
+  EXPECT_EQ(stale.exit_code, 1);
+  EXPECT_NE(stale.err.find("--dtype f32`"), std::string::npos) << stale.err;
+  EXPECT_EQ(cmtune("export --dtype f32 --check --out f32.cuh").exit_code, 0);
+}
+
 TEST(ExportCli, DatabaseWithoutWinnersIsAUsageError) {
   test::TempDir dir;
   {

@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "cli/app.hpp"
+#include "cli/sizes.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "export/header_writer.hpp"
@@ -20,6 +21,7 @@ struct ExportCommandOptions {
   std::string out;
   std::string device = "all";
   std::string name_space = "cmtune";
+  std::string dtype = "all";
   bool check = false;
 };
 
@@ -68,6 +70,8 @@ std::filesystem::path output_destination(const std::filesystem::path& out, const
 
 int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
   check_namespace_name(o.name_space);
+  const std::vector<DType> dtypes = parse_dtype_list(o.dtype);
+  if (dtypes.empty()) throw UsageError("--dtype: give f32, f64, i32, a comma list of them, or all");
   const std::filesystem::path db_file = database_path(global);
   if (!std::filesystem::exists(db_file))
     throw UsageError(fmt::format("database {} does not exist; run cm-tune tune first", db_file.string()));
@@ -79,6 +83,7 @@ int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
   ExportOptions options;
   options.name_space = o.name_space;
   if (o.device != "all") options.device_ids.push_back(resolve_db_device(store, o.device).id);
+  if (dtypes.size() < static_cast<size_t>(k_header_dtypes)) options.dtypes = dtypes;   // else every type
   const TemplateDesc blocktile2d = generic_default_template(global);
   const ExportModel model = build_export_model(store, options, blocktile2d);
   const std::string header = render_header(model, o.name_space);
@@ -92,6 +97,7 @@ int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
     std::string again = "cm-tune export --out " + out.string();
     if (o.device != "all") again += " --device '" + o.device + "'";
     if (o.name_space != "cmtune") again += " --namespace " + o.name_space;
+    if (!options.dtypes.empty()) again += " --dtype " + o.dtype;
     fmt::print(stderr, "cm-tune: {} {} what {} exports now; re-run `{}`\n", out.string(),
                existing ? "differs from" : "does not exist, so it differs from", db_file.string(), again);
     return 1;
@@ -125,6 +131,10 @@ void add_export_command(CLI::App& app, GlobalOptions& global, Action& action) {
                   "'all', or one database device: CUDA index, database position, UUID or unique part of its name")
       ->capture_default_str();
   sub->add_option("--namespace", o->name_space, "C++ namespace of the header's API")->capture_default_str();
+  sub->add_option("--dtype", o->dtype,
+                  "Element types whose tuned winners go into the tables: f32, f64, i32, a comma list, or all (the "
+                  "entry points sgemm, dgemm and igemm exist anyway, running the generic defaults)")
+      ->capture_default_str();
   sub->add_flag("--check", o->check,
                 "Write nothing; exit 1 if the file differs from what would be exported now (0 if identical)");
   add_db_option(*sub, global);
