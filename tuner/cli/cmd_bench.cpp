@@ -352,8 +352,9 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
                 {"runtime", device.runtime_version},
                 {"rounds", o.rounds},
                 {"rows", out},
-                {"geomean_winner_ratio", geomean(winner_ratios)},
-                {"geomean_header_ratio", header ? nlohmann::json(geomean(header_ratios)) : nlohmann::json()}});
+                {"geomean_winner_ratio", winner_ratios.empty() ? nlohmann::json() : nlohmann::json(geomean(winner_ratios))},
+                {"geomean_header_ratio",
+                 header && !header_ratios.empty() ? nlohmann::json(geomean(header_ratios)) : nlohmann::json()}});
   } else {
     fmt::print("{} ({}), driver {}, runtime {}, median of {} interleaved rounds, L2 flushed; rates in TFLOP/s (i32: TOP/s)\n",
                device.name, device.arch(), device.driver_version, device.runtime_version, o.rounds);
@@ -372,8 +373,9 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
                  100.0 * r.winner_tflops / r.peak, r.seed_tflops > 0 ? fmt::format("{:.2f}", r.seed_tflops) : "-",
                  ratio_text(r.winner_tflops, r.seed_tflops), r.winner, notes);
     }
-    fmt::print("{:<22} {:>8} {:>8} {:>8} {:>7.3f}x {:>8}\n", "geomean (cuBLAS rows)", "", "", "", geomean(winner_ratios),
-               header ? fmt::format("{:.3f}x", geomean(header_ratios)) : "-");
+    if (!winner_ratios.empty())
+      fmt::print("{:<22} {:>8} {:>8} {:>8} {:>7.3f}x {:>8}\n", "geomean (cuBLAS rows)", "", "", "", geomean(winner_ratios),
+                 header ? fmt::format("{:.3f}x", geomean(header_ratios)) : "-");
   }
   for (const auto& r : rows)
     if (!r.winner_valid || (header && !r.header_valid)) return 1;
