@@ -18,8 +18,16 @@
 // orientation. Rows of A or B outside the problem, and k past K, are zero-filled by the copies
 // (a source size of 0), so edge tiles take the same path; stores of C are checked.
 // Strided batches run on grid z (cmt_batch_offsets).
+//
+// CLUSTER_K > 1 splits K across the CLUSTER_K blocks of a thread-block cluster (sm_90): each
+// multiplies its own run of k tiles, parks its partial tile in its shared memory, and the ranks add
+// the partials in rank order (deterministic) through distributed shared memory, each storing its
+// share of C. That gives small and mid-sized products (256..1024) enough blocks for every SM. The
+// grid is (ceil(N/BN), ceil(M/BM), CLUSTER_K * batch); without clusters (device code for sm_80),
+// rank 0 multiplies all of K and the other ranks exit.
 #pragma once
 
+#include "cmt_cluster.cuh"
 #include "cmt_common.cuh"
 #include "cmt_ptx.cuh"
 #include "cmt_raster.cuh"
@@ -28,6 +36,18 @@
 CMT_DEVICE void cmt_cp_async_8_to(unsigned dst, const void* src, bool inside) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(src), "r"(inside ? 8 : 0));
 }
+
+#if CMT_HAS_CLUSTERS
+// Two doubles from the shared memory of the cluster's block `rank`, at the offset the 32-bit shared
+// address `local` has in ours.
+CMT_DEVICE double2 cmt_cluster_load_f64x2(unsigned local, unsigned rank) {
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(rank));
+  double2 v;
+  asm volatile("ld.shared::cluster.v2.f64 {%0, %1}, [%2];\n" : "=d"(v.x), "=d"(v.y) : "r"(remote) : "memory");
+  return v;
+}
+#endif
 
 CMT_DEVICE double cmt_load_shared_f64(unsigned addr) {
   double v;
@@ -104,8 +124,8 @@ struct CmtDmmaOperand {
 };
 
 template <int BM, int BN, int BK, int WM, int WN, int MMA, int STAGES, int VEC, int PAD, int SWIZZLE,
-          int TRANS_A, int TRANS_B, int DTYPE>
-__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1)
+          int CLUSTER_K, int TRANS_A, int TRANS_B, int DTYPE>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1) CMT_CLUSTER_Z(CLUSTER_K)
     cmt_sgemm_dmma(int M, int N, int K, double alpha, const double* __restrict__ A, int lda,
                    const double* __restrict__ B, int ldb, double beta, double* __restrict__ C, int ldc,
                    long long stride_a, long long stride_b, long long stride_c) {
@@ -122,10 +142,15 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1)
 
   const double* a_fill = A;  // any valid address: zero-filling copies name it without reading
   const double* b_fill = B;
-  cmt_batch_offsets<1>(A, B, C, stride_a, stride_b, stride_c);
+  cmt_batch_offsets<CLUSTER_K>(A, B, C, stride_a, stride_b, stride_c);
   int block_m, block_n;
   cmt_block_origin<BM, BN, SWIZZLE>(block_m, block_n);
+  // A cluster's blocks share their tile, so all of them stop here together.
   if (block_m >= M || block_n >= N) return;
+  const int rank = CLUSTER_K > 1 ? (int)(blockIdx.z % CLUSTER_K) : 0;
+#if !CMT_HAS_CLUSTERS
+  if (rank != 0) return;  // no cluster: rank 0 multiplies all of K
+#endif
 
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int warp_m = (warp / (BN / WN)) * WM, warp_n = (warp % (BN / WN)) * WN;
@@ -136,10 +161,18 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1)
   const double* a_tile = A + (TRANS_A ? cmt_offset(0, block_m, lda) : cmt_offset(block_m, 0, lda));
   const double* b_tile = B + (TRANS_B ? cmt_offset(block_n, 0, ldb) : cmt_offset(0, block_n, ldb));
   const int m_left = M - block_m, n_left = N - block_n;
-  const int k_tiles = (K + BK - 1) / BK;
+  // This block's k tiles: [kt_begin, kt_begin + k_tiles).
+  int kt_begin = 0, k_tiles = (K + BK - 1) / BK;
+#if CMT_HAS_CLUSTERS
+  if (CLUSTER_K > 1) {
+    int kt_end;
+    cmt_cluster_k_range<CLUSTER_K>(k_tiles, rank, kt_begin, kt_end);
+    k_tiles = kt_end - kt_begin;
+  }
+#endif
 
   auto load_tile = [&](int stage, int kt) {
-    const int k0 = kt * BK, k_left = K - k0;
+    const int k0 = (kt_begin + kt) * BK, k_left = K - k0;
     const unsigned as = smem + stage * STAGE_BYTES, bs = as + OpA::FLOATS * 4u;
     if (TRANS_A)
       OpA::copy(as, a_tile + cmt_offset(k0, 0, lda), lda, k_left, m_left, tid, a_fill);
@@ -195,27 +228,59 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1)
 
   // Epilogue: C = alpha * acc + beta * C (C not read when beta == 0); two consecutive columns per
   // register pair, stored together when VEC == 2 (16-byte aligned C, ldc even).
-#pragma unroll
-  for (int i = 0; i < MI; ++i)
-#pragma unroll
-    for (int j = 0; j < NI; ++j)
-#pragma unroll
-      for (int h = 0; h < C_REGS / 2; ++h) {
-        const int row = block_m + warp_m + i * MMA_M + g + 8 * h;
-        const int col = block_n + warp_n + j * 8 + 2 * t;
-        if (row >= M) continue;
-        double* p = C + cmt_offset(row, col, ldc);
-        double v0 = alpha * acc[i][j][2 * h], v1 = alpha * acc[i][j][2 * h + 1];
-        if (VEC == 2 && col + 1 < N) {
-          if (beta != 0.0) {
-            const double2 old = *reinterpret_cast<const double2*>(p);
-            v0 = fma(beta, old.x, v0);
-            v1 = fma(beta, old.y, v1);
-          }
-          *reinterpret_cast<double2*>(p) = make_double2(v0, v1);
-        } else {
-          if (col < N) p[0] = beta != 0.0 ? fma(beta, p[0], v0) : v0;
-          if (col + 1 < N) p[1] = beta != 0.0 ? fma(beta, p[1], v1) : v1;
-        }
+  auto store_pair = [&](int i, int j, int h, double s0, double s1) {
+    const int row = block_m + warp_m + i * MMA_M + g + 8 * h;
+    const int col = block_n + warp_n + j * 8 + 2 * t;
+    if (row >= M) return;
+    double* p = C + cmt_offset(row, col, ldc);
+    double v0 = alpha * s0, v1 = alpha * s1;
+    if (VEC == 2 && col + 1 < N) {
+      if (beta != 0.0) {
+        const double2 old = *reinterpret_cast<const double2*>(p);
+        v0 = fma(beta, old.x, v0);
+        v1 = fma(beta, old.y, v1);
       }
+      *reinterpret_cast<double2*>(p) = make_double2(v0, v1);
+    } else {
+      if (col < N) p[0] = beta != 0.0 ? fma(beta, p[0], v0) : v0;
+      if (col + 1 < N) p[1] = beta != 0.0 ? fma(beta, p[1], v1) : v1;
+    }
+  };
+  constexpr int PAIRS = MI * NI * (C_REGS / 2);  // register pairs per thread: pair q is (i, j, h)
+#if CMT_HAS_CLUSTERS
+  if (CLUSTER_K > 1) {
+    // Park the partial tile (pair q of thread tid at smem + (q * THREADS + tid) * 16), then rank r
+    // adds pairs q with q % CLUSTER_K == r over ranks 0, 1, ... and stores them.
+    __syncthreads();  // every warp is done reading the ring
+#pragma unroll
+    for (int q = 0; q < PAIRS; ++q) {
+      const int i = q / (NI * (C_REGS / 2)), j = (q / (C_REGS / 2)) % NI, h = q % (C_REGS / 2);
+      asm volatile("st.shared.v2.f64 [%0], {%1, %2};\n" ::"r"(smem + (unsigned)(q * THREADS + tid) * 16u),
+                   "d"(acc[i][j][2 * h]), "d"(acc[i][j][2 * h + 1])
+                   : "memory");
+    }
+    cmt_cluster_sync();
+#pragma unroll
+    for (int q = 0; q < PAIRS; ++q) {
+      if (q % CLUSTER_K != rank) continue;
+      const int i = q / (NI * (C_REGS / 2)), j = (q / (C_REGS / 2)) % NI, h = q % (C_REGS / 2);
+      const unsigned slot = smem + (unsigned)(q * THREADS + tid) * 16u;
+      double2 sum = cmt_cluster_load_f64x2(slot, 0);
+#pragma unroll
+      for (int r = 1; r < CLUSTER_K; ++r) {
+        const double2 v = cmt_cluster_load_f64x2(slot, r);
+        sum.x += v.x;
+        sum.y += v.y;
+      }
+      store_pair(i, j, h, sum.x, sum.y);
+    }
+    cmt_cluster_sync();  // no block leaves while another may still read its shared memory
+    return;
+  }
+#endif
+#pragma unroll
+  for (int q = 0; q < PAIRS; ++q) {
+    const int i = q / (NI * (C_REGS / 2)), j = (q / (C_REGS / 2)) % NI, h = q % (C_REGS / 2);
+    store_pair(i, j, h, acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+  }
 }

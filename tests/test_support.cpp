@@ -127,10 +127,12 @@ std::string add_synthetic_winner(Store& store, int64_t run, int64_t device, cons
   const SourceBundle bundle = synthetic_bundle(tmpl);
   const std::string hash = source_bundle_hash(bundle);
   store.put_source(SourceRecord{hash, tmpl, bundle.main_name, bundle.main_text, bundle.headers});
+  // A winner of another type than f32 was built with its DTYPE, as the tuner builds typed families.
+  const std::string params = p.dtype == DType::f32 ? "V=1" : fmt::format("V=1,DTYPE={}", static_cast<int>(p.dtype));
   BinaryRecord b;
   b.key = hash_hex("binary-" + tmpl);
   b.template_name = tmpl;
-  b.params = "V=1";
+  b.params = params;
   b.arch = "sm_90";
   b.source_hash = hash;
   b.ok = true;
@@ -141,8 +143,9 @@ std::string add_synthetic_winner(Store& store, int64_t run, int64_t device, cons
   t.run_id = run;
   t.device_id = device;
   t.template_name = tmpl;
-  t.params = "V=1";
-  t.name_expression = fmt::format("cmt_sgemm_{}<1>", tmpl);
+  t.params = params;
+  t.name_expression = p.dtype == DType::f32 ? fmt::format("cmt_sgemm_{}<1>", tmpl)
+                                            : fmt::format("cmt_sgemm_{}<1, {}>", tmpl, static_cast<int>(p.dtype));
   t.binary_key = b.key;
   t.problem = p;
   t.lda = p.k;

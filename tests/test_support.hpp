@@ -15,7 +15,8 @@ class Store;
 namespace cmt::test {
 
 /// Stores, as the tuner does, a synthetic template's source (an empty cmt_sgemm_<tmpl><V> that
-/// includes one header), its sm_90 binary, one passing trial at p and that trial as p's winner.
+/// includes one header), its sm_90 binary, one passing trial at p and that trial as p's winner; for
+/// a problem of another type than f32 the kernel is built with its DTYPE (params V=1,DTYPE=n).
 /// Returns the source's hash.
 std::string add_synthetic_winner(Store& store, int64_t run, int64_t device, const std::string& tmpl, const Problem& p);
 /// A new database at file holding one H100 device (that UUID) with add_synthetic_winner's

@@ -87,7 +87,9 @@ int main(int argc, char** argv) {
   std::vector<tuned::TunedProblem> problems(count);
   CHECK(tuned::tuned_problems(problems.data(), count, &count));
   std::printf("GPU: %s\ndispatch table: %s\ntuned problems:", prop.name, table ? table : "none (the generic kernel runs)");
-  for (const auto& p : problems) std::printf(" %dx%dx%d", p.m, p.n, p.k);
+  static const char* const k_types[] = {"", ":f64", ":i32"};   // by TunedProblem::dtype (dgemm, igemm)
+  for (const auto& p : problems)
+    std::printf(" %dx%dx%d%s", p.m, p.n, p.k, p.dtype == 1 || p.dtype == 2 ? k_types[p.dtype] : "");
   const char* kernel = nullptr;
   CHECK(tuned::kernel_name(M, N, K, A, lda, B, ldb, C, ldc, &kernel));
   std::printf("\nkernel for %dx%dx%d: %s\n", M, N, K, kernel);

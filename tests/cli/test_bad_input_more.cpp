@@ -211,7 +211,7 @@ TEST(FullDevice, ExportIntoADeviceWritesInPlaceAndNeverReplacesIt) {
   const test::CommandResult piped = test::run_command(fmt::format(
       "cd '{}' && {} --quiet export --db t.db --out /dev/stdout | cat", dir.path().string(), test::cmtune_binary()));
   EXPECT_EQ(piped.exit_code, 0) << piped.output;
-  EXPECT_EQ(piped.output.rfind("// SGEMM kernels tuned by cm-tune", 0), 0u) << piped.output.substr(0, 200);
+  EXPECT_EQ(piped.output.rfind("// GEMM kernels tuned by cm-tune", 0), 0u) << piped.output.substr(0, 200);
   EXPECT_NE(piped.output.find("\nwrote /dev/stdout: 1 device table"), std::string::npos);
   expect_line(run_split(dir, "--quiet export --db t.db --check --out /dev/null"), k_usage,
               "--out /dev/null: is a device or a pipe; --check compares a header file");

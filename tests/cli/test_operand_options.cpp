@@ -1,10 +1,12 @@
-// --layout, --batch and --broadcast on the commands, and the sizes grammar's layouts and batches:
-// what query answers for each layout, and the one-line errors for bad values.
+// --layout, --batch, --broadcast and --dtype on the commands, and the sizes grammar's layouts and
+// batches: what query answers for each layout and element type, and the one-line errors for bad values.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/sizes.hpp"
+#include "store/store.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -67,6 +69,50 @@ TEST(OperandOptions, QueryAnswersForTheLayoutAndBatchAsked) {
   EXPECT_EQ(bad.err, "cm-tune: error: --broadcast a needs a batch above 1 (1024x1024x1024)\n");
 }
 
+TEST(OperandOptions, QueryAnswersForTheElementTypeAsked) {
+  test::TempDir dir;
+  test::tuned_database(dir / "t.db", "GPU-operands");   // f32 1024^3: "fast"
+  {
+    Store store(dir / "t.db");
+    const int64_t run = store.begin_run(RunRecord{});
+    const int64_t device = store.devices().at(0).id;
+    test::add_synthetic_winner(store, run, device, "fast64", Problem::make(1024, 1024, 1024, false, false, 1, DType::f64));
+    test::add_synthetic_winner(store, run, device, "fast32i", Problem::make(1024, 1024, 1024, false, false, 1, DType::i32));
+  }
+  const auto query = [&](const std::string& args) {
+    const auto r = test::run_split(dir, "--quiet query --db t.db --device 0 " + args + " --json");
+    EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.err;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();
+  };
+  // The same shape, tuned in each type: each type runs its own winner.
+  nlohmann::json j = query("--size 1024 --dtype f64");
+  EXPECT_EQ(j["problem"], "1024x1024x1024:f64");
+  EXPECT_EQ(j["tuned"], true);
+  EXPECT_EQ(j["dispatch"]["template"], "fast64") << j.dump(2);
+  EXPECT_EQ(j["dispatch"]["name_expression"], "cmt_sgemm_fast64<1, 1>");
+  ASSERT_EQ(j["top"].size(), 1u);
+  EXPECT_EQ(j["top"][0]["template"], "fast64");
+  j = query("--size 1024 --dtype i32");
+  EXPECT_EQ(j["dispatch"]["template"], "fast32i") << j.dump(2);
+  EXPECT_EQ(query("--size 1024")["dispatch"]["template"], "fast");
+  // Not tuned: among the kernels of its type only (here the f64 one's model, the only f64 model), or
+  // the generic default of its type and layout; the other types' models are not even runners-up.
+  j = query("--m 700 --n 900 --k 1100 --dtype f64");
+  EXPECT_EQ(j["tuned"], false);
+  EXPECT_EQ(j["dispatch"]["template"], "fast64") << j.dump(2);
+  ASSERT_EQ(j["predictions"].size(), 1u) << j.dump(2);
+  j = query("--size 1024 --dtype f64 --layout tn --batch 4");
+  EXPECT_EQ(j["dispatch"]["template"], "blocktile2d") << j.dump(2);
+  EXPECT_NE(j["dispatch"]["params"].get<std::string>().find("TRANS_A=1,TRANS_B=0,DTYPE=1"), std::string::npos)
+      << j.dump(2);
+  // The text form: INT32 has no cuBLAS ratio.
+  const auto text = test::run_split(dir, "--quiet query --db t.db --device 0 --size 1024 --dtype i32");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("1024x1024x1024:i32 on NVIDIA H100 80GB HBM3"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("tuned for this problem: its measured winner runs"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("n/a"), std::string::npos) << text.out;
+}
+
 TEST(OperandOptions, BadSizesAndOptionsFailBeforeAnyGpuIsNeeded) {
   test::TempDir dir;
   for (const auto& [args, line] : std::vector<std::pair<std::string, std::string>>{
@@ -75,13 +121,6 @@ TEST(OperandOptions, BadSizesAndOptionsFailBeforeAnyGpuIsNeeded) {
            {"tune --sizes 64 --layout qq", "cm-tune: error: --layout: unknown layout 'qq' (nn, nt, tn, tt or all)\n"},
            {"bench --sizes 64 --batch x", "cm-tune: error: --batch: 'x' is not a batch count from 1 to 1048576\n"},
            {"tune --sizes 64 --dtype f16", "cm-tune: error: --dtype: unknown type 'f16' (f32, f64, i32 or all)\n"},
-           // tune measures every type; query and bench go through the header's dispatch, f32 only so far.
-           {"bench --sizes 64,32 --dtype f32,i32",
-            "cm-tune: error: bench 64x64x64:i32: i32 problems can be tuned and stored (cm-tune tune), but bench "
-            "works through the exported header's dispatch, which handles f32 only so far\n"},
-           {"query --size 64 --dtype f64",
-            "cm-tune: error: query 64x64x64:f64: f64 problems can be tuned and stored (cm-tune tune), but query "
-            "works through the exported header's dispatch, which handles f32 only so far\n"},
        }) {
     const auto r = test::run_split(dir, "--quiet " + args);
     EXPECT_EQ(r.exit_code, 2) << args;

@@ -2,7 +2,7 @@
 // (tests/worker/scripted_worker.cpp) standing in for the GPU and the typed generic default compiled
 // by NVRTC: the summary's cuBLAS columns (DGEMM for f64; "n/a" for i32, which cuBLAS cannot
 // compute), the INT32 comparison with the device's peak and the f32 winner, the worker asked for
-// no INT32 baseline, and export leaving the other types out of the f32 header.
+// no INT32 baseline, and export carrying every type's winners (or those --dtype names).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -121,28 +121,39 @@ TEST_F(TuneTypes, TheSummaryPrintsNoRatioForI32) {
   EXPECT_TRUE(f64_row && i32_row && i32_note) << r.out;
 }
 
-// Export writes the f32 header and leaves the f64 and i32 winners out, saying so; with nothing but
-// them, it refuses.
-TEST_F(TuneTypes, ExportLeavesOtherTypesOutOfTheF32Header) {
+// Export puts every type's winners into the header's tables (dgemm and igemm dispatch to them), and
+// --dtype keeps only some types' winners; naming only types nothing was tuned in is a usage error.
+TEST_F(TuneTypes, ExportCarriesEveryTypesWinnersAndDtypeFiltersThem) {
   ASSERT_EQ(test::run_split(m_dir, tune("--dtype f64,i32")).exit_code, 0);
   const auto only = test::run_split(m_dir, "--db t.db export --out h.cuh");
-  EXPECT_EQ(only.exit_code, 2) << only.err;
-  EXPECT_NE(only.err.find("has no tuned f32 problems to export: the header dispatches f32 only so far, and its 4 tuned "
-                          "problems (64x64x64:f64, ...) are of other types"),
-            std::string::npos)
-      << only.err;
+  ASSERT_EQ(only.exit_code, 0) << only.err;
+  EXPECT_EQ(only.err, "");
+  EXPECT_NE(only.out.find("4 tuned problems"), std::string::npos) << only.out;
+  std::string header = test::read_file(m_dir / "h.cuh");
+  // The typed builds of blocktile2d that won, and their entries (dtype last in each problem).
+  EXPECT_NE(header.find("cmt_sgemm_blocktile2d<64, 64, 8, 8, 4, 0, 0, 1>"), std::string::npos) << "the f64 build";
+  EXPECT_NE(header.find("cmt_sgemm_blocktile2d<64, 64, 8, 8, 4, 0, 0, 2>"), std::string::npos) << "the i32 build";
+  EXPECT_NE(header.find("{{64, 64, 64, 0, 1, 0, 1}, "), std::string::npos);
+  EXPECT_NE(header.find("{{96, 80, 72, 0, 1, 0, 2}, "), std::string::npos);
+  EXPECT_EQ(header.find("{{64, 64, 64, 0, 1, 0, 0}, "), std::string::npos) << "nothing was tuned in f32";
+
+  const auto f32 = test::run_split(m_dir, "--db t.db export --dtype f32 --out f32.cuh");
+  EXPECT_EQ(f32.exit_code, 2);
+  EXPECT_EQ(f32.err, "cm-tune: error: database t.db has no tuned problems of type f32 (--dtype) to export; its tuned "
+                     "problems are of type f64, i32\n");
+  const auto i32 = test::run_split(m_dir, "--db t.db export --dtype i32 --out i32.cuh");
+  ASSERT_EQ(i32.exit_code, 0) << i32.err;
+  EXPECT_NE(i32.out.find("2 tuned problems"), std::string::npos) << i32.out;
+
   ASSERT_EQ(test::run_split(m_dir, tune("")).exit_code, 0);  // f32 too now
-  const auto both = test::run_split(m_dir, "--db t.db export --out h.cuh");
-  ASSERT_EQ(both.exit_code, 0) << both.err;
-  EXPECT_NE(both.out.find("2 tuned problems"), std::string::npos) << both.out;
-  EXPECT_NE(both.err.find("4 tuned problems of type f64 or i32 (64x64x64:f64, 64x64x64:i32, 96x80x72:f64, ...) are not "
-                          "in the header"),
-            std::string::npos)
-      << both.err;
-  const std::string header = test::read_file(m_dir / "h.cuh");
-  EXPECT_NE(header.find("cmt_sgemm_blocktile2d<64, 64, 8, 8, 4, 0, 0, 0>"), std::string::npos) << "the f32 build";
-  EXPECT_EQ(header.find("cmt_sgemm_blocktile2d<64, 64, 8, 8, 4, 0, 0, 1>"), std::string::npos) << "an f64 build";
-  EXPECT_EQ(header.find("cmt_sgemm_blocktile2d<64, 64, 8, 8, 4, 0, 0, 2>"), std::string::npos) << "an i32 build";
+  const auto all = test::run_split(m_dir, "--db t.db export --out h.cuh");
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_EQ(all.err, "");
+  EXPECT_NE(all.out.find("6 tuned problems"), std::string::npos) << all.out;
+  header = test::read_file(m_dir / "h.cuh");
+  EXPECT_NE(header.find("{{64, 64, 64, 0, 1, 0, 0}, "), std::string::npos);
+  EXPECT_NE(header.find("{{64, 64, 64, 0, 1, 0, 1}, "), std::string::npos);
+  EXPECT_NE(header.find("{{64, 64, 64, 0, 1, 0, 2}, "), std::string::npos);
 }
 
 }  // namespace

@@ -2,8 +2,10 @@
 // CMTUNE_NS::sgemm against cuBLAS FP32 on tuned, untuned, ragged and misaligned problems and on the
 // BLAS corner cases, and its transposed, strided-batched (broadcast too) and column-major entries in
 // every layout, and every tuned batch as it was tuned (so its measured kernel runs: e.g. one that
-// computes several problems per block), then times both, L2 flushed, interleaved, and prints TF/s
-// side by side.
+// computes several problems per block); dgemm and igemm through every entry point and layout, in
+// batches and on their tuned problems, against a CPU reference (FP64 within the FP32 bound at
+// u = 2^-53, INT32 exact with wrapping, including calls that overflow); then times sgemm and cuBLAS,
+// L2 flushed, interleaved, and prints TF/s side by side.
 // The GPU test ExportConsumer (tests/gpu/test_export_consumer.cpp) builds and runs it, and
 // scripts/gpu/gpu_session.sh runs it in its `consumer` phase. Exit code: 0 all checks passed,
 // 1 a check failed, 2 bad usage or a CUDA/cuBLAS failure.
@@ -432,6 +434,309 @@ void check_corners(Context& ctx) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// dgemm and igemm against a CPU reference
+// ---------------------------------------------------------------------------------------------
+
+/// The double and int entry points, behind one name per variant, so the checks below are written once.
+struct F64Api {
+  typedef double T;
+  static const char* name() { return "f64"; }
+  static cudaError_t nn(int M, int N, int K, T alpha, const T* A, int lda, const T* B, int ldb, T beta, T* C, int ldc) {
+    return tuned::dgemm(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  }
+  static cudaError_t op(tuned::Op a, tuned::Op b, int M, int N, int K, T alpha, const T* A, int lda, const T* B, int ldb,
+                        T beta, T* C, int ldc) {
+    return tuned::dgemm(a, b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  }
+  static cudaError_t batched(tuned::Op a, tuned::Op b, int M, int N, int K, T alpha, const T* A, int lda, long long sa,
+                             const T* B, int ldb, long long sb, T beta, T* C, int ldc, long long sc, int batch) {
+    return tuned::dgemm_strided_batched(a, b, M, N, K, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch);
+  }
+  static cudaError_t colmajor(tuned::Op a, tuned::Op b, int M, int N, int K, T alpha, const T* A, int lda, const T* B,
+                              int ldb, T beta, T* C, int ldc) {
+    return tuned::dgemm_colmajor(a, b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  }
+  static cudaError_t colmajor_batched(tuned::Op a, tuned::Op b, int M, int N, int K, T alpha, const T* A, int lda,
+                                      long long sa, const T* B, int ldb, long long sb, T beta, T* C, int ldc,
+                                      long long sc, int batch) {
+    return tuned::dgemm_colmajor_strided_batched(a, b, M, N, K, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch);
+  }
+};
+
+struct I32Api {
+  typedef int T;
+  static const char* name() { return "i32"; }
+  static cudaError_t nn(int M, int N, int K, T alpha, const T* A, int lda, const T* B, int ldb, T beta, T* C, int ldc) {
+    return tuned::igemm(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  }
+  static cudaError_t op(tuned::Op a, tuned::Op b, int M, int N, int K, T alpha, const T* A, int lda, const T* B, int ldb,
+                        T beta, T* C, int ldc) {
+    return tuned::igemm(a, b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  }
+  static cudaError_t batched(tuned::Op a, tuned::Op b, int M, int N, int K, T alpha, const T* A, int lda, long long sa,
+                             const T* B, int ldb, long long sb, T beta, T* C, int ldc, long long sc, int batch) {
+    return tuned::igemm_strided_batched(a, b, M, N, K, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch);
+  }
+  static cudaError_t colmajor(tuned::Op a, tuned::Op b, int M, int N, int K, T alpha, const T* A, int lda, const T* B,
+                              int ldb, T beta, T* C, int ldc) {
+    return tuned::igemm_colmajor(a, b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  }
+  static cudaError_t colmajor_batched(tuned::Op a, tuned::Op b, int M, int N, int K, T alpha, const T* A, int lda,
+                                      long long sa, const T* B, int ldb, long long sb, T beta, T* C, int ldc,
+                                      long long sc, int batch) {
+    return tuned::igemm_colmajor_strided_batched(a, b, M, N, K, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch);
+  }
+};
+
+/// A seeded host generator (splitmix64), so the CPU reference sees exactly what the GPU does.
+struct HostRandom {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+};
+
+/// Inputs: doubles in +-[0.25, 1] (never zero, so a dropped or doubled term shows); ints whole numbers
+/// in [-8, 8], or with `big` in [-2^20, 2^20], whose products and sums overflow 32 bits and must wrap.
+void host_fill(std::vector<double>& v, uint64_t seed, bool) {
+  HostRandom r{seed};
+  for (double& x : v) {
+    const uint64_t bits = r.next();
+    const double magnitude = 0.25 + 0.75 * static_cast<double>(bits >> 11) * (1.0 / 9007199254740992.0);
+    x = (bits & 1u) ? magnitude : -magnitude;
+  }
+}
+void host_fill(std::vector<int>& v, uint64_t seed, bool big) {
+  HostRandom r{seed};
+  const uint64_t span = big ? (2u << 20) + 1 : 17;
+  for (int& x : v) x = static_cast<int>(r.next() % span) - static_cast<int>(span / 2);
+}
+
+/// What beta == 0 must overwrite without reading: NaN for doubles; for ints the 32-bit pattern of a
+/// float NaN, which no correct result on the small inputs reaches.
+void host_poison(std::vector<double>& v) { std::fill(v.begin(), v.end(), std::nan("")); }
+void host_poison(std::vector<int>& v) { std::fill(v.begin(), v.end(), 2143289344); }
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+bool same_bits(int a, int b) { return a == b; }
+
+/// beta * c in the element type, as the scale of alpha == 0 or K == 0 computes it (one rounding for
+/// doubles; wrapping for ints). beta == 0 gives 0 whatever c is.
+double scaled(double beta, double c) { return beta == 0.0 ? 0.0 : beta * c; }
+int scaled(int beta, int c) {
+  const uint32_t out = static_cast<uint32_t>(beta) * static_cast<uint32_t>(c);
+  int value;
+  std::memcpy(&value, &out, sizeof value);
+  return value;
+}
+
+/// One element of the reference and how far from it ours may be: doubles within
+/// 2 (K + 4) 2^-53 (|alpha| (|A||B|)ij + |beta| |C0ij|) of a long double sum (the FP32 bound of the
+/// sgemm checks with u = 2^-53); ints exact, in uint32 arithmetic (products and sums wrap mod 2^32).
+struct TypedReference {
+  static void element(const double* a_row, long long a_step, const double* b_col, long long b_step, int K, double alpha,
+                      double beta, double c0, double* ref, double* tol) {
+    long double acc = 0, abs_acc = 0;
+    for (int k = 0; k < K; ++k) {
+      const long double x = a_row[k * a_step], y = b_col[k * b_step];
+      acc += x * y;
+      abs_acc += std::fabs(static_cast<double>(x)) * std::fabs(static_cast<double>(y));
+    }
+    const long double c_term = beta == 0.0 ? 0.0L : static_cast<long double>(beta) * c0;
+    *ref = static_cast<double>(static_cast<long double>(alpha) * acc + c_term);
+    const double abs_c = beta == 0.0 ? 0.0 : std::fabs(beta) * std::fabs(c0);
+    *tol = 2.0 * (K + 4) * 1.1102230246251565e-16 * (std::fabs(alpha) * static_cast<double>(abs_acc) + abs_c) + 1e-300;
+  }
+  static void element(const int* a_row, long long a_step, const int* b_col, long long b_step, int K, int alpha, int beta,
+                      int c0, int* ref, int* tol) {
+    uint32_t acc = 0;
+    for (int k = 0; k < K; ++k) acc += static_cast<uint32_t>(a_row[k * a_step]) * static_cast<uint32_t>(b_col[k * b_step]);
+    uint32_t out = static_cast<uint32_t>(alpha) * acc;
+    if (beta != 0) out += static_cast<uint32_t>(beta) * static_cast<uint32_t>(c0);
+    int value;
+    std::memcpy(&value, &out, sizeof value);   // two's complement
+    *ref = value;
+    *tol = 0;
+  }
+};
+
+/// One call of dgemm or igemm (Api) in its row-major variants or (col_major) its column-major ones,
+/// checked element by element against the CPU reference: stored A is M x K (K x M for Op::T), B K x N
+/// (N x K), leading dimensions `pad` wider, `batch` matrices each (stride 0 for a broadcast operand)
+/// with guard elements between them (none when `packed`, as tune times a batch), and 256 guard
+/// elements after C. Everything outside the M x N blocks must be bit-for-bit unchanged. `plain`: an NN
+/// call through the plain entry (no op flags).
+template <class Api>
+void check_typed(Context& ctx, const std::string& label, Size s, tuned::Op op_a, tuned::Op op_b, int batch,
+                 bool broadcast_a, bool broadcast_b, int pad, typename Api::T alpha, typename Api::T beta, bool c_poison,
+                 bool col_major, bool big, uint64_t seed, bool plain = false, bool packed = false) {
+  typedef typename Api::T T;
+  const bool ta = op_a == tuned::Op::T, tb = op_b == tuned::Op::T;
+  const int a_rows = ta ? s.k : s.m, a_cols = ta ? s.m : s.k;
+  const int b_rows = tb ? s.n : s.k, b_cols = tb ? s.k : s.n;
+  const int lda = a_cols + pad, ldb = b_cols + pad, ldc = s.n + pad;
+  const int gap = packed ? 0 : 32;
+  const long long stride_a = broadcast_a ? 0 : static_cast<long long>(a_rows) * lda + gap;
+  const long long stride_b = broadcast_b ? 0 : static_cast<long long>(b_rows) * ldb + gap;
+  const long long stride_c = static_cast<long long>(s.m) * ldc + 2 * gap;
+  std::vector<T> a(static_cast<size_t>(stride_a * (batch - 1) + static_cast<long long>(a_rows) * lda));
+  std::vector<T> b(static_cast<size_t>(stride_b * (batch - 1) + static_cast<long long>(b_rows) * ldb));
+  std::vector<T> c0(static_cast<size_t>(stride_c * batch + 256));
+  host_fill(a, seed, big);
+  host_fill(b, seed + 1, big);
+  if (c_poison)
+    host_poison(c0);
+  else
+    host_fill(c0, seed + 2, big);
+  T *da = nullptr, *db = nullptr, *dc = nullptr;
+  CHECK_CUDA(cudaMalloc(&da, std::max<size_t>(a.size(), 1) * sizeof(T)));
+  CHECK_CUDA(cudaMalloc(&db, std::max<size_t>(b.size(), 1) * sizeof(T)));
+  CHECK_CUDA(cudaMalloc(&dc, c0.size() * sizeof(T)));
+  CHECK_CUDA(cudaMemcpy(da, a.data(), a.size() * sizeof(T), cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(db, b.data(), b.size() * sizeof(T), cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(dc, c0.data(), c0.size() * sizeof(T), cudaMemcpyHostToDevice));
+
+  std::string name = std::string(Api::name()) + "-" + label + (col_major ? "-colmajor-" : "-") + layout_text(op_a, op_b);
+  if (batch > 1) name += "*" + std::to_string(batch) + (broadcast_a ? "-sa0" : broadcast_b ? "-sb0" : "");
+  if (c_poison) name += "-poison";
+  if (big) name += "-wrap";
+  CheckRecord r{name, s, lda, ldb, ldc, 0, static_cast<float>(alpha), static_cast<float>(beta), "", 0, 0, 0, "", false};
+  cudaError_t status;
+  if (col_major) {
+    // The row-major C (M x N) is the column-major C^T (N x M) = op(B)^T op(A)^T, as in check_operands.
+    status = batch == 1 ? Api::colmajor(op_b, op_a, s.n, s.m, s.k, alpha, db, ldb, da, lda, beta, dc, ldc)
+                        : Api::colmajor_batched(op_b, op_a, s.n, s.m, s.k, alpha, db, ldb, stride_b, da, lda, stride_a,
+                                                beta, dc, ldc, stride_c, batch);
+    r.kernel = "column-major entry";
+  } else {
+    const char* kernel = nullptr;
+    if (tuned::kernel_name(op_a, op_b, s.m, s.n, s.k, static_cast<const T*>(da), lda, stride_a, static_cast<const T*>(db),
+                           ldb, stride_b, static_cast<const T*>(dc), ldc, stride_c, batch, &kernel) == cudaSuccess &&
+        kernel)
+      r.kernel = kernel;
+    if (plain && batch == 1 && !ta && !tb)
+      status = Api::nn(s.m, s.n, s.k, alpha, da, lda, db, ldb, beta, dc, ldc);
+    else if (batch == 1)
+      status = Api::op(op_a, op_b, s.m, s.n, s.k, alpha, da, lda, db, ldb, beta, dc, ldc);
+    else
+      status = Api::batched(op_a, op_b, s.m, s.n, s.k, alpha, da, lda, stride_a, db, ldb, stride_b, beta, dc, ldc,
+                            stride_c, batch);
+  }
+  note_call_status(ctx, r, status);
+  std::vector<T> ours(c0.size());
+  CHECK_CUDA(cudaMemcpy(ours.data(), dc, ours.size() * sizeof(T), cudaMemcpyDeviceToHost));
+  cudaFree(da);
+  cudaFree(db);
+  cudaFree(dc);
+
+  std::vector<bool> inside(c0.size(), false);
+  double worst = 0;
+  for (int i = 0; i < batch; ++i) {
+    const T* ai = a.data() + i * stride_a;
+    const T* bi = b.data() + i * stride_b;
+    for (int row = 0; row < s.m; ++row)
+      for (int col = 0; col < s.n; ++col) {
+        const size_t at = static_cast<size_t>(i * stride_c + static_cast<long long>(row) * ldc + col);
+        inside[at] = true;
+        // op(A)(row, k) and op(B)(k, col), and the step along k in each.
+        const T* a_row = ta ? ai + row : ai + static_cast<long long>(row) * lda;
+        const T* b_col = tb ? bi + static_cast<long long>(col) * ldb : bi + col;
+        T ref, tol;
+        TypedReference::element(a_row, ta ? lda : 1, b_col, tb ? 1 : ldb, s.k, alpha, beta, c0[at], &ref, &tol);
+        const double diff = std::fabs(static_cast<double>(ours[at]) - static_cast<double>(ref));
+        const bool ok = tol == T(0) ? ours[at] == ref : diff <= static_cast<double>(tol);
+        if (!ok) ++r.bad;
+        const double ratio = tol == T(0) ? (ok ? 0.0 : INFINITY) : diff / static_cast<double>(tol);
+        worst = std::max(worst, ratio == ratio ? ratio : INFINITY);
+      }
+  }
+  for (size_t i = 0; i < c0.size(); ++i)
+    if (!inside[i] && !same_bits(ours[i], c0[i])) ++r.outside_written;
+  r.max_ratio = worst;
+  report(ctx, r);
+}
+
+/// alpha == 0 or K == 0 with A and B null: C = beta * C (wrapping for ints), C unread when beta == 0.
+template <class Api>
+void check_typed_scale(Context& ctx, const std::string& label, Size s, typename Api::T alpha, typename Api::T beta,
+                       bool c_poison, bool big) {
+  typedef typename Api::T T;
+  const int ldc = s.n + 3;
+  std::vector<T> c0(static_cast<size_t>(s.m) * ldc + 256);
+  if (c_poison)
+    host_poison(c0);
+  else
+    host_fill(c0, 99, big);
+  T* dc = nullptr;
+  CHECK_CUDA(cudaMalloc(&dc, c0.size() * sizeof(T)));
+  CHECK_CUDA(cudaMemcpy(dc, c0.data(), c0.size() * sizeof(T), cudaMemcpyHostToDevice));
+  CheckRecord r{std::string(Api::name()) + "-" + label, s, std::max(1, s.k), s.n, ldc, 0, static_cast<float>(alpha),
+                static_cast<float>(beta), "scale only (A, B null)", 0, 0, 0, "", false};
+  const cudaError_t status = Api::nn(s.m, s.n, s.k, alpha, nullptr, std::max(1, s.k), nullptr, s.n, beta, dc, ldc);
+  note_call_status(ctx, r, status);
+  std::vector<T> ours(c0.size());
+  CHECK_CUDA(cudaMemcpy(ours.data(), dc, ours.size() * sizeof(T), cudaMemcpyDeviceToHost));
+  cudaFree(dc);
+  for (size_t i = 0; i < c0.size(); ++i) {
+    const bool inside = static_cast<int>(i / ldc) < s.m && static_cast<int>(i % ldc) < s.n;
+    if (!inside) {
+      if (!same_bits(ours[i], c0[i])) ++r.outside_written;
+      continue;
+    }
+    if (!same_bits(ours[i], scaled(beta, c0[i]))) ++r.bad;
+  }
+  r.max_ratio = r.bad ? INFINITY : 0;
+  report(ctx, r);
+}
+
+/// Every layout through every entry point of one type: unbatched (the plain NN entry too), strided
+/// batches packed and with A or B broadcast, beta = 0 over poison, wider leading dimensions, the
+/// column-major entries; for ints one call per layout whose products and sums overflow and wrap.
+template <class Api>
+void check_typed_layouts(Context& ctx, Size s, uint64_t seed, typename Api::T alpha, typename Api::T beta) {
+  typedef typename Api::T T;
+  for (const tuned::Op op_a : {tuned::Op::N, tuned::Op::T})
+    for (const tuned::Op op_b : {tuned::Op::N, tuned::Op::T}) {
+      check_typed<Api>(ctx, "plain", s, op_a, op_b, 1, false, false, 0, T(1), T(0), true, false, false, seed += 3, true);
+      check_typed<Api>(ctx, "ab", s, op_a, op_b, 1, false, false, 5, alpha, beta, false, false, false, seed += 3);
+      check_typed<Api>(ctx, "batch", s, op_a, op_b, 5, false, false, 3, T(1), T(0), true, false, false, seed += 3);
+      check_typed<Api>(ctx, "batch", s, op_a, op_b, 5, true, false, 0, alpha, beta, false, false, false, seed += 3);
+      check_typed<Api>(ctx, "batch", s, op_a, op_b, 4, false, true, 4, beta, T(0), true, false, false, seed += 3);
+      check_typed<Api>(ctx, "ab", s, op_a, op_b, 1, false, false, 2, alpha, T(1), false, true, false, seed += 3);
+      check_typed<Api>(ctx, "batch", s, op_a, op_b, 3, false, false, 1, alpha, beta, false, true, false, seed += 3);
+    }
+}
+
+/// A tuned dgemm or igemm problem called as it was tuned (tight leading dimensions, packed strides, its
+/// batch and broadcast operands), so its measured kernel runs. Skipped (false) when the CPU reference would take
+/// more than 2^30 multiply-adds.
+template <class Api>
+bool check_typed_tuned(Context& ctx, const tuned::TunedProblem& p, uint64_t seed) {
+  typedef typename Api::T T;
+  if (static_cast<double>(p.m) * p.n * p.k * p.batch > 1073741824.0) return false;
+  const tuned::Op op_a = (p.layout & 2) ? tuned::Op::T : tuned::Op::N, op_b = (p.layout & 1) ? tuned::Op::T : tuned::Op::N;
+  const bool ba = (p.broadcast & 1) != 0, bb = (p.broadcast & 2) != 0;
+  const Size s{p.m, p.n, p.k};
+  check_typed<Api>(ctx, "tuned", s, op_a, op_b, p.batch, ba, bb, 0, T(1), T(0), true, false, false, seed, true, true);
+  check_typed<Api>(ctx, "tuned", s, op_a, op_b, p.batch, ba, bb, 0, T(3), T(-2), false, false, false, seed + 3, true,
+                   true);
+  return true;
+}
+
+void check_typed_corners(Context& ctx) {
+  check_typed_scale<F64Api>(ctx, "alpha0", {300, 200, 100}, 0.0, 2.0, false, false);
+  check_typed_scale<F64Api>(ctx, "k0-beta0", {300, 200, 0}, 1.0, 0.0, true, false);   // NaN in C must become 0
+  check_typed_scale<F64Api>(ctx, "alpha0-beta1", {300, 200, 100}, 0.0, 1.0, false, false);
+  check_typed_scale<I32Api>(ctx, "alpha0", {300, 200, 100}, 0, -3, false, false);
+  check_typed_scale<I32Api>(ctx, "k0-wrap", {300, 200, 0}, 5, 4097, false, true);   // beta * C overflows and wraps
+  check_typed_scale<I32Api>(ctx, "alpha0-beta0", {300, 200, 100}, 0, 0, true, false);
+  check_typed_scale<I32Api>(ctx, "alpha0-beta1", {300, 200, 100}, 0, 1, false, false);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Timing
 // ---------------------------------------------------------------------------------------------
 
@@ -577,6 +882,7 @@ int main(int argc, char** argv) {
   std::vector<Size> sizes;
   std::vector<Size> tuned_operand_problems;   // tuned with a transpose or a batch: checked in every layout
   std::vector<tuned::TunedProblem> tuned_batches;   // tuned batches: also checked as tuned
+  std::vector<tuned::TunedProblem> tuned_typed;     // tuned f64 and i32 problems: checked as tuned
   bool sizes_given = false, timing = true, with_tuned = true;
   int samples = 30, device = 0;
   std::string json_file;
@@ -613,6 +919,10 @@ int main(int argc, char** argv) {
       std::vector<tuned::TunedProblem> problems(static_cast<size_t>(count));
       CHECK_CUDA(tuned::tuned_problems(problems.data(), count, &count));
       for (const auto& p : problems) {
+        if (p.dtype != 0) {   // dgemm and igemm problems
+          tuned_typed.push_back(p);
+          continue;
+        }
         if (p.layout == 0 && p.batch == 1) sizes.push_back({p.m, p.n, p.k});
         else if (p.batch <= 64) tuned_operand_problems.push_back({p.m, p.n, p.k});
         if (p.batch > 1) tuned_batches.push_back(p);
@@ -645,6 +955,27 @@ int main(int argc, char** argv) {
     for (const auto& p : tuned_batches)
       if (!check_tuned_batch(ctx, p, seed += 100))
         std::printf("  skipped %dx%dx%d*%d: its buffers would pass 2^27 floats\n", p.m, p.n, p.k, p.batch);
+  }
+
+  std::printf("\ndgemm and igemm against a CPU reference (f64: 2(K+4)2^-53(|alpha||A||B| + |beta||C0|); i32: exact, "
+              "wrapping mod 2^32):\n");
+  check_typed_corners(ctx);
+  for (const Size& s : {Size{257, 129, 300}, Size{64, 64, 64}, Size{1, 77, 33}, Size{100, 100, 100}}) {
+    check_typed_layouts<F64Api>(ctx, s, seed += 100, 0.75, -1.25);
+    check_typed_layouts<I32Api>(ctx, s, seed += 100, -5, 3);
+  }
+  // Products and sums past 2^31: a kernel that saturates, or sums in float or 64 bits, fails here.
+  for (const tuned::Op op_a : {tuned::Op::N, tuned::Op::T})
+    for (const tuned::Op op_b : {tuned::Op::N, tuned::Op::T}) {
+      check_typed<I32Api>(ctx, "big", {129, 65, 257}, op_a, op_b, 1, false, false, 1, 7, 3, false, false, true, seed += 3);
+      check_typed<I32Api>(ctx, "big", {33, 70, 513}, op_a, op_b, 3, false, true, 0, -7, 0, true, false, true, seed += 3);
+    }
+  for (const auto& p : tuned_typed) {
+    seed += 100;
+    const bool done = p.dtype == 1 ? check_typed_tuned<F64Api>(ctx, p, seed) : check_typed_tuned<I32Api>(ctx, p, seed);
+    if (!done)
+      std::printf("  skipped tuned %dx%dx%d*%d (dtype %d): too large for the CPU reference\n", p.m, p.n, p.k, p.batch,
+                  p.dtype);
   }
 
   std::vector<TimeRecord> times;

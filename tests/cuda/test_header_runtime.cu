@@ -21,43 +21,61 @@ __global__ void batched_kernel(int, int, int, float, const float*, int, const fl
 template <int Id>
 __global__ void counted_kernel(int, int, int, float, const float*, int, const float*, int, float, float*, int, long long,
                                long long, long long, int) {}
+template <int Id, class T>
+__global__ void typed_kernel(int, int, int, T, const T*, int, const T*, int, T, T*, int) {}
+template <int Id, class T>
+__global__ void typed_batched_kernel(int, int, int, T, const T*, int, const T*, int, T, T*, int, long long, long long,
+                                     long long) {}
 
 // A table like the ones export writes: 0 the NN generic default, 1 a kernel needing 16-byte aligned
 // inputs and leading dimensions % 4, 2 one needing nothing; 3 the TN generic default (batched), 4 a
 // batched TN kernel, 5 an unbatched TN kernel; 6 a TT kernel computing 4 problems per block (it takes
 // the problem count), 7 a batched NT kernel launching 3 blocks per tile along z. No NT or TT generic:
-// calls that no kernel of their layout serves are refused.
-constexpr int k_generic_kernels[4] = {0, -1, 3, -1};
-constexpr int k_kernel_count = 8;
+// calls that no kernel of their layout serves are refused. Those are float kernels; then 8 the f64
+// NN generic default (batched), 9 an unbatched f64 NN kernel needing 16-byte alignment and even
+// leading dimensions, 10 a batched i32 NN kernel. No other f64 generic and no i32 generic at all.
+constexpr int k_generic_kernels[k_dtype_count][4] = {{0, -1, 3, -1}, {8, -1, -1, -1}, {-1, -1, -1, -1}};
+constexpr int k_kernel_count = 11;
 constexpr KernelInfo k_kernels[k_kernel_count] = {
-    {"generic", "src_a", 128, 64, 64, 0, 1, 4, 1, 0, 0, 0},
-    {"vec4", "src_a", 256, 128, 128, 100000, 1, 16, 4, 0, 0, 0},
-    {"portable", "src_a", 128, 64, 128, 0, 1, 4, 1, 0, 0, 0},
-    {"generic_tn", "src_a", 128, 64, 64, 0, 1, 4, 1, 2, 1, 0},
-    {"tn_batched", "src_a", 128, 32, 32, 0, 1, 4, 1, 2, 1, 0},
-    {"tn_single", "src_a", 256, 128, 128, 0, 1, 4, 1, 2, 0, 0},
-    {"tt_fused", "src_a", 128, 64, 64, 0, 1, 4, 1, 3, 1, 4},
-    {"nt_cluster", "src_a", 128, 64, 64, 0, 3, 4, 1, 1, 1, 0},
+    {"generic", "src_a", 128, 64, 64, 0, 1, 4, 1, 0, 0, 0, 0},
+    {"vec4", "src_a", 256, 128, 128, 100000, 1, 16, 4, 0, 0, 0, 0},
+    {"portable", "src_a", 128, 64, 128, 0, 1, 4, 1, 0, 0, 0, 0},
+    {"generic_tn", "src_a", 128, 64, 64, 0, 1, 4, 1, 2, 1, 0, 0},
+    {"tn_batched", "src_a", 128, 32, 32, 0, 1, 4, 1, 2, 1, 0, 0},
+    {"tn_single", "src_a", 256, 128, 128, 0, 1, 4, 1, 2, 0, 0, 0},
+    {"tt_fused", "src_a", 128, 64, 64, 0, 1, 4, 1, 3, 1, 4, 0},
+    {"nt_cluster", "src_a", 128, 64, 64, 0, 3, 4, 1, 1, 1, 0, 0},
+    {"generic_f64", "src_a", 128, 64, 64, 0, 1, 8, 1, 0, 1, 0, 1},
+    {"f64_vec2", "src_a", 256, 64, 64, 0, 1, 16, 2, 0, 0, 0, 1},
+    {"i32_nn", "src_a", 256, 128, 128, 0, 1, 4, 1, 0, 1, 0, 2},
 };
-// {M, N, K, layout, batch, broadcast}, primary, portable
-constexpr Entry k_entries_0[] = {{{256, 256, 256, 0, 1, 0}, 1, 2},
-                                 {{1024, 1024, 1024, 0, 1, 0}, 1, -1},
-                                 {{4096, 4096, 4096, 0, 1, 0}, 2, 2},
-                                 {{64, 64, 64, 2, 4096, 0}, 4, 4},
-                                 {{64, 64, 64, 2, 4096, 2}, 3, 3}};
+// {M, N, K, layout, batch, broadcast, dtype}, primary, portable. The f64 and i32 entries of the shapes
+// of f32 ones come first: an exact match that ignored the type would find them.
+constexpr Entry k_entries_0[] = {{{256, 256, 256, 0, 1, 0, 1}, 9, 8},
+                                 {{64, 64, 64, 2, 4096, 0, 2}, 10, -1},
+                                 {{256, 256, 256, 0, 1, 0, 0}, 1, 2},
+                                 {{1024, 1024, 1024, 0, 1, 0, 0}, 1, -1},
+                                 {{4096, 4096, 4096, 0, 1, 0, 0}, 2, 2},
+                                 {{64, 64, 64, 2, 4096, 0, 0}, 4, 4},
+                                 {{64, 64, 64, 2, 4096, 2, 0}, 3, 3},
+                                 {{64, 64, 64, 0, 1, 0, 2}, 10, -1}};
+// Written as before TunedProblem had a dtype: it is 0, float.
 constexpr Entry k_entries_1[] = {{{512, 512, 512, 0, 1, 0}, 2, 2}};
 // vec4 costs 20 us + 0.05 us per million multiply-adds of its busiest SM; portable 3 us + 0.4 us.
 // vec4 was measured on 256..8192 in each dimension, portable on 16..8192. tn_batched costs 2 us +
-// 0.4 us, tn_single 1 us + 0.01 us, both measured on 16..8192.
+// 0.4 us, tn_single 1 us + 0.01 us, both measured on 16..8192. The f64 and i32 kernels are predicted
+// cheaper than every float kernel, so a float call that ran one would show.
 constexpr KernelModel k_models_0[] = {{1, 1, {20, 0.05, 0, 0}, 256, 8192, 256, 8192, 256, 8192},
                                       {2, 1, {3, 0.4, 0, 0}, 16, 8192, 16, 8192, 16, 8192},
                                       {4, 1, {2, 0.4, 0, 0}, 16, 8192, 16, 8192, 16, 8192},
                                       {5, 1, {1, 0.01, 0, 0}, 16, 8192, 16, 8192, 16, 8192},
-                                      {6, 1, {2, 0.4, 0, 0}, 16, 256, 16, 256, 16, 256}};
+                                      {6, 1, {2, 0.4, 0, 0}, 16, 256, 16, 256, 16, 256},
+                                      {9, 1, {0.5, 0.001, 0, 0}, 1, 8192, 1, 8192, 1, 8192},
+                                      {10, 1, {0.5, 0.001, 0, 0}, 1, 8192, 1, 8192, 1, 8192}};
 constexpr KernelModel k_models_1[] = {{2, 1, {3, 0.4, 0, 0}, 16, 8192, 16, 8192, 16, 8192}};
 constexpr int k_device_table_count = 2;
 constexpr DeviceTable k_device_tables[k_device_table_count] = {
-    {"NVIDIA H100 80GB HBM3", 9, 0, 132, k_entries_0, 5, k_models_0, 5},
+    {"NVIDIA H100 80GB HBM3", 9, 0, 132, k_entries_0, 8, k_models_0, 7},
     {"NVIDIA A100-SXM4-80GB", 8, 0, 108, k_entries_1, 1, k_models_1, 1},
 };
 inline const void* kernel_function(int index) {
@@ -70,6 +88,9 @@ inline const void* kernel_function(int index) {
     case 5: return reinterpret_cast<const void*>(static_cast<KernelFn>(&kernel<5>));
     case 6: return reinterpret_cast<const void*>(static_cast<BatchCountKernelFn>(&counted_kernel<6>));
     case 7: return reinterpret_cast<const void*>(static_cast<BatchedKernelFn>(&batched_kernel<7>));
+    case 8: return reinterpret_cast<const void*>(static_cast<TypedBatchedKernelFn<double>>(&typed_batched_kernel<8, double>));
+    case 9: return reinterpret_cast<const void*>(static_cast<TypedKernelFn<double>>(&typed_kernel<9, double>));
+    case 10: return reinterpret_cast<const void*>(static_cast<TypedBatchedKernelFn<int>>(&typed_batched_kernel<10, int>));
     default: return nullptr;
   }
 }
@@ -245,6 +266,100 @@ TEST(HeaderRuntime, BadArgumentsAreRefusedBeforeAnyDeviceCall) {
   EXPECT_EQ(rt::sgemm_strided_batched(Op::N, Op::N, 2, 2, 2, 1.0f, a, 2, 4, b, 2, 4, 0.0f, c, 2, 4, 0), cudaSuccess);
   // Column-major: M x N C with ldc >= M (the row-major N x M transpose).
   EXPECT_EQ(rt::sgemm_colmajor(Op::N, Op::N, 3, 2, 2, 1.0f, a, 3, b, 2, 0.0f, c, 2), cudaErrorInvalidValue) << "ldc < M";
+}
+
+TEST(HeaderRuntime, EachElementTypeDispatchesAmongItsOwnKernels) {
+  using rt::detail::Call;
+  using rt::detail::select;
+  // {layout, batch, broadcast, M, N, K, lda, ldb, ldc, alignment, dtype}
+  // f64: the tuned 256^3 runs its f64 winner when aligned (16 bytes, even leading dimensions), else its
+  // portable f64 kernel; the f32 entry of the same shape keeps its own winner.
+  EXPECT_EQ(select(0, Call{0, 1, 0, 256, 256, 256, 256, 256, 256, 256, 1}), 9);
+  EXPECT_EQ(select(0, Call{0, 1, 0, 256, 256, 256, 256, 256, 256, 8, 1}), 8);
+  EXPECT_EQ(select(0, Call{0, 1, 0, 256, 256, 256, 257, 256, 256, 256, 1}), 8);
+  EXPECT_EQ(select(0, Call{0, 1, 0, 256, 256, 256, 256, 256, 256, 256, 0}), 1);
+  EXPECT_EQ(select(0, 256, 256, 256, 256, 256, 256, 256), 1) << "the NN select of earlier headers is float's";
+  // Untuned f64: its own model (predicted cheaper than any float kernel, but only f64 calls see it),
+  // else the f64 generic default; a batch only batched f64 kernels.
+  EXPECT_EQ(select(0, Call{0, 1, 0, 2000, 2000, 2000, 2000, 2000, 2000, 256, 1}), 9);
+  EXPECT_EQ(select(0, Call{0, 1, 0, 2000, 2000, 2000, 2000, 2000, 2000, 8, 1}), 8);
+  EXPECT_EQ(select(0, Call{0, 4, 0, 2000, 2000, 2000, 2000, 2000, 2000, 256, 1}), 8);
+  EXPECT_EQ(select(-1, Call{0, 1, 0, 2000, 2000, 2000, 2000, 2000, 2000, 256, 1}), 8) << "no table: the generic";
+  EXPECT_EQ(select(0, Call{1, 1, 0, 300, 300, 300, 300, 300, 300, 256, 1}), -1) << "no f64 NT kernel";
+  // The same float calls never run the cheaper f64 or i32 kernels.
+  EXPECT_EQ(select(0, Call{0, 1, 0, 2000, 2000, 2000, 2000, 2000, 2000, 256, 0}), 1);
+  EXPECT_EQ(select(0, Call{0, 4, 0, 300, 300, 300, 300, 300, 300, 256, 0}), -1) << "no batched float NN kernel";
+  // i32: its tuned entries and its model; without a kernel of the layout, or without a table (no i32
+  // generic default), the call is refused.
+  EXPECT_EQ(select(0, Call{0, 1, 0, 64, 64, 64, 64, 64, 64, 256, 2}), 10);
+  EXPECT_EQ(select(0, Call{0, 7, 0, 300, 300, 300, 300, 300, 300, 4, 2}), 10);
+  EXPECT_EQ(select(0, Call{2, 4096, 0, 64, 64, 64, 64, 64, 64, 256, 2}), -1) << "the i32 TN entry's kernel is NN";
+  EXPECT_EQ(select(0, Call{2, 4096, 0, 64, 64, 64, 64, 64, 64, 256, 0}), 4) << "the float TN entry";
+  EXPECT_EQ(select(-1, Call{0, 1, 0, 64, 64, 64, 64, 64, 64, 256, 2}), -1);
+  EXPECT_EQ(select(1, Call{0, 1, 0, 512, 512, 512, 512, 512, 512, 256, 2}), -1) << "the A100 entry is float's";
+  EXPECT_EQ(select(1, Call{0, 1, 0, 512, 512, 512, 512, 512, 512, 256, 0}), 2);
+  // An element type the header does not have.
+  EXPECT_EQ(select(0, Call{0, 1, 0, 64, 64, 64, 64, 64, 64, 256, 3}), -1);
+  EXPECT_EQ(select(-1, Call{0, 1, 0, 64, 64, 64, 64, 64, 64, 256, -1}), -1);
+}
+
+TEST(HeaderRuntime, CachedSelectionKeepsTheTypesApart) {
+  using rt::detail::Call;
+  using rt::detail::cached_select;
+  for (int round = 0; round < 2; ++round) {
+    EXPECT_EQ(cached_select(0, Call{0, 1, 0, 256, 256, 256, 256, 256, 256, 256, 0}), 1);
+    EXPECT_EQ(cached_select(0, Call{0, 1, 0, 256, 256, 256, 256, 256, 256, 256, 1}), 9);
+    EXPECT_EQ(cached_select(0, Call{0, 1, 0, 256, 256, 256, 256, 256, 256, 256, 2}), 10);   // its model
+  }
+}
+
+TEST(HeaderRuntime, CallsOfEachTypeCountTheirElementsInBytes) {
+  alignas(256) static double d[64];
+  alignas(256) static int n[64];
+  alignas(256) static float f[64];
+  using rt::Op;
+  using rt::detail::make_call;
+  // A stride of 10 elements: 40 bytes of floats or ints (8-byte aligned), 80 of doubles (16).
+  EXPECT_EQ(make_call(Op::N, Op::N, 4, 4, 4, f, 4, 10, f, 4, 0, f, 4, 64, 3).alignment, 8);
+  EXPECT_EQ(make_call(Op::N, Op::N, 4, 4, 4, n, 4, 10, n, 4, 0, n, 4, 64, 3).alignment, 8);
+  EXPECT_EQ(make_call(Op::N, Op::N, 4, 4, 4, d, 4, 10, d, 4, 0, d, 4, 64, 3).alignment, 16);
+  EXPECT_EQ(make_call(Op::N, Op::N, 4, 4, 4, d + 1, 4, 0, d, 4, 0, d, 4, 0, 1).alignment, 8);
+  EXPECT_EQ(make_call(Op::N, Op::N, 4, 4, 4, f, 4, 0, f, 4, 0, f, 4, 0, 1).dtype, 0);
+  EXPECT_EQ(make_call(Op::N, Op::N, 4, 4, 4, d, 4, 0, d, 4, 0, d, 4, 0, 1).dtype, 1);
+  EXPECT_EQ(make_call(Op::T, Op::N, 4, 4, 4, n, 4, 0, n, 4, 0, n, 4, 0, 1).dtype, 2);
+  EXPECT_EQ(make_call(Op::T, Op::N, 4, 4, 4, n, 4, 0, n, 4, 0, n, 4, 0, 1).layout, 2);
+  EXPECT_EQ(rt::detail::alignment_of(d, d, d, 10, 0, 64, 8), 16);
+  EXPECT_EQ(rt::detail::alignment_of(d, d, d, 10, 0, 64), 8) << "4-byte elements by default, as before";
+}
+
+TEST(HeaderRuntime, DgemmAndIgemmRefuseBadArgumentsLikeSgemm) {
+  double a[4] = {}, b[4] = {}, c[4] = {};
+  int ia[4] = {}, ib[4] = {}, ic[4] = {};
+  using rt::Op;
+  EXPECT_EQ(rt::dgemm(-1, 2, 2, 1.0, a, 2, b, 2, 0.0, c, 2), cudaErrorInvalidValue);
+  EXPECT_EQ(rt::dgemm(2, 2, 2, 1.0, a, 1, b, 2, 0.0, c, 2), cudaErrorInvalidValue) << "lda < K";
+  EXPECT_EQ(rt::dgemm(2, 2, 2, 1.0, a, 2, b, 2, 0.0, nullptr, 2), cudaErrorInvalidValue);
+  EXPECT_EQ(rt::dgemm(0, 2, 2, 1.0, a, 2, b, 2, 0.0, c, 2), cudaSuccess) << "M = 0";
+  EXPECT_EQ(rt::dgemm(2, 2, 2, 0.0, nullptr, 2, nullptr, 2, 1.0, c, 2), cudaSuccess) << "C = 1 * C";
+  EXPECT_EQ(rt::dgemm(Op::T, Op::N, 3, 2, 1, 1.0, a, 2, b, 2, 0.0, c, 2), cudaErrorInvalidValue) << "lda < M";
+  EXPECT_EQ(rt::dgemm_strided_batched(Op::N, Op::N, 2, 2, 2, 1.0, a, 2, 4, b, 2, 4, 0.0, c, 2, 3, 2),
+            cudaErrorInvalidValue)
+      << "stride_c < (M-1)*ldc + N";
+  EXPECT_EQ(rt::dgemm_strided_batched(Op::N, Op::N, 2, 2, 2, 1.0, a, 2, 4, b, 2, 4, 0.0, c, 2, 4, 0), cudaSuccess);
+  EXPECT_EQ(rt::dgemm_colmajor(Op::N, Op::N, 3, 2, 2, 1.0, a, 3, b, 2, 0.0, c, 2), cudaErrorInvalidValue) << "ldc < M";
+  EXPECT_EQ(rt::dgemm_colmajor_strided_batched(Op::N, Op::N, 2, 2, 2, 1.0, a, 2, 4, b, 2, 4, 0.0, c, 2, 4, -1),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(rt::igemm(2, 2, 2, 1, ia, 2, ib, 2, 0, ic, 1), cudaErrorInvalidValue) << "ldc < N";
+  EXPECT_EQ(rt::igemm(2, 2, 2, 1, nullptr, 2, ib, 2, 0, nullptr, 2), cudaErrorInvalidValue);
+  EXPECT_EQ(rt::igemm(2, 0, 2, 1, ia, 2, ib, 1, 0, ic, 1), cudaSuccess) << "N = 0";
+  EXPECT_EQ(rt::igemm(2, 2, 0, 5, nullptr, 1, nullptr, 2, 1, ic, 2), cudaSuccess) << "K = 0, beta = 1: C = C";
+  EXPECT_EQ(rt::igemm(static_cast<Op>(7), Op::N, 2, 2, 2, 1, ia, 2, ib, 2, 0, ic, 2), cudaErrorInvalidValue);
+  EXPECT_EQ(rt::igemm(Op::N, Op::T, 2, 2, 3, 1, ia, 3, ib, 2, 0, ic, 2), cudaErrorInvalidValue) << "ldb < K";
+  EXPECT_EQ(rt::igemm_strided_batched(Op::N, Op::N, 2, 2, 2, 1, ia, 2, -4, ib, 2, 4, 0, ic, 2, 4, 2),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(rt::igemm_colmajor(Op::N, Op::N, 3, 2, 2, 1, ia, 3, ib, 2, 0, ic, 2), cudaErrorInvalidValue) << "ldc < M";
+  EXPECT_EQ(rt::igemm_colmajor_strided_batched(Op::N, Op::N, 2, 2, 2, 1, ia, 2, 4, ib, 2, 4, 0, ic, 2, 4, 0),
+            cudaSuccess);
 }
 
 TEST(HeaderRuntime, BroadcastAndAlignmentOfABatchCountTheirStrides) {

@@ -129,6 +129,23 @@ TEST(TuneEndToEnd, TheGenericDefaultTunesF64AndI32) {
   // A rerun measures nothing again.
   const nlohmann::json second = run_json(command);
   EXPECT_EQ(second["trials_measured"].get<int64_t>(), 0);
+
+  // bench in every type: cuBLAS for f32 and f64 only; i32 against its peak and the FP32 kernel; the
+  // seed's bmm for the batch.
+  const nlohmann::json bench = run_json(test::cmtune_binary() + " --quiet --db " + db +
+                                        " bench --device 0 --sizes 128,257x129x300:tn*3 --dtype all --rounds 5 --json");
+  ASSERT_EQ(bench["rows"].size(), 6u) << bench.dump(2);
+  for (const auto& r : bench["rows"]) {
+    const std::string name = r["problem"];
+    EXPECT_TRUE(r["winner_valid"].get<bool>()) << r.dump();
+    EXPECT_GT(r["winner_peak_fraction"].get<double>(), 0.0) << r.dump();
+    EXPECT_LT(r["winner_peak_fraction"].get<double>(), 1.0) << r.dump();
+    EXPECT_EQ(r["cublas_tflops"].is_null(), r["dtype"] == "i32") << r.dump();
+    EXPECT_EQ(r["f32_tflops"].is_null(), r["dtype"] != "i32") << r.dump();
+    const bool batched = name.find('*') != std::string::npos;
+    EXPECT_EQ(r["seed_bmm_tflops"].is_null(), !batched) << r.dump();
+    if (batched) EXPECT_GT(r["winner_vs_seed_bmm"].get<double>(), 0.0) << r.dump();
+  }
 }
 
 }  // namespace

@@ -195,8 +195,9 @@ KernelSpec real_kernel(DbBuilder& db, const std::vector<TemplateDesc>& templates
   const TemplateDesc& t = find_desc(templates, name);
   const ParamValues wanted = params_from_string(preferred);
   const std::string layout = t.layout_of(wanted);
+  const DType dtype = t.dtype_of(wanted);
   const auto acceptable = [&](const ParamValues& v) {
-    return config_valid(t, v) && t.layout_of(v) == layout &&
+    return config_valid(t, v) && t.layout_of(v) == layout && t.dtype_of(v) == dtype &&
            want(t.launch_shape(v, test::sm90()), t.requirements(v, test::sm90()));
   };
   ParamValues values;
@@ -238,6 +239,10 @@ struct RealFixture {
   KernelSpec ms4, ms1, wt, bv, b2, ck;
   KernelSpec ms_tn, b2_nt;   // a TN multistage with requirements, a batched NT blocktile2d without
   KernelSpec fb;             // fused_batch, nn, 8 problems per block
+  /// With `typed`, FP64 and INT32 winners too (add_typed): dmma (f64 tensor cores, 16-byte
+  /// requirements) in NN and TN, blocktile2d builds of f64 and i32, on shapes that f32 winners share.
+  bool typed = false;
+  KernelSpec dm, dm_tn, b2_f64, b2_i32, b2_i32_nt;
   int64_t h100 = 0, a100 = 0;
 
   void build(DbBuilder& db) {
@@ -285,6 +290,60 @@ struct RealFixture {
     db.add_winner(k_h100_uuid, Problem::make(64, 64, 64, false, false, 4096), "overall", fb, 0.05);
     db.add_winner(k_h100_uuid, Problem::make(64, 64, 64, false, false, 4096), "portable", b2, 0.12);
     add_calibration(db);
+    if (typed) add_typed(db);
+  }
+
+  static Problem f64(Problem p) {
+    p.dtype = DType::f64;
+    return p;
+  }
+  static Problem i32(Problem p) {
+    p.dtype = DType::i32;
+    return p;
+  }
+
+  /// FP64 and INT32 winners on both devices (some on the shapes of f32 winners: only the type tells
+  /// the entries apart), and calibration trials of each typed kernel on problems of its type.
+  void add_typed(DbBuilder& db) {
+    const auto with_requirements = [](const LaunchShape&, const Requirements& r) { return !r.none(); };
+    const auto without_requirements = [](const LaunchShape&, const Requirements& r) { return r.none(); };
+    dm = real_kernel(db, templates, "dmma",
+                     "BM=64,BN=64,BK=16,WM=32,WN=32,MMA=0,STAGES=3,VEC=2,PAD=4,SWIZZLE=1,TRANS_A=0,TRANS_B=0,DTYPE=1",
+                     with_requirements);
+    dm_tn = real_kernel(db, templates, "dmma",
+                        "BM=64,BN=64,BK=16,WM=32,WN=32,MMA=0,STAGES=3,VEC=2,PAD=4,SWIZZLE=1,TRANS_A=1,TRANS_B=0,DTYPE=1",
+                        with_requirements);
+    b2_f64 = real_kernel(db, templates, "blocktile2d", "BM=64,BN=64,BK=8,TM=4,TN=4,TRANS_A=0,TRANS_B=0,DTYPE=1",
+                         without_requirements);
+    b2_i32 = real_kernel(db, templates, "blocktile2d", "BM=128,BN=64,BK=16,TM=8,TN=4,TRANS_A=0,TRANS_B=0,DTYPE=2",
+                         without_requirements);
+    b2_i32_nt = real_kernel(db, templates, "blocktile2d", "BM=64,BN=128,BK=8,TM=8,TN=4,TRANS_A=0,TRANS_B=1,DTYPE=2",
+                            without_requirements);
+    db.add_winner(k_h100_uuid, f64({1024, 1024, 1024}), "overall", dm, 0.2);
+    db.add_winner(k_h100_uuid, f64({1024, 1024, 1024}), "portable", b2_f64, 0.9);
+    db.add_winner(k_h100_uuid, f64(Problem::make(1024, 1024, 1024, true, false)), "overall", dm_tn, 0.21);
+    db.add_winner(k_h100_uuid, i32({1024, 1024, 1024}), "overall", b2_i32, 0.3);
+    db.add_winner(k_h100_uuid, i32({1024, 1024, 1024}), "portable", b2_i32, 0.3);
+    db.add_winner(k_h100_uuid, i32(Problem::make(64, 64, 64, false, true, 4096)), "overall", b2_i32_nt, 0.4);
+    db.add_winner(k_h100_uuid, i32(Problem::make(64, 64, 64, false, true, 4096)), "portable", b2_i32_nt, 0.4);
+    db.add_winner(k_a100_uuid, f64({2048, 2048, 2048}), "overall", dm, 2.5);
+    db.add_winner(k_a100_uuid, f64({2048, 2048, 2048}), "portable", b2_f64, 9.0);
+    const std::vector<Problem> shapes = {{363, 363, 363}, {725, 725, 725},   {1449, 1449, 1449}, {4096, 1024, 4096},
+                                         {1, 4096, 4096}, {4096, 4096, 16}, {256, 256, 49152},  {64, 64, 64}};
+    for (const Problem& shape : shapes) {
+      const Problem d = f64(shape), d_tn = f64(Problem::make(shape.m, shape.n, shape.k, true, false));
+      db.add_trial(k_h100_uuid, d, "calibration", dm, synthetic_ms(dm, 50, 132, d));
+      db.add_trial(k_h100_uuid, d, "calibration", b2_f64, synthetic_ms(b2_f64, 20, 132, d));
+      db.add_trial(k_h100_uuid, d_tn, "calibration", dm_tn, synthetic_ms(dm_tn, 48, 132, d_tn));
+      db.add_trial(k_a100_uuid, d, "calibration", dm, synthetic_ms(dm, 18, 108, d));
+      db.add_trial(k_a100_uuid, d, "calibration", b2_f64, synthetic_ms(b2_f64, 8, 108, d));
+      const Problem n = i32(shape);
+      db.add_trial(k_h100_uuid, n, "calibration", b2_i32, synthetic_ms(b2_i32, 25, 132, n));
+      for (const int64_t batch : {1, 8}) {
+        const Problem nt = i32(Problem::make(shape.m, shape.n, shape.k, false, true, batch));
+        db.add_trial(k_h100_uuid, nt, "calibration", b2_i32_nt, synthetic_ms(b2_i32_nt, 22, 132, nt));
+      }
+    }
   }
 
   /// Calibration trials: every exported kernel on shapes of several classes, with times from a
@@ -336,6 +395,9 @@ const TemplateDesc& builtin_blocktile2d() {
   static const std::vector<TemplateDesc> templates = load_templates({default_templates_dir()});
   return find_desc(templates, "blocktile2d");
 }
+
+/// The f32-only stand-in for blocktile2d (tests/fixtures/export/templates).
+const TemplateDesc& fixture_blocktile2d();
 
 // ---------------------------------------------------------------------------------------------
 // nvcc
@@ -390,24 +452,31 @@ TEST(ExportFlatten, RealTemplatesFlattenWithoutIncludes) {
 TEST(ExportModel, GenericDefaultIsAValidBlocktile2dWithoutRequirements) {
   const TemplateDesc& t = builtin_blocktile2d();
   const bool layouts = t.layouts != std::vector<std::string>{"nn"};
-  for (const std::string_view layout : k_layout_names) {
-    const auto values = generic_default_params(t, layout);
-    if (!t.supports_layout(layout)) {
-      EXPECT_FALSE(values) << layout;
-      continue;
+  int builds = 0;
+  for (const DType dtype : {DType::f32, DType::f64, DType::i32})
+    for (const std::string_view layout : k_layout_names) {
+      const auto values = generic_default_params(t, layout, dtype);
+      if (!t.supports_layout(layout) || !t.supports_dtype(dtype)) {
+        EXPECT_FALSE(values) << layout << " " << dtype_name(dtype);
+        continue;
+      }
+      ASSERT_TRUE(values) << layout << " " << dtype_name(dtype);
+      ++builds;
+      const std::string trans =
+          layouts ? fmt::format(",TRANS_A={},TRANS_B={}", layout[0] == 't' ? 1 : 0, layout[1] == 't' ? 1 : 0) : "";
+      // One build per type the typed generic default computes, DTYPE last.
+      const std::string dtype_param = t.dtypes.size() > 1 ? fmt::format(",DTYPE={}", static_cast<int>(dtype)) : "";
+      EXPECT_EQ(params_to_string(*values), "BM=64,BN=64,BK=8,TM=8,TN=4" + trans + dtype_param);
+      EXPECT_EQ(t.layout_of(*values), layout);
+      EXPECT_EQ(t.dtype_of(*values), dtype);
+      for (const auto& c : t.constraints) EXPECT_NE(t.eval(c.check, *values, test::sm90(), "constraint"), 0) << c.reason;
+      EXPECT_TRUE(t.requirements(*values, test::sm90()).none());
+      EXPECT_EQ(t.launch_shape(*values, test::sm90()).dynamic_smem, 0);
     }
-    ASSERT_TRUE(values) << layout;
-    const std::string trans =
-        layouts ? fmt::format(",TRANS_A={},TRANS_B={}", layout[0] == 't' ? 1 : 0, layout[1] == 't' ? 1 : 0) : "";
-    // The header's entry points are FP32: the f32 build of the typed generic default.
-    const std::string dtype = t.dtypes.size() > 1 ? ",DTYPE=0" : "";
-    EXPECT_EQ(params_to_string(*values), "BM=64,BN=64,BK=8,TM=8,TN=4" + trans + dtype);
-    EXPECT_EQ(t.layout_of(*values), layout);
-    EXPECT_EQ(t.dtype_of(*values), DType::f32);
-    for (const auto& c : t.constraints) EXPECT_NE(t.eval(c.check, *values, test::sm90(), "constraint"), 0) << c.reason;
-    EXPECT_TRUE(t.requirements(*values, test::sm90()).none());
-    EXPECT_EQ(t.launch_shape(*values, test::sm90()).dynamic_smem, 0);
-  }
+  EXPECT_EQ(builds, 12) << "the built-in blocktile2d computes every layout of f32, f64 and i32";
+  // The f32-only stand-in has no build of the other types.
+  EXPECT_FALSE(generic_default_params(fixture_blocktile2d(), "nn", DType::f64));
+  EXPECT_TRUE(generic_default_params(fixture_blocktile2d(), "nn", DType::f32));
 }
 
 TEST(ExportModel, NamespaceNames) {
@@ -426,6 +495,7 @@ TEST(ExportModel, NamespaceNames) {
 /// Synthetic sources with fixed text, so the golden tables never depend on the real templates.
 struct SyntheticFixture {
   KernelSpec fast1, fast2, port1, port2;
+  KernelSpec typed_f64, typed_i32;   // one template computing f64 and i32 (DTYPE), as blocktile2d does
 
   KernelSpec synthetic(DbBuilder& db, const std::string& tmpl, int variant, bool requirements) {
     const std::string kernel = "cmt_sgemm_" + tmpl;
@@ -442,6 +512,27 @@ struct SyntheticFixture {
     k.shape = {128 * variant, 64 * variant, 128, variant == 2 ? 65536 : 0};
     k.requirements = requirements ? Requirements{16, 4} : Requirements{4, 1};
     k.source_hash = db.add_source(tmpl, b);
+    return k;
+  }
+
+  /// A kernel of the typed synthetic template: DTYPE 1 (f64) or 2 (i32), with 16-byte requirements.
+  KernelSpec typed(DbBuilder& db, int dtype) {
+    SourceBundle b;
+    b.main_name = "typed.cuh";
+    b.main_text =
+        "template <int V, int DTYPE> struct Elem;\n"
+        "template <int V> struct Elem<V, 1> { typedef double T; };\n"
+        "template <int V> struct Elem<V, 2> { typedef int T; };\n"
+        "template <int V, int DTYPE, class T = typename Elem<V, DTYPE>::T>\n"
+        "__global__ void cmt_sgemm_typed(int M, int N, int K, T alpha, const T* A, int lda, const T* B, int ldb, T beta,\n"
+        "    T* C, int ldc) {}\n";
+    KernelSpec k;
+    k.template_name = "typed";
+    k.params = fmt::format("V=1,DTYPE={}", dtype);
+    k.name_expression = fmt::format("cmt_sgemm_typed<1, {}>", dtype);
+    k.shape = {256, 64, 64, 0};
+    k.requirements = Requirements{16, 2};
+    k.source_hash = db.add_source("typed", b);
     return k;
   }
 
@@ -465,6 +556,14 @@ struct SyntheticFixture {
     db.add_winner("GPU-bbbb", {2048, 2048, 2048}, "overall", fast1, 3.0);
     db.add_winner("GPU-bbbb", {2048, 2048, 2048}, "portable", port1, 4.0);
     db.add_winner("GPU-bbbb", {64, 64, 64}, "template:fast", fast1, 0.001);  // per-template scopes are not exported
+    // FP64 and INT32 winners of the shape of an f32 one: their own entries, told apart by the type.
+    typed_f64 = typed(db, 1);
+    typed_i32 = typed(db, 2);
+    Problem f64{1024, 1024, 1024}, i32{1024, 1024, 1024};
+    f64.dtype = DType::f64;
+    i32.dtype = DType::i32;
+    db.add_winner("GPU-aaaa", f64, "overall", typed_f64, 2.0);
+    db.add_winner("GPU-aaab", i32, "overall", typed_i32, 1.2);
   }
 };
 
@@ -480,12 +579,22 @@ TEST(ExportModel, MergesDevicesSharingNameCcAndSmsAndSortsEverything) {
   f.build(db);
   const ExportModel m = build_export_model(db.store(), {}, fixture_blocktile2d());
 
-  ASSERT_EQ(m.kernels.size(), 5u);
+  ASSERT_EQ(m.kernels.size(), 7u);
   EXPECT_EQ(m.kernels[0].name_expression, "cmt_sgemm_blocktile2d<64, 64, 8, 8, 4>");
   EXPECT_EQ(m.kernels[1].name_expression, "cmt_sgemm_fast<1>");
   EXPECT_EQ(m.kernels[2].name_expression, "cmt_sgemm_fast<2>");
   EXPECT_EQ(m.kernels[3].name_expression, "cmt_sgemm_port<1>");
   EXPECT_EQ(m.kernels[4].name_expression, "cmt_sgemm_port<2>");
+  EXPECT_EQ(m.kernels[5].name_expression, "cmt_sgemm_typed<1, 1>");
+  EXPECT_EQ(m.kernels[6].name_expression, "cmt_sgemm_typed<1, 2>");
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(m.kernels[i].dtype, DType::f32) << i;
+  EXPECT_EQ(m.kernels[5].dtype, DType::f64);
+  EXPECT_EQ(m.kernels[6].dtype, DType::i32);
+  // The stand-in generic computes f32 NN only: no generic default of the other types and layouts.
+  EXPECT_EQ(m.generic_kernels[0][0], 0);
+  for (int d = 0; d < k_header_dtypes; ++d)
+    for (int l = 0; l < 4; ++l)
+      if (d != 0 || l != 0) EXPECT_EQ(m.generic_kernels[d][l], -1) << d << " " << l;
 
   ASSERT_EQ(m.devices.size(), 2u);   // the never-tuned device is not exported
   EXPECT_EQ(m.devices[0].name, k_a100);
@@ -494,17 +603,28 @@ TEST(ExportModel, MergesDevicesSharingNameCcAndSmsAndSortsEverything) {
   EXPECT_EQ(m.devices[1].records[0].uuid, "GPU-aaaa");
   EXPECT_EQ(m.devices[1].records[1].uuid, "GPU-aaab");
   const auto& h = m.devices[1].entries;
-  ASSERT_EQ(h.size(), 3u);
+  ASSERT_EQ(h.size(), 5u);
   EXPECT_EQ(h[0].problem, (Problem{256, 8192, 512}));
   EXPECT_EQ(h[1].problem, (Problem{1024, 1024, 1024}));
   EXPECT_EQ(h[1].primary, 2);    // fast<2> from GPU-aaab, 0.9 ms < 1.0 ms
   EXPECT_EQ(h[1].portable, 3);   // port<1> from GPU-aaaa, 1.5 ms < 1.6 ms
-  EXPECT_EQ(h[2].problem, (Problem{4096, 4096, 4096}));
+  // The same shape in f64 and i32: entries of their own, with kernels of their type (merged across
+  // the two H100s: f64 was tuned on one, i32 on the other).
+  EXPECT_EQ(h[2].problem, Problem::make(1024, 1024, 1024, false, false, 1, DType::f64));
+  EXPECT_EQ(h[2].primary, 5);
   EXPECT_EQ(h[2].portable, -1);
+  EXPECT_EQ(h[3].problem, Problem::make(1024, 1024, 1024, false, false, 1, DType::i32));
+  EXPECT_EQ(h[3].primary, 6);
+  EXPECT_EQ(h[4].problem, (Problem{4096, 4096, 4096}));
+  EXPECT_EQ(h[4].portable, -1);
   ASSERT_EQ(m.devices[0].entries.size(), 1u);   // the template:fast scope is not a dispatch entry
+  // Each typed kernel has a model, fitted on its own type's trials.
+  int typed_models = 0;
+  for (const auto& model : m.devices[1].models) typed_models += model.kernel >= 5;
+  EXPECT_EQ(typed_models, 2);
 
-  // Sources: the two synthetic bundles (each shared by both variants) and the generic default's.
-  ASSERT_EQ(m.sources.size(), 3u);
+  // Sources: the three synthetic bundles (each shared by both variants) and the generic default's.
+  ASSERT_EQ(m.sources.size(), 4u);
   for (size_t i = 1; i < m.sources.size(); ++i) EXPECT_LT(m.sources[i - 1].hash, m.sources[i].hash);
 }
 
@@ -547,6 +667,67 @@ TEST(ExportModel, ErrorsAreUsageErrors) {
     EXPECT_THROW(build_export_model(db.store(), {}, fixture_blocktile2d()), UsageError);
   }
   EXPECT_THROW(render_header(ExportModel{}, "not a namespace"), UsageError);
+}
+
+TEST(ExportModel, DtypeOptionKeepsOnlyThoseTypesWinners) {
+  test::TempDir dir;
+  DbBuilder db(dir / "t.db");
+  SyntheticFixture f;
+  f.build(db);
+  ExportOptions only_f64;
+  only_f64.dtypes = {DType::f64};
+  const ExportModel m = build_export_model(db.store(), only_f64, fixture_blocktile2d());
+  ASSERT_EQ(m.devices.size(), 1u) << "the A100 has no f64 winner";
+  EXPECT_EQ(m.devices[0].name, k_h100);
+  ASSERT_EQ(m.devices[0].entries.size(), 1u);
+  EXPECT_EQ(m.devices[0].entries[0].problem.dtype, DType::f64);
+  ASSERT_EQ(m.kernels.size(), 2u);   // the generic default, and the f64 winner
+  EXPECT_EQ(m.kernels[1].name_expression, "cmt_sgemm_typed<1, 1>");
+  ASSERT_EQ(m.devices[0].models.size(), 1u) << "no f32 trial fits a model when f32 is left out";
+  EXPECT_EQ(m.devices[0].models[0].kernel, 1);
+
+  ExportOptions f32_i32;
+  f32_i32.dtypes = {DType::i32, DType::f32};
+  const ExportModel n = build_export_model(db.store(), f32_i32, fixture_blocktile2d());
+  ASSERT_EQ(n.devices.size(), 2u);
+  EXPECT_EQ(n.devices[1].entries.size(), 4u);   // H100: three f32 problems and the i32 one
+  for (const auto& k : n.kernels) EXPECT_NE(k.dtype, DType::f64) << k.name_expression;
+  // Without the option every type is exported: the same as naming all three.
+  ExportOptions all;
+  all.dtypes = {DType::f32, DType::f64, DType::i32};
+  EXPECT_EQ(render_dispatch_tables(build_export_model(db.store(), all, fixture_blocktile2d())),
+            render_dispatch_tables(build_export_model(db.store(), {}, fixture_blocktile2d())));
+}
+
+TEST(ExportModel, NoWinnersOfTheRequestedTypesIsAOneLineUsageErrorNamingThem) {
+  test::TempDir dir;
+  DbBuilder db(dir / "t.db");
+  SyntheticFixture f;
+  f.port1 = f.synthetic(db, "port", 1, false);
+  db.add_device("GPU-aaaa", k_h100, 9, 0, 132);
+  db.add_winner("GPU-aaaa", {1024, 1024, 1024}, "overall", f.port1, 1.0);
+  ExportOptions options;
+  options.dtypes = {DType::f64, DType::i32};
+  EXPECT_EQ(test::usage_error([&] { build_export_model(db.store(), options, fixture_blocktile2d()); }),
+            fmt::format("database {} has no tuned problems of type f64, i32 (--dtype) to export; its tuned problems are "
+                        "of type f32",
+                        (dir / "t.db").string()));
+  options.dtypes = {DType::f32};
+  EXPECT_EQ(build_export_model(db.store(), options, fixture_blocktile2d()).devices.size(), 1u);
+}
+
+TEST(ExportModel, AWinnerWhoseKernelComputesAnotherTypeIsRefused) {
+  test::TempDir dir;
+  DbBuilder db(dir / "t.db");
+  SyntheticFixture f;
+  f.port1 = f.synthetic(db, "port", 1, false);
+  db.add_device("GPU-aaaa", k_h100, 9, 0, 132);
+  // An f32 kernel stored as an f64 problem's winner: the header would pass it doubles.
+  db.add_winner("GPU-aaaa", Problem::make(64, 64, 64, false, false, 1, DType::f64), "overall", f.port1, 1.0);
+  const std::string error = test::usage_error([&] { build_export_model(db.store(), {}, fixture_blocktile2d()); });
+  EXPECT_NE(error.find("winner port[V=1] for 64x64x64:f64 on NVIDIA H100 80GB HBM3 computes f32, not f64"),
+            std::string::npos)
+      << error;
 }
 
 TEST(ExportGolden, DispatchTables) {
@@ -614,8 +795,8 @@ TEST(ExportHeader, HoldsUsedSourcesOnlyAndProvenanceWithoutTimes) {
   int counted = 0;
   for (size_t i = 0; i < model.kernels.size(); ++i) {
     const ExportKernel& k = model.kernels[i];
-    const std::string row_end = fmt::format(", {}, {}, {}}},  // {}: ", layout_number(k.layout), k.batched ? 1 : 0,
-                                            k.template_name == "fused_batch" ? 8 : 0, i);
+    const std::string row_end = fmt::format(", {}, {}, {}, {}}},  // {}: ", layout_number(k.layout), k.batched ? 1 : 0,
+                                            k.template_name == "fused_batch" ? 8 : 0, static_cast<int>(k.dtype), i);
     EXPECT_NE(header.find(row_end), std::string::npos) << k.name_expression << ": " << row_end;
     EXPECT_EQ(k.takes_batch_count, k.template_name == "fused_batch") << k.name_expression;
     EXPECT_EQ(k.shape.problems_per_block, k.template_name == "fused_batch" ? 8 : 1) << k.name_expression;
@@ -691,6 +872,61 @@ TEST(ExportCli, SameDatabaseSameBytesAndCheckDetectsChanges) {
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_NE(bad.output.find("has not been tuned"), std::string::npos) << bad.output;
   EXPECT_EQ(cmtune("export --namespace 9x --out " + quoted(dir / "e.cuh")).exit_code, 2);
+}
+
+TEST(ExportCli, DtypeChoosesWhichTypesWinnersGoIntoTheTables) {
+  test::TempDir dir;
+  const fs::path db_file = dir / "t.db";
+  RealFixture f;
+  {
+    DbBuilder db(db_file);
+    f.build(db);   // f32 winners only
+  }
+  const auto cmtune = [&](const std::string& args) {
+    return test::run_split(dir, fmt::format("--db {} {}", quoted(db_file), args));
+  };
+  // Nothing of the requested types: one line naming them, nothing written.
+  const auto none = cmtune("export --dtype f64,i32 --out h.cuh");
+  EXPECT_EQ(none.exit_code, 2) << none.err;
+  EXPECT_EQ(none.err, fmt::format("cm-tune: error: database {} has no tuned problems of type f64, i32 (--dtype) to "
+                                  "export; its tuned problems are of type f32\n",
+                                  db_file.string()));
+  EXPECT_FALSE(fs::exists(dir / "h.cuh"));
+  const auto bad = cmtune("export --dtype f16 --out h.cuh");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.err, "cm-tune: error: --dtype: unknown type 'f16' (f32, f64, i32 or all)\n");
+
+  {
+    DbBuilder db(db_file);
+    f.add_typed(db);
+  }
+  const auto all = cmtune("export --out all.cuh");
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_EQ(all.err, "") << "no warning: every type is exported";
+  EXPECT_NE(all.out.find("12 generic defaults, one per type and layout"), std::string::npos) << all.out;
+  const std::string every = test::read_file(dir / "all.cuh");
+  EXPECT_NE(every.find(f.dm.name_expression), std::string::npos) << "the f64 winner";
+  EXPECT_NE(every.find(f.b2_i32.name_expression), std::string::npos) << "the i32 winner";
+  EXPECT_EQ(cmtune("export --dtype all --check --out all.cuh").exit_code, 0) << "all is the default";
+  EXPECT_EQ(cmtune("export --dtype i32,f64,f32 --check --out all.cuh").exit_code, 0);
+
+  // f32 alone: no tuned f64 or i32 kernel, but dgemm and igemm are there, on the generic defaults.
+  const auto f32 = cmtune("export --dtype f32 --out f32.cuh");
+  ASSERT_EQ(f32.exit_code, 0) << f32.err;
+  const std::string only = test::read_file(dir / "f32.cuh");
+  EXPECT_EQ(only.find(f.dm.name_expression), std::string::npos);
+  EXPECT_EQ(only.find(f.b2_i32.name_expression), std::string::npos);
+  const std::regex typed_entry(R"(\{\{\d+, \d+, \d+, \d, \d+, \d, [12]\}, -?\d+, -?\d+\},)");
+  EXPECT_FALSE(std::regex_search(only, typed_entry)) << "no f64 or i32 entry";
+  EXPECT_TRUE(std::regex_search(every, typed_entry));
+  EXPECT_NE(only.find("inline cudaError_t dgemm("), std::string::npos);
+  EXPECT_NE(only.find("inline cudaError_t igemm_colmajor_strided_batched("), std::string::npos);
+  EXPECT_NE(only.find("cmt_sgemm_blocktile2d<64, 64, 8, 8, 4, 1, 1, 2>"), std::string::npos) << "the i32 TT generic";
+  // --check names the option in the command it suggests.
+  const auto stale = cmtune("export --dtype f32 --check --out all.cuh");
+  EXPECT_EQ(stale.exit_code, 1);
+  EXPECT_NE(stale.err.find("--dtype f32`"), std::string::npos) << stale.err;
+  EXPECT_EQ(cmtune("export --dtype f32 --check --out f32.cuh").exit_code, 0);
 }
 
 TEST(ExportCli, DatabaseWithoutWinnersIsAUsageError) {
@@ -954,6 +1190,7 @@ cudaError_t use(float* C, const float* A, const float* B, cudaStream_t s) {
 TEST(ExportNvcc, ExampleAndHarnessCompileAgainstAnExportedHeader) {
   test::TempDir dir;
   RealFixture f;
+  f.typed = true;   // the harness calls dgemm and igemm too
   {
     DbBuilder db(dir / "t.db");
     f.build(db);
@@ -970,9 +1207,110 @@ TEST(ExportNvcc, ExampleAndHarnessCompileAgainstAnExportedHeader) {
 /// One call for the header's host-side selection test.
 struct SelectCase {
   int table;   // index into the header's device tables; -1: no table
-  Problem p;
+  Problem p;   // its dtype says the entry point: sgemm, dgemm or igemm
   int64_t lda, ldb, ldc, alignment;
 };
+
+/// Builds a host program from the header `dir`/tuned.cuh (exported from `model`) with nvcc for
+/// `arch`, which prints detail::select for every case and then runs `tail` (more output lines); runs
+/// it, and checks every choice against choose_kernel(): the same kernel, computing the call's layout
+/// and element type, batched for a batch. Returns the lines after the cases.
+std::vector<std::string> check_header_selection(const test::TempDir& dir, const ExportModel& model,
+                                                const std::vector<SelectCase>& cases, const std::string& arch,
+                                                const std::string& tail) {
+  std::string program = "#include \"tuned.cuh\"\n#include <cstdio>\n\n";
+  program += "struct Case { int table, layout, batch, broadcast, m, n, k, lda, ldb, ldc, alignment, dtype; };\n";
+  program += "static const Case k_cases[] = {\n";
+  for (const auto& c : cases)
+    program += fmt::format("    {{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}},\n", c.table,
+                           (c.p.trans_a ? 2 : 0) + (c.p.trans_b ? 1 : 0), c.p.batch,
+                           c.p.batch > 1 ? (c.p.stride_a == 0 ? 1 : 0) + (c.p.stride_b == 0 ? 2 : 0) : 0, c.p.m, c.p.n,
+                           c.p.k, c.lda, c.ldb, c.ldc, c.alignment, static_cast<int>(c.p.dtype));
+  program += R"(};
+
+// Host only: nothing here touches a GPU. The calls of the entry points keep every kernel instantiated.
+int main(int argc, char**) {
+  if (argc > 5)
+    return cmtune::sgemm(1, 1, 1, 1.0f, nullptr, 1, nullptr, 1, 0.0f, nullptr, 1) == cudaSuccess &&
+           cmtune::dgemm(1, 1, 1, 1.0, nullptr, 1, nullptr, 1, 0.0, nullptr, 1) == cudaSuccess &&
+           cmtune::igemm(1, 1, 1, 1, nullptr, 1, nullptr, 1, 0, nullptr, 1) == cudaSuccess;
+  for (const Case& c : k_cases)
+    std::printf("%d\n", cmtune::detail::select(c.table, cmtune::detail::Call{c.layout, c.batch, c.broadcast, c.m, c.n,
+                                                                            c.k, c.lda, c.ldb, c.ldc, c.alignment,
+                                                                            c.dtype}));
+)";
+  program += tail;
+  program += "  return 0;\n}\n";
+  test::write_file(dir / "select.cu", program);
+  const auto build = nvcc(fmt::format("-arch={} -Xcompiler -Wall,-Wextra -I {} {} -o {}", arch, quoted(dir.path()),
+                                      quoted(dir / "select.cu"), quoted(dir / "select")));
+  EXPECT_EQ(build.exit_code, 0) << build.output;
+  if (build.exit_code != 0) return {};
+  const auto run = test::run_command(quoted(dir / "select"));
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+
+  std::istringstream lines(run.output);
+  int mismatches = 0;
+  for (const auto& c : cases) {
+    std::string line;
+    if (!std::getline(lines, line)) {
+      ADD_FAILURE() << "output ended early:\n" << run.output;
+      return {};
+    }
+    const int index = std::stoi(line);
+    EXPECT_GE(index, -1);
+    EXPECT_LT(index, static_cast<int>(model.kernels.size()));
+    if (index < -1 || index >= static_cast<int>(model.kernels.size())) return {};
+    const auto name = [&](int i) { return i < 0 ? std::string("(refused)") : model.kernels[static_cast<size_t>(i)].name_expression; };
+    const CallShape call{c.p, c.lda, c.ldb, c.ldc, c.alignment};
+    const size_t table = c.table < 0 ? model.devices.size() : static_cast<size_t>(c.table);
+    const std::string expected = name(choose_kernel(model, table, call).kernel);
+    if (name(index) != expected && ++mismatches <= 10)
+      ADD_FAILURE() << fmt::format("table {} {} lda={} ldb={} ldc={} alignment={}: header picks {}, choose_kernel {}",
+                                   c.table, c.p.to_string(), c.lda, c.ldb, c.ldc, c.alignment, name(index), expected);
+    // Whatever runs computes the call's layout and type, and takes its batch.
+    EXPECT_GE(index, 0) << c.p.to_string() << ": blocktile2d serves every layout, type and batch, so nothing is refused";
+    if (index < 0) continue;
+    const ExportKernel& k = model.kernels[static_cast<size_t>(index)];
+    EXPECT_EQ(k.layout, c.p.layout()) << c.p.to_string() << " ran " << k.name_expression;
+    EXPECT_EQ(k.dtype, c.p.dtype) << c.p.to_string() << " ran " << k.name_expression;
+    if (c.p.batch > 1) EXPECT_TRUE(k.batched) << c.p.to_string() << " ran " << k.name_expression;
+  }
+  EXPECT_EQ(mismatches, 0);
+  std::vector<std::string> rest;
+  for (std::string line; std::getline(lines, line);) rest.push_back(line);
+  return rest;
+}
+
+/// `count` shapes of every class, log-uniform over 1..65536 per dimension (a fixed seed), after the
+/// given ones.
+std::vector<Problem> random_shapes(std::vector<Problem> problems, size_t count, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> log_dim(0.0, std::log(65536.0));
+  while (problems.size() < count) {
+    const auto dim = [&] { return static_cast<int64_t>(std::exp(log_dim(rng))); };
+    const Problem p{dim(), dim(), dim()};
+    if (static_cast<double>(p.m) * static_cast<double>(p.n) < 2e9) problems.push_back(p);   // C fits an int's offsets
+  }
+  return problems;
+}
+
+/// Every layout, unbatched and batched (packed, and with A or B broadcast), of each shape in `dtype`,
+/// with tight leading dimensions, on tables -1 (none) to table_count - 1.
+void add_operand_cases(std::vector<SelectCase>& cases, const std::vector<Problem>& shapes, DType dtype,
+                       int table_count) {
+  for (int table = -1; table < table_count; ++table)
+    for (const Problem& shape : shapes)
+      for (int layout = 0; layout < 4; ++layout)
+        for (const int64_t batch : {1, 4096, 7})
+          for (int broadcast = 0; broadcast < (batch > 1 ? 3 : 1); ++broadcast) {
+            Problem p = Problem::make(shape.m, shape.n, shape.k, layout >= 2, layout % 2 == 1, batch, dtype);
+            if (broadcast == 1) p.stride_a = 0;
+            if (broadcast == 2) p.stride_b = 0;
+            const CallShape call = tight_call(p);
+            cases.push_back({table, call.problem, call.lda, call.ldb, call.ldc, call.alignment});
+          }
+}
 
 TEST(ExportNvcc, HeaderSelectionMatchesChooseKernelAndCompilesForSm80) {
   test::TempDir dir;
@@ -983,27 +1321,20 @@ TEST(ExportNvcc, HeaderSelectionMatchesChooseKernelAndCompilesForSm80) {
   ASSERT_EQ(model.devices.size(), 2u);
   ASSERT_EQ(model.devices[0].name, k_a100);
   ASSERT_EQ(model.devices[1].name, k_h100);
-  test::write_file(dir / "tuned_sgemm.cuh", render_header(model, "cmtune"));
-  // The NT winner is the NT generic default's very kernel: its build is known, so bench can time it;
-  // the TT generic was never measured.
-  ASSERT_GE(model.generic_kernels[1], 0);
-  EXPECT_EQ(model.kernels[static_cast<size_t>(model.generic_kernels[1])].name_expression, f.b2_nt.name_expression);
-  EXPECT_EQ(model.kernels[static_cast<size_t>(model.generic_kernels[1])].binary_key, DbBuilder::binary_key_of(f.b2_nt));
-  EXPECT_TRUE(model.kernels[static_cast<size_t>(model.generic_kernels[3])].binary_key.empty());
+  test::write_file(dir / "tuned.cuh", render_header(model, "cmtune"));
+  // The NT winner is the f32 NT generic default's very kernel: its build is known, so bench can time
+  // it; the TT generic was never measured.
+  ASSERT_GE(model.generic_kernels[0][1], 0);
+  EXPECT_EQ(model.kernels[static_cast<size_t>(model.generic_kernels[0][1])].name_expression, f.b2_nt.name_expression);
+  EXPECT_EQ(model.kernels[static_cast<size_t>(model.generic_kernels[0][1])].binary_key, DbBuilder::binary_key_of(f.b2_nt));
+  EXPECT_TRUE(model.kernels[static_cast<size_t>(model.generic_kernels[0][3])].binary_key.empty());
 
   std::vector<SelectCase> cases;
-  std::vector<Problem> problems = {
-      {1024, 1024, 1024}, {4096, 4096, 4096}, {512, 2048, 256}, {2048, 2048, 2048}, {128, 128, 128},
-      {17, 33, 65},       {1000, 1000, 1000}, {1023, 1023, 1023}, {1025, 1025, 1025}, {2049, 100, 3000},
-      {1, 1, 1},          {100000, 16, 16},   {256, 4096, 128},   {3000, 3000, 64},   {724, 724, 724}};
-  // And 300 more shapes of every class, log-uniform over 1..65536 per dimension (a fixed seed).
-  std::mt19937_64 rng(17);
-  std::uniform_real_distribution<double> log_dim(0.0, std::log(65536.0));
-  while (problems.size() < 315) {
-    const auto dim = [&] { return static_cast<int64_t>(std::exp(log_dim(rng))); };
-    const Problem p{dim(), dim(), dim()};
-    if (static_cast<double>(p.m) * static_cast<double>(p.n) < 2e9) problems.push_back(p);   // C fits an int's offsets
-  }
+  const std::vector<Problem> problems = random_shapes(
+      {{1024, 1024, 1024}, {4096, 4096, 4096}, {512, 2048, 256}, {2048, 2048, 2048}, {128, 128, 128},
+       {17, 33, 65},       {1000, 1000, 1000}, {1023, 1023, 1023}, {1025, 1025, 1025}, {2049, 100, 3000},
+       {1, 1, 1},          {100000, 16, 16},   {256, 4096, 128},   {3000, 3000, 64},   {724, 724, 724}},
+      315, 17);
   for (int table = -1; table < 2; ++table)
     for (const Problem& p : problems)
       for (const auto& [dl, dc, align] : std::vector<std::tuple<int, int, int>>{{0, 0, 256}, {1, 0, 256}, {0, 3, 256},
@@ -1014,34 +1345,9 @@ TEST(ExportNvcc, HeaderSelectionMatchesChooseKernelAndCompilesForSm80) {
   std::vector<Problem> operand_shapes = {{1024, 1024, 1024}, {64, 64, 64}, {100, 100, 100}, {1023, 1023, 1023}};
   for (size_t i = 0; i < problems.size(); i += 5)
     if (problems[i].m * problems[i].n < (int64_t{1} << 24)) operand_shapes.push_back(problems[i]);
-  for (int table = -1; table < 2; ++table)
-    for (const Problem& shape : operand_shapes)
-      for (int layout = 0; layout < 4; ++layout)
-        for (const int64_t batch : {1, 4096, 7})
-          for (int broadcast = 0; broadcast < (batch > 1 ? 3 : 1); ++broadcast) {
-            Problem p = Problem::make(shape.m, shape.n, shape.k, layout >= 2, layout % 2 == 1, batch);
-            if (broadcast == 1) p.stride_a = 0;
-            if (broadcast == 2) p.stride_b = 0;
-            const CallShape call = tight_call(p);
-            cases.push_back({table, call.problem, call.lda, call.ldb, call.ldc, call.alignment});
-          }
+  add_operand_cases(cases, operand_shapes, DType::f32, 2);
 
-  std::string program = "#include \"tuned_sgemm.cuh\"\n#include <cstdio>\n\n";
-  program += "struct Case { int table, layout, batch, broadcast, m, n, k, lda, ldb, ldc, alignment; };\n";
-  program += "static const Case k_cases[] = {\n";
-  for (const auto& c : cases)
-    program += fmt::format("    {{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}},\n", c.table,
-                           (c.p.trans_a ? 2 : 0) + (c.p.trans_b ? 1 : 0), c.p.batch,
-                           c.p.batch > 1 ? (c.p.stride_a == 0 ? 1 : 0) + (c.p.stride_b == 0 ? 2 : 0) : 0, c.p.m, c.p.n,
-                           c.p.k, c.lda, c.ldb, c.ldc, c.alignment);
-  program += R"(};
-
-// Host only: nothing here touches a GPU. The sgemm reference keeps every kernel instantiated.
-int main(int argc, char**) {
-  if (argc > 5) return cmtune::sgemm(1, 1, 1, 1.0f, nullptr, 1, nullptr, 1, 0.0f, nullptr, 1) == cudaSuccess;
-  for (const Case& c : k_cases)
-    std::printf("%d\n", cmtune::detail::select(c.table, cmtune::detail::Call{c.layout, c.batch, c.broadcast, c.m, c.n,
-                                                                            c.k, c.lda, c.ldb, c.ldc, c.alignment}));
+  const std::vector<std::string> rest = check_header_selection(dir, model, cases, "sm_80", R"(
   using cmtune::detail::match_device_table;
   std::printf("match %d %d %d %d %d\n", match_device_table("NVIDIA H100 80GB HBM3", 9, 0, 132),
               match_device_table("NVIDIA A100-SXM4-40GB", 8, 0, 108), match_device_table("NVIDIA H100 PCIe", 9, 0, 114),
@@ -1050,44 +1356,109 @@ int main(int argc, char**) {
   std::printf("align %d %d %d %d\n", cmtune::detail::alignment_of(buffer, buffer, buffer) >= 16 ? 16 : 0,
               cmtune::detail::alignment_of(buffer + 1, buffer, buffer), cmtune::detail::alignment_of(buffer + 2, buffer, buffer + 4),
               cmtune::detail::alignment_of(nullptr, nullptr, nullptr));
-  return 0;
-}
-)";
-  test::write_file(dir / "select.cu", program);
-  const auto build = nvcc(fmt::format("-arch=sm_80 -Xcompiler -Wall,-Wextra -I {} {} -o {}", quoted(dir.path()),
-                                      quoted(dir / "select.cu"), quoted(dir / "select")));
-  ASSERT_EQ(build.exit_code, 0) << build.output;
-  const auto run = test::run_command(quoted(dir / "select"));
-  ASSERT_EQ(run.exit_code, 0) << run.output;
-
-  std::istringstream lines(run.output);
-  int mismatches = 0;
-  for (const auto& c : cases) {
-    std::string line;
-    ASSERT_TRUE(std::getline(lines, line)) << "output ended early:\n" << run.output;
-    const int index = std::stoi(line);
-    ASSERT_GE(index, -1);
-    ASSERT_LT(index, static_cast<int>(model.kernels.size()));
-    const auto name = [&](int i) { return i < 0 ? std::string("(refused)") : model.kernels[static_cast<size_t>(i)].name_expression; };
-    const CallShape call{c.p, c.lda, c.ldb, c.ldc, c.alignment};
-    const size_t table = c.table < 0 ? model.devices.size() : static_cast<size_t>(c.table);
-    const std::string expected = name(choose_kernel(model, table, call).kernel);
-    if (name(index) != expected && ++mismatches <= 10)
-      ADD_FAILURE() << fmt::format("table {} {} lda={} ldb={} ldc={} alignment={}: header picks {}, choose_kernel {}",
-                                   c.table, c.p.to_string(), c.lda, c.ldb, c.ldc, c.alignment, name(index), expected);
-    // Whatever runs computes the call's layout, and takes its batch.
-    ASSERT_GE(index, 0) << c.p.to_string() << ": blocktile2d serves every layout and batch, so nothing is refused";
-    const ExportKernel& k = model.kernels[static_cast<size_t>(index)];
-    EXPECT_EQ(k.layout, c.p.layout()) << c.p.to_string() << " ran " << k.name_expression;
-    if (c.p.batch > 1) EXPECT_TRUE(k.batched) << c.p.to_string() << " ran " << k.name_expression;
-  }
-  EXPECT_EQ(mismatches, 0);
-  std::string line;
-  ASSERT_TRUE(std::getline(lines, line));
+)");
   // Exact H100 -> 1, exact A100 -> 0, another cc 9.0 device -> first cc 9.0 table, V100 -> none.
-  EXPECT_EQ(line, "match 1 0 1 1 -1");
-  ASSERT_TRUE(std::getline(lines, line));
-  EXPECT_EQ(line, "align 16 4 8 256");
+  EXPECT_EQ(rest, (std::vector<std::string>{"match 1 0 1 1 -1", "align 16 4 8 256"}));
+}
+
+// The same with FP64 and INT32 winners beside the FP32 ones: dgemm and igemm calls (the f64 dmma
+// winner needs 16-byte alignment and even leading dimensions) choose among their own type's kernels
+// as choose_kernel does, and f32 calls never run them; the header builds for sm_80 and sm_90.
+TEST(ExportNvcc, TypedHeaderSelectionMatchesChooseKernelForEachType) {
+  test::TempDir dir;
+  DbBuilder db(dir / "t.db");
+  RealFixture f;
+  f.typed = true;
+  f.build(db);
+  const ExportModel model = build_export_model(db.store(), {}, builtin_blocktile2d());
+  ASSERT_EQ(model.devices.size(), 2u);
+  ASSERT_EQ(model.devices[1].name, k_h100);
+  const std::string header = render_header(model, "cmtune");
+  test::write_file(dir / "tuned.cuh", header);
+  // A generic default per type and layout (the built-in blocktile2d computes them all), and the tuned
+  // kernels of every type.
+  for (int d = 0; d < k_header_dtypes; ++d)
+    for (int l = 0; l < 4; ++l) {
+      const int g = model.generic_kernels[d][l];
+      ASSERT_GE(g, 0) << d << " " << l;
+      EXPECT_EQ(static_cast<int>(model.kernels[static_cast<size_t>(g)].dtype), d);
+      EXPECT_EQ(layout_number(model.kernels[static_cast<size_t>(g)].layout), l);
+    }
+  std::set<DType> tuned_types;
+  for (const auto& e : model.devices[1].entries) tuned_types.insert(e.problem.dtype);
+  EXPECT_EQ(tuned_types, (std::set<DType>{DType::f32, DType::f64, DType::i32}));
+  EXPECT_NE(header.find("static_cast<TypedBatchedKernelFn<double>>(&"), std::string::npos);
+  EXPECT_NE(header.find("static_cast<TypedBatchedKernelFn<int>>(&"), std::string::npos);
+  EXPECT_NE(header.find("{{1024, 1024, 1024, 0, 1, 0, 1}, "), std::string::npos) << "the f64 entry";
+  EXPECT_NE(header.find("{{1024, 1024, 1024, 0, 1, 0, 2}, "), std::string::npos) << "the i32 entry";
+  EXPECT_NE(header.find("{{64, 64, 64, 1, 4096, 0, 2}, "), std::string::npos) << "the i32 NT batch";
+
+  std::vector<SelectCase> cases;
+  const std::vector<Problem> problems =
+      random_shapes({{1024, 1024, 1024}, {2048, 2048, 2048}, {64, 64, 64}, {1023, 1023, 1023}, {17, 33, 65},
+                     {1, 4096, 4096}, {4096, 4096, 16}, {100000, 16, 16}},
+                    80, 29);
+  for (const DType dtype : {DType::f32, DType::f64, DType::i32}) {
+    for (int table = -1; table < 2; ++table)
+      for (Problem p : problems) {
+        p.dtype = dtype;
+        // Tight and odd leading dimensions, aligned, 8-byte (a double's own) and 4-byte aligned.
+        for (const auto& [dl, align] : std::vector<std::pair<int, int>>{{0, 256}, {1, 256}, {0, 8}, {0, 16}, {2, 16}})
+          if (align >= dtype_bytes(dtype)) cases.push_back({table, p, p.k + dl, p.n + dl, p.n + dl, align});
+      }
+    std::vector<Problem> operand_shapes = {{1024, 1024, 1024}, {64, 64, 64}, {100, 100, 100}};
+    for (size_t i = 8; i < problems.size(); i += 6)
+      if (problems[i].m * problems[i].n < (int64_t{1} << 24)) operand_shapes.push_back(problems[i]);
+    add_operand_cases(cases, operand_shapes, dtype, 2);
+  }
+  const std::vector<std::string> rest = check_header_selection(dir, model, cases, "sm_80", R"(
+  static const double d[64] = {};
+  std::printf("align %d %d\n", cmtune::detail::alignment_of(d, d, d, 10, 0, 64, 8) >= 16 ? 16 : 0,
+              cmtune::detail::alignment_of(d, d, d, 10, 0, 64));
+)");
+  EXPECT_EQ(rest, (std::vector<std::string>{"align 16 8"}));
+  // The tuned shapes run their own type's winners, aligned, and the portable kernels of their type
+  // when the call misses the winner's requirements.
+  const auto chosen = [&](Problem p, int64_t alignment) {
+    CallShape call = tight_call(p);
+    call.alignment = alignment;
+    const int k = choose_kernel(model, 1, call).kernel;
+    return k < 0 ? std::string("(refused)") : model.kernels[static_cast<size_t>(k)].name_expression;
+  };
+  EXPECT_EQ(chosen(RealFixture::f64({1024, 1024, 1024}), 256), f.dm.name_expression);
+  EXPECT_EQ(chosen(RealFixture::f64({1024, 1024, 1024}), 8), f.b2_f64.name_expression);
+  EXPECT_EQ(chosen(RealFixture::i32({1024, 1024, 1024}), 256), f.b2_i32.name_expression);
+  EXPECT_EQ(chosen({1024, 1024, 1024}, 256), f.ms4.name_expression);
+
+  // And for Hopper, with the calls of every entry point of each type.
+  test::write_file(dir / "use.cu", R"(#include "tuned.cuh"
+cudaError_t use(double* dc, const double* da, const double* db, int* ic, const int* ia, const int* ib, cudaStream_t s) {
+  using cmtune::Op;
+  cudaError_t e = cmtune::dgemm(100, 200, 300, 1.0, da, 300, db, 200, 0.0, dc, 200, s);
+  if (e == cudaSuccess) e = cmtune::dgemm(Op::T, Op::N, 100, 200, 300, 1.0, da, 100, db, 200, 0.5, dc, 200, s);
+  if (e == cudaSuccess)
+    e = cmtune::dgemm_strided_batched(Op::N, Op::T, 64, 64, 64, 2.0, da, 64, 4096, db, 64, 0, 0.0, dc, 64, 4096, 8, s);
+  if (e == cudaSuccess) e = cmtune::dgemm_colmajor(Op::N, Op::N, 100, 200, 300, 1.0, da, 100, db, 300, 0.0, dc, 100, s);
+  if (e == cudaSuccess)
+    e = cmtune::dgemm_colmajor_strided_batched(Op::T, Op::T, 64, 64, 64, 1.0, da, 64, 4096, db, 64, 4096, 1.0, dc, 64,
+                                               4096, 3, s);
+  if (e == cudaSuccess) e = cmtune::igemm(100, 200, 300, 3, ia, 300, ib, 200, -2, ic, 200, s);
+  if (e == cudaSuccess) e = cmtune::igemm(Op::N, Op::T, 100, 200, 300, 1, ia, 300, ib, 300, 0, ic, 200, s);
+  if (e == cudaSuccess)
+    e = cmtune::igemm_strided_batched(Op::T, Op::N, 64, 64, 64, 7, ia, 64, 0, ib, 64, 4096, 3, ic, 64, 4096, 8, s);
+  if (e == cudaSuccess) e = cmtune::igemm_colmajor(Op::T, Op::N, 100, 200, 300, 1, ia, 300, ib, 300, 0, ic, 100, s);
+  if (e == cudaSuccess)
+    e = cmtune::igemm_colmajor_strided_batched(Op::N, Op::N, 64, 64, 64, 1, ia, 64, 4096, ib, 64, 4096, 1, ic, 64, 4096,
+                                               3, s);
+  const char* name = nullptr;
+  if (e == cudaSuccess) e = cmtune::kernel_name(100, 200, 300, da, 300, db, 200, dc, 200, &name);
+  if (e == cudaSuccess) e = cmtune::kernel_name(Op::N, Op::N, 100, 200, 300, ia, 300, 0, ib, 200, 0, ic, 200, 0, 1, &name);
+  return e;
+}
+)");
+  const auto sm90 = nvcc(fmt::format("-arch=sm_90 -c -I {} {} -o {}", quoted(dir.path()), quoted(dir / "use.cu"),
+                                     quoted(dir / "use.o")));
+  EXPECT_EQ(sm90.exit_code, 0) << sm90.output;
 }
 
 }  // namespace

@@ -237,14 +237,6 @@ std::vector<Problem> apply_operand_options(const std::vector<Problem>& problems,
   return expand_problems(problems, options.layout, options.batch, options.broadcast, options.dtype);
 }
 
-void require_supported_types(const std::vector<Problem>& problems, std::string_view command) {
-  for (const Problem& p : problems)
-    if (p.dtype != DType::f32)
-      throw UsageError(fmt::format("{} {}: {} problems can be tuned and stored (cm-tune tune), but {} works "
-                                   "through the exported header's dispatch, which handles f32 only so far",
-                                   command, p.to_string(), dtype_name(p.dtype), command));
-}
-
 std::vector<std::string> layout_list(const std::string& value) {
   std::vector<std::string> out;
   for (const Problem& p : expand_problems({Problem{1, 1, 1}}, value, ""))
@@ -281,7 +273,7 @@ nlohmann::json winner_json(const WinnerRecord& w) {
 void print_json(const nlohmann::json& j) { fmt::print("{}\n", j.dump(2)); }   // fmt: a failed write throws with its errno
 
 int run(int argc, char** argv) {
-  CLI::App app{"cm-tune: an autotuner for CUDA SGEMM kernels", "cm-tune"};
+  CLI::App app{"cm-tune: an autotuner for CUDA GEMM kernels (FP32, FP64, INT32)", "cm-tune"};
   app.set_version_flag("--version", version_text());
   app.require_subcommand(1);
   app.fallthrough();

@@ -86,11 +86,6 @@ void add_operand_options(CLI::App& sub, OperandOptions& options, bool single = f
 /// Every problem in every layout and batch the options name (expand_problems); UsageError for a bad value.
 std::vector<Problem> apply_operand_options(const std::vector<Problem>& problems, const OperandOptions& options);
 
-/// Refuses (UsageError naming the first such problem) problems whose element type `command` cannot
-/// handle yet: query and bench work through the exported header's dispatch, which is f32 only so
-/// far. tune measures every type (f64 against cuBLAS DGEMM, i32 without a baseline); keys, the
-/// store, list and compile know every type; export leaves f64 and i32 winners out.
-void require_supported_types(const std::vector<Problem>& problems, std::string_view command);
 
 /// The layouts of a --layout value on list and compile ("nn,tn", "all"); UsageError for a bad one.
 std::vector<std::string> layout_list(const std::string& value);

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <limits>
+#include <map>
+#include <set>
 #include <random>
 #include <spdlog/spdlog.h>
 
@@ -15,6 +17,7 @@
 #include "cuda/device.hpp"
 #include "export/dispatch.hpp"
 #include "measure/gpu_measurer.hpp"
+#include "measure/seed_bmm.hpp"
 
 namespace cmt::cli {
 
@@ -30,14 +33,24 @@ struct BenchOptions {
   bool json = false;
 };
 
-/// The harness's entry: sgemm_strided_batched with op flags as ints (1: transposed).
-using HeaderSgemm = cudaError_t (*)(int, int, int, int, int, float, const float*, int, long long, const float*, int,
-                                    long long, float, float*, int, long long, int, cudaStream_t);
+/// The harness's entries, one per element type T: {s,d,i}gemm_strided_batched with op flags as ints
+/// (1: transposed).
+template <class T>
+using HeaderGemm = cudaError_t (*)(int, int, int, int, int, T, const T*, int, long long, const T*, int, long long, T, T*,
+                                   int, long long, int, cudaStream_t);
+using HeaderKernelName = const char* (*)(int, int, int, int, int, int, long long, int, long long, int, long long, int);
 
-/// Builds the exported header into a shared library with nvcc and loads its sgemm entry point.
+/// The C type, the header's prefix (sgemm, dgemm, igemm) of an element type.
+const char* c_type(DType dtype) { return dtype == DType::f64 ? "double" : dtype == DType::i32 ? "int" : "float"; }
+char routine_letter(DType dtype) { return dtype == DType::f64 ? 'd' : dtype == DType::i32 ? 'i' : 's'; }
+
+/// Builds the exported header into a shared library with nvcc and loads its entry points for the
+/// element types benched (a header of an older cm-tune has sgemm only: asking for f32 alone works
+/// with it).
 class HeaderLibrary {
  public:
-  HeaderLibrary(const std::string& header, const std::string& name_space, const std::string& arch) {
+  HeaderLibrary(const std::string& header, const std::string& name_space, const std::string& arch,
+                const std::set<DType>& dtypes) {
     const auto header_path = std::filesystem::absolute(header);
     if (!std::filesystem::exists(header_path)) throw UsageError(fmt::format("--header {} does not exist", header));
     if (std::filesystem::is_directory(header_path))
@@ -48,18 +61,25 @@ class HeaderLibrary {
       std::ofstream src(m_dir / "harness.cu");
       src << fmt::format("#include \"{}\"\n", header_path.string())
           << fmt::format("namespace ns = {};\n", name_space)
-          << "static ns::Op op(int t) { return t ? ns::Op::T : ns::Op::N; }\n"
-          << "extern \"C\" cudaError_t cmt_bench_sgemm(int ta, int tb, int m, int n, int k, float alpha, const float* a,\n"
-          << "    int lda, long long sa, const float* b, int ldb, long long sb, float beta, float* c, int ldc, long long sc,\n"
-          << "    int batch, cudaStream_t s) {\n"
-          << "  return ns::sgemm_strided_batched(op(ta), op(tb), m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc,\n"
-          << "                                   batch, s);\n}\n"
-          << "extern \"C\" const char* cmt_bench_kernel_name(int ta, int tb, int m, int n, int k, int lda, long long sa,\n"
-          << "    int ldb, long long sb, int ldc, long long sc, int batch) {\n"
-          << "  const float* p = reinterpret_cast<const float*>(256);  // aligned as cudaMalloc's buffers\n"
-          << "  const char* name = nullptr;\n"
-          << "  return ns::kernel_name(op(ta), op(tb), m, n, k, p, lda, sa, p, ldb, sb, p, ldc, sc, batch, &name) == cudaSuccess\n"
-          << "      ? name : nullptr;\n}\n";
+          << "static ns::Op op(int t) { return t ? ns::Op::T : ns::Op::N; }\n";
+      for (const DType d : dtypes) {
+        const std::string t = c_type(d);
+        const char x = routine_letter(d);
+        src << fmt::format(
+            "extern \"C\" cudaError_t cmt_bench_{x}gemm(int ta, int tb, int m, int n, int k, {t} alpha, const {t}* a,\n"
+            "    int lda, long long sa, const {t}* b, int ldb, long long sb, {t} beta, {t}* c, int ldc, long long sc,\n"
+            "    int batch, cudaStream_t s) {{\n"
+            "  return ns::{x}gemm_strided_batched(op(ta), op(tb), m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc,\n"
+            "                                   batch, s);\n}}\n"
+            "extern \"C\" const char* cmt_bench_{x}kernel_name(int ta, int tb, int m, int n, int k, int lda, long long sa,\n"
+            "    int ldb, long long sb, int ldc, long long sc, int batch) {{\n"
+            "  const {t}* p = reinterpret_cast<const {t}*>(256);  // aligned as cudaMalloc's buffers\n"
+            "  const char* name = nullptr;\n"
+            "  return ns::kernel_name(op(ta), op(tb), m, n, k, p, lda, sa, p, ldb, sb, p, ldc, sc, batch, &name) == "
+            "cudaSuccess\n"
+            "      ? name : nullptr;\n}}\n",
+            fmt::arg("x", x), fmt::arg("t", t));
+      }
     }
     const char* cuda_home = std::getenv("CUDA_HOME");
     const std::string nvcc = fmt::format("{}/bin/nvcc", cuda_home ? cuda_home : "/usr/local/cuda");
@@ -74,31 +94,59 @@ class HeaderLibrary {
     }
     m_handle = dlopen((m_dir / "harness.so").c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!m_handle) throw UsageError(fmt::format("cannot load the compiled header: {}", dlerror()));
-    m_sgemm = reinterpret_cast<HeaderSgemm>(dlsym(m_handle, "cmt_bench_sgemm"));
-    if (!m_sgemm) throw UsageError("the compiled header has no cmt_bench_sgemm");
-    m_kernel_name = reinterpret_cast<KernelName>(dlsym(m_handle, "cmt_bench_kernel_name"));
-    if (!m_kernel_name) throw UsageError("the compiled header has no cmt_bench_kernel_name");
+    for (const DType d : dtypes) {
+      const std::string gemm = fmt::format("cmt_bench_{}gemm", routine_letter(d));
+      const std::string name = fmt::format("cmt_bench_{}kernel_name", routine_letter(d));
+      void* g = dlsym(m_handle, gemm.c_str());
+      void* n = dlsym(m_handle, name.c_str());
+      if (!g || !n) throw UsageError(fmt::format("the compiled header has no {}", gemm));
+      m_gemm[d] = g;
+      m_kernel_name[d] = reinterpret_cast<HeaderKernelName>(n);
+    }
   }
   ~HeaderLibrary() {
     std::error_code ec;
     std::filesystem::remove_all(m_dir, ec);  // the library stays mapped until exit
   }
-  HeaderSgemm sgemm() const { return m_sgemm; }
+  /// The header's {s,d,i}gemm_strided_batched for the arguments' type, as a launcher on `stream`.
+  GemmLauncher launcher(DType dtype, cudaStream_t stream) const {
+    void* fn = m_gemm.at(dtype);
+    return [fn, stream](const GemmArgs& a) {
+      switch (a.dtype) {
+        case DType::f32:
+          return reinterpret_cast<HeaderGemm<float>>(fn)(a.trans_a, a.trans_b, a.m, a.n, a.k, a.alpha.f32(),
+                                                         a.a_as<float>(), a.lda, a.stride_a, a.b_as<float>(), a.ldb,
+                                                         a.stride_b, a.beta.f32(), a.c_as<float>(), a.ldc, a.stride_c,
+                                                         a.batch, stream);
+        case DType::f64:
+          return reinterpret_cast<HeaderGemm<double>>(fn)(a.trans_a, a.trans_b, a.m, a.n, a.k, a.alpha.f64(),
+                                                          a.a_as<double>(), a.lda, a.stride_a, a.b_as<double>(), a.ldb,
+                                                          a.stride_b, a.beta.f64(), a.c_as<double>(), a.ldc, a.stride_c,
+                                                          a.batch, stream);
+        case DType::i32:
+          return reinterpret_cast<HeaderGemm<int>>(fn)(a.trans_a, a.trans_b, a.m, a.n, a.k, a.alpha.i32(),
+                                                       a.a_as<int>(), a.lda, a.stride_a, a.b_as<int>(), a.ldb,
+                                                       a.stride_b, a.beta.i32(), a.c_as<int>(), a.ldc, a.stride_c,
+                                                       a.batch, stream);
+      }
+      return cudaErrorInvalidValue;
+    };
+  }
   /// The instantiation the header's dispatch runs for a call on aligned buffers.
   std::string kernel_name(const CallShape& c) const {
     const Problem& p = c.problem;
-    const char* name = m_kernel_name(p.trans_a, p.trans_b, static_cast<int>(p.m), static_cast<int>(p.n),
-                                     static_cast<int>(p.k), static_cast<int>(c.lda), p.stride_a, static_cast<int>(c.ldb),
-                                     p.stride_b, static_cast<int>(c.ldc), p.stride_c, static_cast<int>(p.batch));
+    const char* name = m_kernel_name.at(p.dtype)(p.trans_a, p.trans_b, static_cast<int>(p.m), static_cast<int>(p.n),
+                                                 static_cast<int>(p.k), static_cast<int>(c.lda), p.stride_a,
+                                                 static_cast<int>(c.ldb), p.stride_b, static_cast<int>(c.ldc),
+                                                 p.stride_c, static_cast<int>(p.batch));
     return name ? name : "?";
   }
 
  private:
   std::filesystem::path m_dir;
   void* m_handle = nullptr;
-  HeaderSgemm m_sgemm = nullptr;
-  using KernelName = const char* (*)(int, int, int, int, int, int, long long, int, long long, int, long long, int);
-  KernelName m_kernel_name = nullptr;
+  std::map<DType, void*> m_gemm;
+  std::map<DType, HeaderKernelName> m_kernel_name;
 };
 
 struct BenchRow {
@@ -107,7 +155,13 @@ struct BenchRow {
   std::string dispatch_note;
   bool tuned = false;            // the problem was tuned; else the cost model chose
   std::string header_kernel;     // template[params] the header dispatched, when it differs
-  double winner_tflops = 0, header_tflops = 0, cublas_tflops = 0;
+  double winner_tflops = 0, header_tflops = 0;
+  double cublas_tflops = 0;      // 0: cuBLAS has no GEMM of this type (i32)
+  double seed_tflops = 0;        // batched problems: the best variant of the seed's bmm; else 0
+  std::string seed_variant;
+  double f32_tflops = 0;         // i32 problems: the FP32 dispatch's kernel at the same shape; 0: none
+  std::string f32_kernel;
+  double peak = 0;               // the device's peak for the type (FP64: tensor cores where it has them)
   bool winner_valid = false, header_valid = false;
 };
 
@@ -118,9 +172,58 @@ double geomean(const std::vector<double>& v) {
   return std::exp(s / static_cast<double>(v.size()));
 }
 
+/// The peak rate a type's GEMM is held against: FP32 SIMT, FP64 on the tensor cores where the GPU
+/// has them (else SIMT), INT32 multiply-add.
+double type_peak(const DeviceInfo& device, DType dtype) {
+  if (dtype == DType::i32) return device.int32_peak_tops();
+  if (dtype == DType::f64) return device.fp64_tensor_peak_tflops() > 0 ? device.fp64_tensor_peak_tflops() : device.fp64_peak_tflops();
+  return device.fp32_peak_tflops();
+}
+
+/// The kernel the dispatch picks for a call, loaded from the database as a launcher; `binaries`
+/// keeps the binary alive while the measurer does.
+struct DispatchedKernel {
+  std::string label;    // template[params]
+  std::string why;      // the dispatch's reason
+  bool exact = false;   // a tuned problem
+  GemmLauncher launch;
+};
+
+DispatchedKernel load_dispatched(const ExportModel& model, const CallShape& call, Store& store, GpuMeasurer& measurer,
+                                 std::vector<std::unique_ptr<BinaryRecord>>& binaries) {
+  const Problem& p = call.problem;
+  const DispatchChoice choice = choose_kernel(model, 0, call);
+  if (choice.kernel < 0) throw UsageError(fmt::format("{}: {}", p.to_string(), choice.why));
+  const ExportKernel& k = model.kernels.at(static_cast<size_t>(choice.kernel));
+  DispatchedKernel out;
+  out.label = fmt::format("{}[{}]", k.template_name, k.params);
+  out.why = choice.why;
+  out.exact = choice.exact;
+  if (k.binary_key.empty())
+    throw UsageError(fmt::format("{}: the dispatch runs the generic default kernel ({}), which is not in the database; "
+                                 "tune this device first",
+                                 p.to_string(), choice.why));
+  auto binary = store.find_binary(k.binary_key);
+  if (!binary || !binary->ok) throw UsageError(fmt::format("the binary of {} is missing from the database", out.label));
+  binaries.push_back(std::make_unique<BinaryRecord>(std::move(*binary)));
+  std::string why_not;
+  auto launch = measurer.kernel_launcher({binaries.back().get(), k.shape, k.requirements, out.label}, &why_not);
+  if (!launch) throw UsageError(fmt::format("{}: {} cannot run here: {}", p.to_string(), out.label, why_not));
+  out.launch = std::move(*launch);
+  return out;
+}
+
+double tflops_of(const Problem& p, const TimingResult& r) {
+  if (r.status != cudaSuccess) throw InfraError("CUDA", "bench launch", cudaGetErrorString(r.status), __FILE__, __LINE__);
+  return gflops(p.flops(), r.stats.median) / 1e3;
+}
+
+std::string ratio_text(double num, double den) { return num > 0 && den > 0 ? fmt::format("{:.3f}x", num / den) : "-"; }
+nlohmann::json ratio_json(double num, double den) { return num > 0 && den > 0 ? nlohmann::json(num / den) : nlohmann::json(); }
+nlohmann::json rate_json(double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(); }
+
 int run_bench(const GlobalOptions& global, const BenchOptions& o) {
   const auto problems = apply_operand_options(parse_sizes(o.sizes), o.operands);
-  require_supported_types(problems, "bench");
   // The GPU first: without one, nothing is opened or created.
   const DeviceInfo device = select_device(resolve_live_device(o.device).index);
   Store store(database_path(global), OpenMode::read);   // only reads: works on a database this user cannot write
@@ -128,67 +231,77 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
   if (store.winners(db_device.id).empty())
     throw UsageError(fmt::format("no winners stored for {}; run cm-tune tune first", device.name));
   const ExportModel model = device_export_model(store, db_device.id, global);
+  std::set<DType> dtypes;
+  for (const Problem& p : problems) dtypes.insert(p.dtype);
   std::unique_ptr<HeaderLibrary> header;
-  if (!o.header.empty()) header = std::make_unique<HeaderLibrary>(o.header, o.name_space, device.arch());
+  if (!o.header.empty()) header = std::make_unique<HeaderLibrary>(o.header, o.name_space, device.arch(), dtypes);
 
   // The tuner's own measuring code: the same workspaces, validation and interleaved timing.
   TuneSettings settings;
   settings.allow_spills = true;  // time whatever the database holds
   GpuMeasurer measurer(device, settings, std::random_device{}());
   const GemmLauncher cublas = measurer.cublas_launcher();
-  GemmLauncher header_launch;
-  if (header) {
-    const HeaderSgemm fn = header->sgemm();
-    const cudaStream_t stream = measurer.stream();
-    header_launch = [fn, stream](const GemmArgs& a) {
-      // bench refuses other types than f32 (require_supported_types): the header's entry is SGEMM.
-      return fn(a.trans_a, a.trans_b, a.m, a.n, a.k, a.alpha.f32(), a.a_as<float>(), a.lda, a.stride_a, a.b_as<float>(),
-                a.ldb, a.stride_b, a.beta.f32(), a.c_as<float>(), a.ldc, a.stride_c, a.batch, stream);
-    };
-  }
+  const std::vector<SeedBmmVariant> seed = seed_bmm_variants(measurer.stream());
   std::vector<BenchRow> rows;
-  std::vector<BinaryRecord> binaries;  // the kernels stay loaded while the measurer lives
-  binaries.reserve(problems.size());
+  std::vector<std::unique_ptr<BinaryRecord>> binaries;  // the kernels stay loaded while the measurer lives
   for (const Problem& p : problems) {
     BenchRow row;
     row.problem = p;
+    row.peak = type_peak(device, p.dtype);
     const CallShape call = tight_call(p);
-    const DispatchChoice choice = choose_kernel(model, 0, call);
-    row.dispatch_note = choice.why;
-    row.tuned = choice.exact;
-    if (choice.kernel < 0) throw UsageError(fmt::format("{}: {}", p.to_string(), choice.why));
-    const ExportKernel& k = model.kernels.at(static_cast<size_t>(choice.kernel));
-    row.winner = fmt::format("{}[{}]", k.template_name, k.params);
-    if (k.binary_key.empty())
-      throw UsageError(fmt::format("{}: the dispatch runs the generic default kernel ({}), which is not in the database; "
-                                   "tune this device first",
-                                   p.to_string(), choice.why));
-    auto binary = store.find_binary(k.binary_key);
-    if (!binary || !binary->ok) throw UsageError(fmt::format("the binary of {} is missing from the database", row.winner));
-    binaries.push_back(std::move(*binary));
-    std::string why_not;
-    const auto winner = measurer.kernel_launcher({&binaries.back(), k.shape, k.requirements, row.winner}, &why_not);
-    if (!winner) throw UsageError(fmt::format("{}: {} cannot run here: {}", p.to_string(), row.winner, why_not));
-
+    const DispatchedKernel winner = load_dispatched(model, call, store, measurer, binaries);
+    row.winner = winner.label;
+    row.dispatch_note = winner.why;
+    row.tuned = winner.exact;
+    GemmLauncher header_launch;
     if (header) {
+      header_launch = header->launcher(p.dtype, measurer.stream());
       const std::string ran = header->kernel_name(call);
       row.header_kernel = ran;
       for (const auto& mk : model.kernels)
         if (mk.name_expression == ran) row.header_kernel = fmt::format("{}[{}]", mk.template_name, mk.params);
     }
-    row.winner_valid = measurer.validate(*winner, p).passed;
+    row.winner_valid = measurer.validate(winner.launch, p).passed;
     if (header) row.header_valid = measurer.validate(header_launch, p).passed;
-    std::vector<GemmLauncher> launches{*winner, cublas};
+
+    // One interleaved run: the winner, cuBLAS (when it has the type), the header, and for a batch
+    // the seed's bmm variants.
+    std::vector<GemmLauncher> launches{winner.launch};
+    const bool has_cublas = cublas_has_gemm(p.dtype);
+    if (has_cublas) launches.push_back(cublas);
     if (header) launches.push_back(header_launch);
+    const size_t first_seed = launches.size();
+    if (p.batched())
+      for (const auto& v : seed) launches.push_back(v.launch);
     const auto results = measurer.time_interleaved(launches, p, o.rounds);
-    for (const auto& r : results)
-      if (r.status != cudaSuccess) throw InfraError("CUDA", "bench launch", cudaGetErrorString(r.status), __FILE__, __LINE__);
-    row.winner_tflops = gflops(p.flops(), results[0].stats.median) / 1e3;
-    row.cublas_tflops = gflops(p.flops(), results[1].stats.median) / 1e3;
-    if (header) row.header_tflops = gflops(p.flops(), results[2].stats.median) / 1e3;
+    size_t at = 0;
+    row.winner_tflops = tflops_of(p, results[at++]);
+    if (has_cublas) row.cublas_tflops = tflops_of(p, results[at++]);
+    if (header) row.header_tflops = tflops_of(p, results[at++]);
+    for (size_t i = first_seed; i < results.size(); ++i) {
+      const double t = tflops_of(p, results[i]);
+      if (t > row.seed_tflops) {
+        row.seed_tflops = t;
+        row.seed_variant = seed[i - first_seed].name;
+      }
+    }
+    // INT32 has no cuBLAS baseline: hold it against the FP32 kernel the dispatch runs at the shape.
+    if (p.dtype == DType::i32) {
+      Problem p32 = p;
+      p32.dtype = DType::f32;
+      try {
+        const DispatchedKernel f32 = load_dispatched(model, tight_call(p32), store, measurer, binaries);
+        row.f32_kernel = f32.label;
+        row.f32_tflops = tflops_of(p32, measurer.time_interleaved({f32.launch}, p32, o.rounds).at(0));
+      } catch (const UsageError& e) {
+        spdlog::warn("{}: no FP32 kernel to compare with: {}", p.to_string(), e.what());
+      }
+    }
     rows.push_back(row);
-    spdlog::info("{}: winner {:.2f} TF/s, cuBLAS {:.2f} TF/s{}", p.to_string(), row.winner_tflops, row.cublas_tflops,
-                 header ? fmt::format(", header {:.2f} TF/s", row.header_tflops) : "");
+    spdlog::info("{}: winner {:.2f} T/s{}{}{}", p.to_string(), row.winner_tflops,
+                 has_cublas ? fmt::format(", cuBLAS {:.2f}", row.cublas_tflops) : "",
+                 header ? fmt::format(", header {:.2f}", row.header_tflops) : "",
+                 row.seed_tflops > 0 ? fmt::format(", seed bmm {:.2f}", row.seed_tflops) : "");
   }
 
   // The header's kernels are built by nvcc and the tuned ones by NVRTC: the two can schedule one
@@ -205,6 +318,7 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
 
   std::vector<double> winner_ratios, header_ratios;
   for (const auto& r : rows) {
+    if (r.cublas_tflops <= 0) continue;
     winner_ratios.push_back(r.winner_tflops / r.cublas_tflops);
     if (header) header_ratios.push_back(r.header_tflops / r.cublas_tflops);
   }
@@ -212,39 +326,56 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& r : rows)
       out.push_back({{"problem", r.problem.to_string()},
+                     {"dtype", dtype_name(r.problem.dtype)},
                      {"winner", r.winner},
                      {"tuned", r.tuned},
                      {"dispatch", r.dispatch_note},
                      {"winner_tflops", r.winner_tflops},
                      {"winner_valid", r.winner_valid},
-                     {"cublas_tflops", r.cublas_tflops},
-                     {"winner_ratio", r.winner_tflops / r.cublas_tflops},
+                     {"cublas_tflops", rate_json(r.cublas_tflops)},
+                     {"winner_ratio", ratio_json(r.winner_tflops, r.cublas_tflops)},
+                     {"peak", r.peak},
+                     {"winner_peak_fraction", ratio_json(r.winner_tflops, r.peak)},
+                     {"seed_bmm_tflops", rate_json(r.seed_tflops)},
+                     {"seed_bmm_variant", r.seed_variant},
+                     {"winner_vs_seed_bmm", ratio_json(r.winner_tflops, r.seed_tflops)},
+                     {"f32_kernel", r.f32_kernel},
+                     {"f32_tflops", rate_json(r.f32_tflops)},
+                     {"winner_vs_f32", ratio_json(r.winner_tflops, r.f32_tflops)},
                      {"header_kernel", r.header_kernel},
                      {"header_tflops", header ? nlohmann::json(r.header_tflops) : nlohmann::json()},
                      {"header_valid", header ? nlohmann::json(r.header_valid) : nlohmann::json()},
-                     {"header_ratio", header ? nlohmann::json(r.header_tflops / r.cublas_tflops) : nlohmann::json()},
+                     {"header_ratio", header ? ratio_json(r.header_tflops, r.cublas_tflops) : nlohmann::json()},
                      {"header_vs_winner", header ? nlohmann::json(r.header_tflops / r.winner_tflops) : nlohmann::json()}});
     print_json({{"device", device.name},
                 {"driver", device.driver_version},
                 {"runtime", device.runtime_version},
                 {"rounds", o.rounds},
                 {"rows", out},
-                {"geomean_winner_ratio", geomean(winner_ratios)},
-                {"geomean_header_ratio", header ? nlohmann::json(geomean(header_ratios)) : nlohmann::json()}});
+                {"geomean_winner_ratio", winner_ratios.empty() ? nlohmann::json() : nlohmann::json(geomean(winner_ratios))},
+                {"geomean_header_ratio",
+                 header && !header_ratios.empty() ? nlohmann::json(geomean(header_ratios)) : nlohmann::json()}});
   } else {
-    fmt::print("{} ({}), driver {}, runtime {}, median of {} interleaved rounds, L2 flushed\n", device.name, device.arch(),
-               device.driver_version, device.runtime_version, o.rounds);
-    fmt::print("{:<18} {:>9} {:>9} {:>9} {:>8} {:>8}  {}\n", "problem", "kernel", "header", "cuBLAS", "k/cuBLAS",
-               "h/cuBLAS", "dispatched kernel (* = chosen by the cost model: not tuned)");
-    for (const auto& r : rows)
-      fmt::print("{:<18} {:>9.2f} {:>9} {:>9.2f} {:>7.3f}x {:>8}  {}{}{}\n", r.problem.to_string() + (r.tuned ? "" : " *"),
-                 r.winner_tflops,
-                 header ? fmt::format("{:.2f}", r.header_tflops) : "-", r.cublas_tflops, r.winner_tflops / r.cublas_tflops,
-                 header ? fmt::format("{:.3f}x", r.header_tflops / r.cublas_tflops) : "-", r.winner,
-                 r.header_kernel.empty() || r.header_kernel == r.winner ? "" : fmt::format("  (header ran {})", r.header_kernel),
-                 r.winner_valid && (!header || r.header_valid) ? "" : "  (VALIDATION FAILED)");
-    fmt::print("{:<18} {:>9} {:>9} {:>9} {:>7.3f}x {:>8}\n", "geomean", "", "", "", geomean(winner_ratios),
-               header ? fmt::format("{:.3f}x", geomean(header_ratios)) : "-");
+    fmt::print("{} ({}), driver {}, runtime {}, median of {} interleaved rounds, L2 flushed; rates in TFLOP/s (i32: TOP/s)\n",
+               device.name, device.arch(), device.driver_version, device.runtime_version, o.rounds);
+    fmt::print("{:<22} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>8} {:>8}  {}\n", "problem", "kernel", "header", "cuBLAS",
+               "k/cuBLAS", "h/cuBLAS", "peak", "seed bmm", "k/seed", "dispatched kernel (* = chosen by the cost model: not tuned)");
+    for (const auto& r : rows) {
+      std::string notes;
+      if (!r.header_kernel.empty() && r.header_kernel != r.winner) notes += fmt::format("  (header ran {})", r.header_kernel);
+      if (r.f32_tflops > 0) notes += fmt::format("  (FP32 {:.2f}: i32/f32 {:.3f}x)", r.f32_tflops, r.winner_tflops / r.f32_tflops);
+      if (!(r.winner_valid && (!header || r.header_valid))) notes += "  (VALIDATION FAILED)";
+      fmt::print("{:<22} {:>8.2f} {:>8} {:>8} {:>8} {:>8} {:>5.0f}% {:>8} {:>8}  {}{}\n",
+                 r.problem.to_string() + (r.tuned ? "" : " *"), r.winner_tflops,
+                 header ? fmt::format("{:.2f}", r.header_tflops) : "-",
+                 r.cublas_tflops > 0 ? fmt::format("{:.2f}", r.cublas_tflops) : "n/a",
+                 ratio_text(r.winner_tflops, r.cublas_tflops), header ? ratio_text(r.header_tflops, r.cublas_tflops) : "-",
+                 100.0 * r.winner_tflops / r.peak, r.seed_tflops > 0 ? fmt::format("{:.2f}", r.seed_tflops) : "-",
+                 ratio_text(r.winner_tflops, r.seed_tflops), r.winner, notes);
+    }
+    if (!winner_ratios.empty())
+      fmt::print("{:<22} {:>8} {:>8} {:>8} {:>7.3f}x {:>8}\n", "geomean (cuBLAS rows)", "", "", "", geomean(winner_ratios),
+                 header ? fmt::format("{:.3f}x", geomean(header_ratios)) : "-");
   }
   for (const auto& r : rows)
     if (!r.winner_valid || (header && !r.header_valid)) return 1;
@@ -265,7 +396,7 @@ void add_bench_command(CLI::App& app, GlobalOptions& global, Action& action) {
   add_operand_options(*sub, o->operands);
   sub->add_option("--header", o->header, "Exported header to build (nvcc) and time through its dispatch")
       ->check(non_empty_path());
-  sub->add_option("--namespace", o->name_space, "Namespace of the header's sgemm")->capture_default_str();
+  sub->add_option("--namespace", o->name_space, "Namespace of the header's sgemm, dgemm and igemm")->capture_default_str();
   sub->add_option("--rounds", o->rounds, "Interleaved rounds (samples per implementation), at least 5")
       ->capture_default_str()
       ->check(whole_number(5, std::numeric_limits<int>::max()));

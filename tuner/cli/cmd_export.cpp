@@ -2,13 +2,13 @@
 #include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 #include <fstream>
 #include <optional>
 #include <sstream>
 #include <system_error>
 
 #include "cli/app.hpp"
+#include "cli/sizes.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "export/header_writer.hpp"
@@ -21,6 +21,7 @@ struct ExportCommandOptions {
   std::string out;
   std::string device = "all";
   std::string name_space = "cmtune";
+  std::string dtype = "all";
   bool check = false;
 };
 
@@ -69,6 +70,8 @@ std::filesystem::path output_destination(const std::filesystem::path& out, const
 
 int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
   check_namespace_name(o.name_space);
+  const std::vector<DType> dtypes = parse_dtype_list(o.dtype);
+  if (dtypes.empty()) throw UsageError("--dtype: give f32, f64, i32, a comma list of them, or all");
   const std::filesystem::path db_file = database_path(global);
   if (!std::filesystem::exists(db_file))
     throw UsageError(fmt::format("database {} does not exist; run cm-tune tune first", db_file.string()));
@@ -80,17 +83,10 @@ int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
   ExportOptions options;
   options.name_space = o.name_space;
   if (o.device != "all") options.device_ids.push_back(resolve_db_device(store, o.device).id);
+  if (dtypes.size() < static_cast<size_t>(k_header_dtypes)) options.dtypes = dtypes;   // else every type
   const TemplateDesc blocktile2d = generic_default_template(global);
   const ExportModel model = build_export_model(store, options, blocktile2d);
   const std::string header = render_header(model, o.name_space);
-  if (!model.left_out.empty()) {
-    std::string names;
-    for (size_t i = 0; i < model.left_out.size() && i < 3; ++i) names += (i ? ", " : "") + model.left_out[i].to_string();
-    if (model.left_out.size() > 3) names += ", ...";
-    spdlog::warn("{} tuned problem{} of type f64 or i32 ({}) {} not in the header: its dispatch handles f32 only so far",
-                 model.left_out.size(), model.left_out.size() == 1 ? "" : "s", names,
-                 model.left_out.size() == 1 ? "is" : "are");
-  }
 
   const auto existing = read_if_exists(destination);
   if (o.check) {
@@ -101,16 +97,19 @@ int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
     std::string again = "cm-tune export --out " + out.string();
     if (o.device != "all") again += " --device '" + o.device + "'";
     if (o.name_space != "cmtune") again += " --namespace " + o.name_space;
+    if (!options.dtypes.empty()) again += " --dtype " + o.dtype;
     fmt::print(stderr, "cm-tune: {} {} what {} exports now; re-run `{}`\n", out.string(),
                existing ? "differs from" : "does not exist, so it differs from", db_file.string(), again);
     return 1;
   }
   size_t problems = 0;
   for (const auto& d : model.devices) problems += d.entries.size();
-  const size_t generics = static_cast<size_t>(
-      std::count_if(std::begin(model.generic_kernels), std::end(model.generic_kernels), [](int k) { return k >= 0; }));
+  size_t generics = 0;
+  for (const auto& row : model.generic_kernels)
+    generics += static_cast<size_t>(std::count_if(std::begin(row), std::end(row), [](int k) { return k >= 0; }));
   const std::string summary =
-      fmt::format("{} device table{}, {} tuned problem{}, {} kernel{} (incl. {} generic default{}, one per layout)",
+      fmt::format("{} device table{}, {} tuned problem{}, {} kernel{} (incl. {} generic default{}, one per type and "
+                  "layout)",
                   model.devices.size(), model.devices.size() == 1 ? "" : "s", problems, problems == 1 ? "" : "s",
                   model.kernels.size(), model.kernels.size() == 1 ? "" : "s", generics, generics == 1 ? "" : "s");
   if (existing && *existing == header) {
@@ -132,6 +131,10 @@ void add_export_command(CLI::App& app, GlobalOptions& global, Action& action) {
                   "'all', or one database device: CUDA index, database position, UUID or unique part of its name")
       ->capture_default_str();
   sub->add_option("--namespace", o->name_space, "C++ namespace of the header's API")->capture_default_str();
+  sub->add_option("--dtype", o->dtype,
+                  "Element types whose tuned winners go into the tables: f32, f64, i32, a comma list, or all (the "
+                  "entry points sgemm, dgemm and igemm exist anyway, running the generic defaults)")
+      ->capture_default_str();
   sub->add_flag("--check", o->check,
                 "Write nothing; exit 1 if the file differs from what would be exported now (0 if identical)");
   add_db_option(*sub, global);

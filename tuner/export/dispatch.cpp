@@ -19,6 +19,11 @@ struct KernelTiles {
   int tile_m, tile_n, grid_z, problems_per_block;
 };
 
+/// The header's KernelInfo fields kernel_serves and generic_kernel read.
+struct KernelServes {
+  int layout, batched, dtype;
+};
+
 /// The header's TunedProblem fields exact_entry reads.
 struct EntryKey {
   struct {
@@ -26,11 +31,13 @@ struct EntryKey {
     int layout;
     long long batch;
     int broadcast;
+    int dtype;
   } problem;
 };
 
 EntryKey entry_key(const Problem& p) {
-  return {{p.m, p.n, p.k, rules::layout_index(p.trans_a, p.trans_b), p.batch, broadcast_number(p)}};
+  return {{p.m, p.n, p.k, rules::layout_index(p.trans_a, p.trans_b), p.batch, broadcast_number(p),
+           static_cast<int>(p.dtype)}};
 }
 
 }  // namespace
@@ -41,7 +48,9 @@ int broadcast_number(const Problem& p) { return rules::broadcast_bits(p.batch, p
 
 CallShape tight_call(const Problem& problem) {
   const Layout t = timing_layout(problem);
-  const auto bits = static_cast<unsigned long long>(256 | (t.stride_a * 4) | (t.stride_b * 4) | (t.stride_c * 4));
+  const int64_t bytes = dtype_bytes(problem.dtype);   // strides count elements
+  const auto bits =
+      static_cast<unsigned long long>(256 | (t.stride_a * bytes) | (t.stride_b * bytes) | (t.stride_c * bytes));
   Problem p = problem;
   p.stride_a = t.stride_a, p.stride_b = t.stride_b, p.stride_c = t.stride_c;
   return {p, t.lda, t.ldb, t.ldc, rules::alignment_of_bits(bits)};
@@ -54,23 +63,26 @@ bool requirements_met(const Requirements& r, const CallShape& call) {
 
 DispatchChoice choose_kernel(const ExportModel& model, size_t device, const CallShape& call) {
   DispatchChoice c;
+  const Problem& p = call.problem;
+  const int layout = rules::layout_index(p.trans_a, p.trans_b);
+  const int dtype = static_cast<int>(p.dtype);
+  std::vector<KernelServes> serving;
+  for (const auto& k : model.kernels)
+    serving.push_back({layout_number(k.layout), k.batched ? 1 : 0, static_cast<int>(k.dtype)});
+  const auto serves = [&](int kernel) {
+    const KernelServes& k = serving.at(static_cast<size_t>(kernel));
+    return rules::kernel_serves(k.layout, k.batched, k.dtype, layout, p.batch, dtype);
+  };
+  const int generic = rules::generic_kernel(model.generic_kernels, k_header_dtypes, serving.data(), dtype, layout, p.batch);
+  c.kernel = generic;
   if (device >= model.devices.size()) {
-    const int g = model.generic_kernels[rules::layout_index(call.problem.trans_a, call.problem.trans_b)];
-    c.kernel = g >= 0 && (call.problem.batch <= 1 || model.kernels.at(static_cast<size_t>(g)).batched) ? g : -1;
     c.why = c.kernel >= 0 ? "nothing tuned for this device: the generic default kernel runs"
-                          : "nothing tuned for this device, and no generic kernel computes this layout and batch";
+                          : fmt::format("nothing tuned for this device, and no generic kernel computes this layout and "
+                                        "batch in {}",
+                                        dtype_name(p.dtype));
     return c;
   }
   const ExportDevice& dev = model.devices[device];
-  const Problem& p = call.problem;
-  const int layout = rules::layout_index(p.trans_a, p.trans_b);
-  const auto serves = [&](int kernel) {
-    const ExportKernel& k = model.kernels.at(static_cast<size_t>(kernel));
-    return rules::kernel_serves(layout_number(k.layout), k.batched, layout, p.batch);
-  };
-  const int g = model.generic_kernels[layout];
-  const int generic = g >= 0 && serves(g) ? g : -1;
-  c.kernel = generic;
   const auto usable = [&](int kernel) {
     return serves(kernel) && requirements_met(model.kernels.at(static_cast<size_t>(kernel)).requirements, call);
   };
@@ -80,6 +92,8 @@ DispatchChoice choose_kernel(const ExportModel& model, size_t device, const Call
                      static_cast<int>(k.shape.problems_per_block)});
 
   for (const auto& m : dev.models) {
+    // Kernels of other types compute other problems: not even runners-up.
+    if (model.kernels.at(static_cast<size_t>(m.kernel)).dtype != p.dtype) continue;
     Prediction pr;
     pr.kernel = m.kernel;
     pr.us = rules::model_us(m, tiles.data(), dev.sm_count, p.m, p.n, p.k, p.batch);
@@ -97,7 +111,7 @@ DispatchChoice choose_kernel(const ExportModel& model, size_t device, const Call
   for (const auto& entry : dev.entries) keys.push_back(entry_key(entry.problem));
   const EntryKey call_key = entry_key(p);
   const int e = rules::exact_entry(keys.data(), static_cast<int>(keys.size()), p.m, p.n, p.k, layout, p.batch,
-                                   call_key.problem.broadcast);
+                                   call_key.problem.broadcast, dtype);
   if (e >= 0) {
     const ExportEntry& entry = dev.entries[static_cast<size_t>(e)];
     c.exact = true;
@@ -120,8 +134,10 @@ DispatchChoice choose_kernel(const ExportModel& model, size_t device, const Call
   const int best = rules::best_predicted(dev.models.data(), static_cast<int>(dev.models.size()), tiles.data(),
                                          dev.sm_count, p.m, p.n, p.k, p.batch, usable, &us, &pass);
   if (best < 0) {
-    c.why = dev.models.empty() ? "no kernel has a cost model on this device: the generic default kernel runs"
-                               : "the call meets no modelled kernel's requirements: the generic default kernel runs";
+    const std::string outcome = generic >= 0 ? "the generic default kernel runs" : "no kernel computes the call";
+    c.why = c.predictions.empty()
+                ? fmt::format("no {} kernel has a cost model on this device: {}", dtype_name(p.dtype), outcome)
+                : fmt::format("the call meets no modelled kernel's requirements: {}", outcome);
     return c;
   }
   const ExportKernelModel& m = dev.models[static_cast<size_t>(best)];

@@ -15,7 +15,7 @@
 namespace cmt {
 
 /// The header's number of a layout ("nn" 0, "nt" 1, "tn" 2, "tt" 3: KernelInfo::layout,
-/// TunedProblem::layout, k_generic_kernels), by the dispatch rules.
+/// TunedProblem::layout, the columns of k_generic_kernels), by the dispatch rules.
 int layout_number(std::string_view layout);
 /// The header's broadcast bits of a problem (TunedProblem::broadcast), by the dispatch rules.
 int broadcast_number(const Problem& problem);
@@ -32,7 +32,7 @@ std::vector<DispatchEntry> dispatch_entries(Store& store, int64_t device_id);
 
 /// What a call passes that the choice depends on.
 struct CallShape {
-  Problem problem;           // its strides are the call's
+  Problem problem;           // its strides are the call's, and its dtype the entry point's (sgemm, dgemm, igemm)
   int64_t lda = 0, ldb = 0, ldc = 0;
   int64_t alignment = 256;   // largest power of two dividing every matrix's address (A, B, C), capped at 256
 };
@@ -62,7 +62,9 @@ struct DispatchChoice {
 };
 
 /// The kernel an exported header built from `model` runs for a call on device table `device`
-/// (an index into model.devices), and why.
+/// (an index into model.devices), and why: only kernels of the call's element type
+/// (call.problem.dtype) compete, as in the header, whose sgemm, dgemm and igemm each dispatch among
+/// their own type's kernels. `predictions` lists the models of that type only.
 DispatchChoice choose_kernel(const ExportModel& model, size_t device, const CallShape& call);
 
 }  // namespace cmt

@@ -44,13 +44,20 @@ bool generic_candidate(const TemplateDesc& tmpl, const ParamValues& values) {
   }
 }
 
-using KernelKey =
-    std::tuple<std::string, std::string, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
+using KernelKey = std::tuple<std::string, std::string, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                             int64_t, int64_t>;
 
 KernelKey kernel_key(const ExportKernel& k) {
   return {k.source_hash,    k.name_expression,           k.shape.threads,           k.shape.tile_m,
           k.shape.tile_n,   k.shape.dynamic_smem,        k.shape.grid_z,            k.shape.problems_per_block,
-          k.requirements.align_bytes, k.requirements.ld_multiple};
+          k.requirements.align_bytes, k.requirements.ld_multiple, static_cast<int64_t>(k.dtype)};
+}
+
+/// "f64" or "f64, i32".
+std::string dtype_names(const std::vector<DType>& dtypes) {
+  std::string out;
+  for (const DType d : dtypes) out += (out.empty() ? "" : ", ") + std::string(dtype_name(d));
+  return out;
 }
 
 /// What export keeps of a winner's binary: its source bundle and the arguments its kernel takes.
@@ -84,7 +91,16 @@ class KernelCollector {
     k.source_hash = it->second.source_hash;
     k.batched = it->second.batched;
     k.takes_batch_count = it->second.takes_batch_count;
-    k.layout = layout_of_params(params_from_string(w.params));
+    const ParamValues params = params_from_string(w.params);
+    k.layout = layout_of_params(params);
+    k.dtype = dtype_of_params(params);
+    // The header launches a kernel with the pointers of its entry point's type: a kernel of another
+    // type would read the operands as the wrong type.
+    if (k.dtype != w.problem.dtype)
+      throw UsageError(fmt::format("winner {}[{}] for {} on {} computes {}, not {}; the database is inconsistent: re-run "
+                                   "`cm-tune tune` on that problem",
+                                   w.template_name, w.params, w.problem.to_string(), device_name, dtype_name(k.dtype),
+                                   dtype_name(w.problem.dtype)));
     k.template_name = w.template_name;
     k.params = w.params;
     k.name_expression = w.name_expression;
@@ -159,11 +175,15 @@ void keep_better(Store& store, std::optional<WinnerRecord>& current, const Winne
 }
 
 /// The cost models of a device table: per exported kernel measured on one of its devices, fitted to
-/// every passing trial of it there (its re-timed median where it has one).
+/// every passing trial of it there (its re-timed median where it has one) of the types `wanted` takes.
+/// A kernel computes one element type, so its trials are all of that type, and each point is weighed
+/// against the fastest trial of its own problem (type included).
+template <class Wanted>
 std::vector<ExportKernelModel> fit_device_models(Store& store, const ExportDevice& dev,
                                                  const std::map<KernelKey, int>& index_of,
                                                  std::vector<ExportKernel>& kernels,
-                                                 const std::map<std::string, std::string>& binary_sources) {
+                                                 const std::map<std::string, std::string>& binary_sources,
+                                                 const Wanted& wanted) {
   const SmLimits sm = sm_limits(dev.cc_major, dev.cc_minor);
   std::map<int, std::vector<ModelPoint>> points;
   std::map<int, int> blocks_per_sm;
@@ -172,7 +192,7 @@ std::vector<ExportKernelModel> fit_device_models(Store& store, const ExportDevic
   for (const DeviceRecord& record : dev.records) {
     trials.push_back(store.trials(record.id));
     for (const TrialRecord& t : trials.back()) {
-      if (!passed(t) || t.problem.dtype != DType::f32) continue;  // the header's models are FP32
+      if (!passed(t) || !wanted(t.problem.dtype)) continue;
       const double us = rank_time(t) * 1e3;  // the time trials rank by (tune/ranking.hpp)
       auto [it, inserted] = fastest_us.emplace(t.problem, us);
       if (!inserted) it->second = std::min(it->second, us);
@@ -180,7 +200,7 @@ std::vector<ExportKernelModel> fit_device_models(Store& store, const ExportDevic
   }
   for (const auto& record_trials : trials) {
     for (const TrialRecord& t : record_trials) {
-      if (!passed(t) || t.problem.dtype != DType::f32) continue;
+      if (!passed(t) || !wanted(t.problem.dtype)) continue;
       const auto source = binary_sources.find(t.binary_key);
       if (source == binary_sources.end()) continue;
       ExportKernel k;
@@ -188,6 +208,7 @@ std::vector<ExportKernelModel> fit_device_models(Store& store, const ExportDevic
       k.name_expression = t.name_expression;
       k.shape = t.shape;
       k.requirements = t.requirements;
+      k.dtype = t.problem.dtype;   // what the kernel computes: tune runs a kernel on problems of its type only
       const auto index = index_of.find(kernel_key(k));
       if (index == index_of.end()) continue;
       // A generic default that was also measured: its build is in the compile cache (bench times it).
@@ -209,8 +230,9 @@ std::vector<ExportKernelModel> fit_device_models(Store& store, const ExportDevic
 
 }  // namespace
 
-std::optional<ParamValues> generic_default_params(const TemplateDesc& blocktile2d, std::string_view layout) {
-  if (!blocktile2d.supports_layout(layout)) return std::nullopt;
+std::optional<ParamValues> generic_default_params(const TemplateDesc& blocktile2d, std::string_view layout,
+                                                  DType dtype) {
+  if (!blocktile2d.supports_layout(layout) || !blocktile2d.supports_dtype(dtype)) return std::nullopt;
   // 64x64 tiles of 128 threads, no shared-memory tricks: runs everywhere, and is the first valid
   // blocktile2d candidate of configs/quick.toml.
   ParamValues preferred = {{"BM", 64}, {"BN", 64}, {"BK", 8}, {"TM", 8}, {"TN", 4}};
@@ -219,8 +241,8 @@ std::optional<ParamValues> generic_default_params(const TemplateDesc& blocktile2
     preferred.emplace_back("TRANS_A", layout[0] == 't' ? 1 : 0);
     preferred.emplace_back("TRANS_B", layout[1] == 't' ? 1 : 0);
   }
-  // The header's entry points are FP32: the f32 build of a family that computes several types.
-  if (blocktile2d.dtypes != std::vector<DType>{DType::f32}) preferred.emplace_back("DTYPE", static_cast<int64_t>(DType::f32));
+  // The build of this type, for a family that computes other types than f32 alone.
+  if (blocktile2d.dtypes != std::vector<DType>{DType::f32}) preferred.emplace_back("DTYPE", static_cast<int64_t>(dtype));
   bool same_params = preferred.size() == blocktile2d.params.size();
   for (size_t i = 0; same_params && i < preferred.size(); ++i) same_params = preferred[i].first == blocktile2d.params[i].name;
   if (same_params && generic_candidate(blocktile2d, preferred)) return preferred;
@@ -230,18 +252,21 @@ std::optional<ParamValues> generic_default_params(const TemplateDesc& blocktile2
   for (const auto& p : blocktile2d.params) lists.push_back(p.values);
   std::optional<ParamValues> first;
   walk_grid(blocktile2d, lists, [&](const ParamValues& values) {
-    if (blocktile2d.layout_of(values) == layout && blocktile2d.dtype_of(values) == DType::f32 &&
+    if (blocktile2d.layout_of(values) == layout && blocktile2d.dtype_of(values) == dtype &&
         generic_candidate(blocktile2d, values))
       first = values;
     return !first;
   });
   if (first) return *first;
-  throw UsageError(fmt::format("template {} ({}) has no valid {} configuration without input requirements for the "
+  throw UsageError(fmt::format("template {} ({}) has no valid {} {} configuration without input requirements for the "
                                "generic default kernel",
-                               blocktile2d.name, blocktile2d.descriptor_path.string(), layout));
+                               blocktile2d.name, blocktile2d.descriptor_path.string(), layout, dtype_name(dtype)));
 }
 
 ExportModel build_export_model(Store& store, const ExportOptions& options, const TemplateDesc& blocktile2d) {
+  const auto wanted = [&options](DType d) {
+    return options.dtypes.empty() || std::find(options.dtypes.begin(), options.dtypes.end(), d) != options.dtypes.end();
+  };
   ExportModel model;
   model.tool_version = CMTUNE_VERSION;
   model.content_hash = store.content_hash();
@@ -274,47 +299,49 @@ ExportModel build_export_model(Store& store, const ExportOptions& options, const
     std::optional<WinnerRecord> primary, portable;
   };
   std::map<Identity, std::pair<std::vector<DeviceRecord>, std::map<Problem, Merged>>> groups;
+  std::set<DType> tuned_types;   // of every winner, exported or not: for the error below
   for (const auto& d : devices) {
     auto& group = groups[Identity{d.name, d.cc_major, d.cc_minor, d.sm_count}];
     group.first.push_back(d);
     for (const auto& e : dispatch_entries(store, d.id)) {
-      if (e.problem.dtype != DType::f32) {  // the header dispatches FP32 only so far
-        if (std::find(model.left_out.begin(), model.left_out.end(), e.problem) == model.left_out.end())
-          model.left_out.push_back(e.problem);
-        continue;
-      }
+      tuned_types.insert(e.problem.dtype);
+      if (!wanted(e.problem.dtype)) continue;   // --dtype leaves this type's winners out
       Merged& m = group.second[e.problem];
       keep_better(store, m.primary, e.primary);
       if (e.portable) keep_better(store, m.portable, *e.portable);
     }
   }
 
-  // Kernels: the generic defaults first (one per layout blocktile2d has), then the winners' kernels
-  // sorted and listed once each.
+  // Kernels: the generic defaults first (one per element type and layout blocktile2d has, type-major),
+  // then the winners' kernels sorted and listed once each.
   KernelCollector collector(store);
   std::vector<ExportKernel> generics;
   ExportSource generic_source;
   {
     const SourceBundle bundle = blocktile2d.load_source();
-    for (const std::string_view layout : k_layout_names) {
-      const auto values = generic_default_params(blocktile2d, layout);
-      if (!values) continue;
-      ExportKernel generic;
-      generic.source_hash = source_bundle_hash(bundle);
-      generic.template_name = blocktile2d.name;
-      generic.params = params_to_string(*values);
-      generic.name_expression = blocktile2d.name_expression(*values);
-      generic.shape = blocktile2d.launch_shape(*values, portable_target());
-      generic.requirements = blocktile2d.requirements(*values, portable_target());
-      generic.layout = std::string(layout);
-      generic.batched = blocktile2d.batched;
-      generic.takes_batch_count = blocktile2d.takes_batch_count();
-      check_name_expression(generic.name_expression);
-      generics.push_back(std::move(generic));
+    for (int d = 0; d < k_header_dtypes; ++d) {
+      const DType dtype = static_cast<DType>(d);
+      for (const std::string_view layout : k_layout_names) {
+        const auto values = generic_default_params(blocktile2d, layout, dtype);
+        if (!values) continue;
+        ExportKernel generic;
+        generic.source_hash = source_bundle_hash(bundle);
+        generic.template_name = blocktile2d.name;
+        generic.params = params_to_string(*values);
+        generic.name_expression = blocktile2d.name_expression(*values);
+        generic.shape = blocktile2d.launch_shape(*values, portable_target());
+        generic.requirements = blocktile2d.requirements(*values, portable_target());
+        generic.layout = std::string(layout);
+        generic.dtype = dtype;
+        generic.batched = blocktile2d.batched;
+        generic.takes_batch_count = blocktile2d.takes_batch_count();
+        check_name_expression(generic.name_expression);
+        generics.push_back(std::move(generic));
+      }
     }
-    if (generics.empty() || generics.front().layout != "nn")
-      throw UsageError(fmt::format("template {} ({}) does not compute the nn layout, which the generic default kernel "
-                                   "needs",
+    if (generics.empty() || generics.front().layout != "nn" || generics.front().dtype != DType::f32)
+      throw UsageError(fmt::format("template {} ({}) does not compute the nn layout in f32, which the generic default "
+                                   "kernel needs",
                                    blocktile2d.name, blocktile2d.descriptor_path.string()));
     generic_source.hash = source_bundle_hash(bundle);
     generic_source.template_name = blocktile2d.name;
@@ -357,12 +384,12 @@ ExportModel build_export_model(Store& store, const ExportOptions& options, const
     }
     if (!entries.empty()) pending.emplace_back(std::move(dev), std::move(entries));
   }
-  if (pending.empty() && !model.left_out.empty())
-    throw UsageError(fmt::format("database {} has no tuned f32 problems to export: the header dispatches f32 only so "
-                                 "far, and its {} tuned problem{} ({}{}) {} of other types",
-                                 store.file().string(), model.left_out.size(), model.left_out.size() == 1 ? "" : "s",
-                                 model.left_out.front().to_string(), model.left_out.size() > 1 ? ", ..." : "",
-                                 model.left_out.size() == 1 ? "is" : "are"));
+  if (pending.empty() && !tuned_types.empty() && !options.dtypes.empty()) {
+    throw UsageError(fmt::format("database {} has no tuned problems of type {} (--dtype) to export; its tuned "
+                                 "problems are of type {}",
+                                 store.file().string(), dtype_names(options.dtypes),
+                                 dtype_names(std::vector<DType>(tuned_types.begin(), tuned_types.end()))));
+  }
   if (pending.empty())
     throw UsageError(fmt::format("database {} has no tuned problems (no winners) to export; run `cm-tune tune` first",
                                  store.file().string()));
@@ -376,7 +403,7 @@ ExportModel build_export_model(Store& store, const ExportOptions& options, const
   std::map<KernelKey, int> index_of;
   for (const ExportKernel& generic : generics) {
     const int index = static_cast<int>(model.kernels.size());
-    model.generic_kernels[layout_number(generic.layout)] = index;
+    model.generic_kernels[static_cast<int>(generic.dtype)][layout_number(generic.layout)] = index;
     index_of[kernel_key(generic)] = index;
     model.kernels.push_back(generic);
   }
@@ -410,7 +437,7 @@ ExportModel build_export_model(Store& store, const ExportOptions& options, const
       e.portable = pe.portable ? index_of.at(*pe.portable) : -1;
       dev.entries.push_back(e);
     }
-    dev.models = fit_device_models(store, dev, index_of, model.kernels, binary_sources);
+    dev.models = fit_device_models(store, dev, index_of, model.kernels, binary_sources, wanted);
     model.devices.push_back(std::move(dev));
   }
 

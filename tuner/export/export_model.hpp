@@ -25,6 +25,7 @@ struct ExportKernel {
   Requirements requirements;
   std::string binary_key;        // its NVRTC build in the compile cache (empty: a generic default never measured)
   std::string layout = "nn";     // the layout it computes (its TRANS_A, TRANS_B)
+  DType dtype = DType::f32;      // the element type it computes (its DTYPE; f32 without one)
   bool batched = false;          // takes the batch strides (strided-batched calls)
   bool takes_batch_count = false;  // and the launch's problem count after them (problems_per_block)
 };
@@ -70,38 +71,44 @@ struct ExportSource {
   bool from_templates_folder = false;  // the generic default's bundle, read from the templates folder
 };
 
-/// Index of the NN generic default kernel in ExportModel::kernels.
+/// Index of the f32 NN generic default kernel in ExportModel::kernels.
 constexpr int k_generic_kernel_index = 0;
+/// The element types a header computes (its entry points sgemm, dgemm and igemm), in DType order.
+constexpr int k_header_dtypes = 3;
 
 /// Everything the header holds, sorted so that rendering is deterministic.
 struct ExportModel {
   std::string tool_version;            // CMTUNE_VERSION
   std::string content_hash;            // Store::content_hash()
   std::vector<ExportSource> sources;   // sorted by hash
-  std::vector<ExportKernel> kernels;   // the generic defaults first (one per layout), then the rest sorted
-  /// Per layout (nn, nt, tn, tt), the index of its generic default kernel, or -1 when the generic
-  /// template has no build of that layout (calls of it that nothing tuned serves are refused).
-  int generic_kernels[4] = {k_generic_kernel_index, -1, -1, -1};
+  /// The generic defaults first (one per element type and layout, type-major), then the rest sorted.
+  std::vector<ExportKernel> kernels;
+  /// Per element type (DType order: f32, f64, i32) and layout (nn, nt, tn, tt), the index of its
+  /// generic default kernel, or -1 when the generic template has no build of that type and layout
+  /// (calls of it that nothing tuned serves are refused).
+  int generic_kernels[k_header_dtypes][4] = {{k_generic_kernel_index, -1, -1, -1}, {-1, -1, -1, -1}, {-1, -1, -1, -1}};
   std::vector<ExportDevice> devices;   // sorted by (name, cc, SM count)
-  /// Tuned problems of other types than f32, whose winners the header leaves out: its dispatch and
-  /// entry points are FP32 only so far. Each once, in the order met.
-  std::vector<Problem> left_out;
 };
 
 
 struct ExportOptions {
   std::string name_space = "cmtune";   // C++ namespace of the header, e.g. "cmtune" or "app::gemm"
   std::vector<int64_t> device_ids;     // database device ids to export; empty: every device with winners
+  /// Element types whose tuned winners go into the tables (and whose trials fit the cost models);
+  /// empty: every type. The entry points of all types exist anyway, running the generic defaults.
+  std::vector<DType> dtypes;
 };
 
-/// Parameters of the generic default kernel of a layout: a fixed blocktile2d config valid on any
-/// arch, or the first valid point of the descriptor's grid if an edited descriptor rejects it; with
-/// TRANS_A and TRANS_B when the descriptor has layouts, and DTYPE = 0 (f32) when it has types.
-/// nullopt when it lacks the layout.
-std::optional<ParamValues> generic_default_params(const TemplateDesc& blocktile2d, std::string_view layout = "nn");
+/// Parameters of the generic default kernel of a layout and element type: a fixed blocktile2d config
+/// valid on any arch, or the first valid point of the descriptor's grid if an edited descriptor
+/// rejects it; with TRANS_A and TRANS_B when the descriptor has layouts, and DTYPE when it has types
+/// beyond f32. nullopt when it lacks the layout or the type.
+std::optional<ParamValues> generic_default_params(const TemplateDesc& blocktile2d, std::string_view layout = "nn",
+                                                  DType dtype = DType::f32);
 
-/// Reads the winners, their sources and the devices. UsageError when nothing is tuned, a device id has
-/// no winners, or a winner's binary or source is missing from the database.
+/// Reads the winners, their sources and the devices. UsageError when nothing is tuned (of the types
+/// options.dtypes names), a device id has no winners, a winner's binary or source is missing from the
+/// database, or a winner's kernel computes another element type than its problem.
 ExportModel build_export_model(Store& store, const ExportOptions& options, const TemplateDesc& blocktile2d);
 
 /// The namespace, under the header's detail, of a source bundle: src_ and a prefix of its hash.

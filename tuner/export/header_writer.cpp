@@ -113,6 +113,22 @@ std::optional<std::string> namespace_part_problem(const std::string& part, bool 
 
 }  // namespace
 
+namespace {
+
+/// The function pointer type a kernel of the header is cast to: its arguments (11, 14 with the batch
+/// strides, 15 with the problem count) over its element type; FP32 by the names of earlier headers.
+std::string kernel_function_type(const ExportKernel& k) {
+  const char* kind = k.takes_batch_count ? "BatchCountKernelFn" : k.batched ? "BatchedKernelFn" : "KernelFn";
+  switch (k.dtype) {
+    case DType::f32: return kind;
+    case DType::f64: return fmt::format("Typed{}<double>", kind);
+    case DType::i32: return fmt::format("Typed{}<int>", kind);
+  }
+  throw std::logic_error("kernel_function_type: unknown element type");
+}
+
+}  // namespace
+
 std::optional<std::string> namespace_name_problem(const std::string& text) {
   size_t start = 0;
   for (bool global = true;; global = false) {
@@ -140,35 +156,40 @@ void check_namespace_name(const std::string& text) {
 std::string render_dispatch_tables(const ExportModel& model) {
   std::string out;
   out += "// ---- dispatch tables (generated) ----\n";
-  out += "// The generic default kernel of each layout (nn, nt, tn, tt); -1: none, such calls are refused.\n";
-  out += fmt::format("constexpr int k_generic_kernels[4] = {{{}, {}, {}, {}}};\n", model.generic_kernels[0],
-                     model.generic_kernels[1], model.generic_kernels[2], model.generic_kernels[3]);
+  out += "// The generic default kernel of each element type (rows: f32, f64, i32) and layout (columns: nn, nt, tn,\n";
+  out += "// tt); -1: none, such calls are refused unless a tuned kernel serves them.\n";
+  out += "constexpr int k_generic_kernels[k_dtype_count][4] = {\n";
+  for (int d = 0; d < k_header_dtypes; ++d)
+    out += fmt::format("    {{{}, {}, {}, {}}},  // {}\n", model.generic_kernels[d][0], model.generic_kernels[d][1],
+                       model.generic_kernels[d][2], model.generic_kernels[d][3], dtype_name(static_cast<DType>(d)));
+  out += "};\n";
   out += fmt::format("constexpr int k_kernel_count = {};\n", model.kernels.size());
   out += "constexpr KernelInfo k_kernels[k_kernel_count] = {\n";
   out += "    // name, source namespace, threads, tile_m, tile_n, dynamic_smem, grid_z, align_bytes, ld_multiple, layout,\n";
-  out += "    // batched, problems per block (0: one, and the kernel takes no problem count)\n";
+  out += "    // batched, problems per block (0: one, and the kernel takes no problem count), dtype (0 f32, 1 f64, 2 i32)\n";
   for (size_t i = 0; i < model.kernels.size(); ++i) {
     const ExportKernel& k = model.kernels[i];
-    const bool generic = std::find(std::begin(model.generic_kernels), std::end(model.generic_kernels), static_cast<int>(i)) !=
-                         std::end(model.generic_kernels);
-    out += fmt::format("    {{{}, \"{}\", {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}},  // {}: {}{}[{}]\n",
+    bool generic = false;
+    for (const auto& row : model.generic_kernels)
+      generic = generic || std::find(std::begin(row), std::end(row), static_cast<int>(i)) != std::end(row);
+    out += fmt::format("    {{{}, \"{}\", {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}},  // {}: {}{}[{}]\n",
                        c_string(k.name_expression), source_namespace(k.source_hash), k.shape.threads, k.shape.tile_m,
                        k.shape.tile_n, k.shape.dynamic_smem, k.shape.grid_z, k.requirements.align_bytes,
                        k.requirements.ld_multiple, layout_number(k.layout), k.batched ? 1 : 0,
-                       k.takes_batch_count ? k.shape.problems_per_block : 0, i, generic ? "generic default, " : "",
-                       k.template_name, comment_text(k.params));
+                       k.takes_batch_count ? k.shape.problems_per_block : 0, static_cast<int>(k.dtype), i,
+                       generic ? "generic default, " : "", k.template_name, comment_text(k.params));
   }
   out += "};\n\n";
   for (size_t d = 0; d < model.devices.size(); ++d) {
     const ExportDevice& dev = model.devices[d];
     out += fmt::format("// {} (sm_{}{}, {} SMs)\n", comment_text(dev.name), dev.cc_major, dev.cc_minor, dev.sm_count);
     out += fmt::format("constexpr Entry k_entries_{}[] = {{\n", d);
-    out += "    // {M, N, K, layout, batch, broadcast}, primary kernel, portable kernel (-1: none tuned, the generic\n";
-    out += "    // default runs)\n";
+    out += "    // {M, N, K, layout, batch, broadcast, dtype}, primary kernel, portable kernel (-1: none tuned, the\n";
+    out += "    // generic default runs)\n";
     for (const auto& e : dev.entries) {
       const Problem& p = e.problem;
-      out += fmt::format("    {{{{{}, {}, {}, {}, {}, {}}}, {}, {}}},\n", p.m, p.n, p.k, layout_number(p.layout()), p.batch,
-                         broadcast_number(p), e.primary, e.portable);
+      out += fmt::format("    {{{{{}, {}, {}, {}, {}, {}, {}}}, {}, {}}},\n", p.m, p.n, p.k, layout_number(p.layout()),
+                         p.batch, broadcast_number(p), static_cast<int>(p.dtype), e.primary, e.portable);
     }
     out += "};\n";
     out += fmt::format("constexpr KernelModel k_models_{}[] = {{\n", d);
@@ -192,14 +213,13 @@ std::string render_dispatch_tables(const ExportModel& model) {
   out += "};\n\n";
   out += "/// The function of k_kernels[index]; nullptr for an index out of range. Unbatched kernels take the\n";
   out += "/// 11 arguments of KernelFn, batched ones the 14 of BatchedKernelFn (15 of BatchCountKernelFn with\n";
-  out += "/// the problem count).\n";
+  out += "/// the problem count); of TypedKernelFn<double> and so on for the other element types.\n";
   out += "inline const void* kernel_function(int index) {\n";
   out += "  switch (index) {\n";
   for (size_t i = 0; i < model.kernels.size(); ++i) {
     const ExportKernel& k = model.kernels[i];
     out += fmt::format("    case {}: return reinterpret_cast<const void*>(static_cast<{}>(&{}::{}));\n", i,
-                       k.takes_batch_count ? "BatchCountKernelFn" : k.batched ? "BatchedKernelFn" : "KernelFn",
-                       source_namespace(k.source_hash), k.name_expression);
+                       kernel_function_type(k), source_namespace(k.source_hash), k.name_expression);
   }
   out += "    default: return nullptr;\n";
   out += "  }\n";
@@ -245,7 +265,7 @@ std::string render_header(const ExportModel& model, const std::string& name_spac
 
   std::string out;
   // Provenance: nothing time-dependent, so the same database gives the same bytes.
-  out += "// SGEMM kernels tuned by cm-tune, with their dispatch: generated by `cm-tune export`, do not edit.\n";
+  out += "// GEMM kernels tuned by cm-tune, with their dispatch: generated by `cm-tune export`, do not edit.\n";
   out += "// The same database, templates folder and options always give this exact file (see docs/EXPORT.md).\n";
   out += "//\n";
   out += fmt::format("// cm-tune version:       {}\n", model.tool_version);
@@ -269,13 +289,16 @@ std::string render_header(const ExportModel& model, const std::string& name_spac
                        source_origin(s));
   out += "//\n";
   out += fmt::format("// Generic default kernel (devices without a table): {}[{}],\n", generic.template_name, generic.params);
-  out += fmt::format("//   from the templates folder, not the database (source hash {}); one per layout it has.\n",
+  out += fmt::format("//   from the templates folder, not the database (source hash {}); one per element type and\n",
                      generic.source_hash);
+  out += "//   layout it has.\n";
   out += "//\n";
   out += fmt::format("// Use: {}::sgemm(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream), row-major, like cublasSgemm;\n",
                      name_space);
   out += "// sgemm(opA, opB, ...) for transposed operands, sgemm_strided_batched(...) for batches, and\n";
   out += "// sgemm_colmajor(...) / sgemm_colmajor_strided_batched(...) for column-major (cuBLAS-style) callers.\n";
+  out += "// dgemm(...) and igemm(...) are the same five calls for double and for int (32-bit, wrapping modulo\n";
+  out += "// 2^32) operands.\n";
   out += "// Needs only the CUDA runtime (<cuda_runtime.h>, which also provides log/fabs); compile with nvcc, C++14 or newer";
   out += cp_async ? ",\n// for sm_80 or newer (the tuned kernels use cp.async).\n" : ".\n";
   out += "#pragma once\n\n";

@@ -1,7 +1,8 @@
 // The dispatch rules: which tuned entry and which kernel serve a call. One definition, two users:
 // cm-tune compiles it into `query` and `export` (tuner/export/dispatch.cpp), and `cm-tune export`
-// pastes it into every generated header inside NS::detail, where sgemm uses it. So it stays plain
-// C++11 with no includes and no namespace of its own: the includer wraps it in one. Host code only.
+// pastes it into every generated header inside NS::detail, where sgemm, dgemm and igemm use it. So it
+// stays plain C++11 with no includes and no namespace of its own: the includer wraps it in one. Host
+// code only.
 
 /// The largest power of two dividing every one of the addresses whose bits are OR-ed in `bits`,
 /// capped at 256 (what cudaMalloc guarantees).
@@ -27,10 +28,24 @@ inline int broadcast_bits(long long batch, long long stride_a, long long stride_
   return batch > 1 ? (stride_a == 0 ? 1 : 0) + (stride_b == 0 ? 2 : 0) : 0;
 }
 
-/// Whether a kernel computes a call at all: it was built for the call's layout, and takes a batch
-/// when the call has one.
-inline bool kernel_serves(int kernel_layout, int kernel_batched, int layout, long long batch) {
-  return kernel_layout == layout && (batch <= 1 || kernel_batched != 0);
+/// Whether a kernel computes a call at all: it was built for the call's element type (0 f32, 1 f64,
+/// 2 i32) and layout, and takes a batch when the call has one.
+inline bool kernel_serves(int kernel_layout, int kernel_batched, int kernel_dtype, int layout, long long batch,
+                          int dtype) {
+  return kernel_dtype == dtype && kernel_layout == layout && (batch <= 1 || kernel_batched != 0);
+}
+
+/// The generic default kernel of a call's element type and layout from a table of them
+/// (generic[dtype][layout], -1 where none), when it serves the call (kernel_serves; `Kernel` has
+/// .layout, .batched and .dtype); else -1, and the call is refused.
+template <class Kernel>
+inline int generic_kernel(const int (*generic)[4], int dtype_count, const Kernel* kernels, int dtype, int layout,
+                          long long batch) {
+  if (dtype < 0 || dtype >= dtype_count || layout < 0 || layout > 3) return -1;
+  const int g = generic[dtype][layout];
+  const bool serves = g >= 0 && kernel_serves(kernels[g].layout, kernels[g].batched, kernels[g].dtype, layout, batch,
+                                              dtype);
+  return serves ? g : -1;
 }
 
 /// Which kernel serves a call of a tuned problem from its entry: the entry's primary kernel when the
@@ -140,15 +155,16 @@ inline int best_predicted(const Model* models, int count, const Kernel* kernels,
 }
 
 /// The position of the entry tuned for exactly this call, or -1: M x N x K, the layout, the batch,
-/// and which operands are broadcast (entries[i].problem has .m, .n, .k, .layout, .batch and
-/// .broadcast as layout_index and broadcast_bits give them). Other strides do not matter.
+/// which operands are broadcast, and the element type (entries[i].problem has .m, .n, .k, .layout,
+/// .batch, .broadcast and .dtype as layout_index and broadcast_bits give them). Other strides do not
+/// matter.
 template <class Entry>
-inline int exact_entry(const Entry* entries, int count, long long M, long long N, long long K, int layout, long long batch,
-                       int broadcast) {
+inline int exact_entry(const Entry* entries, int count, long long M, long long N, long long K, int layout,
+                       long long batch, int broadcast, int dtype) {
   for (int i = 0; i < count; ++i) {
     const auto& p = entries[i].problem;
     if (p.m == M && p.n == N && p.k == K && p.layout == layout && p.batch == (batch > 1 ? batch : 1) &&
-        p.broadcast == broadcast)
+        p.broadcast == broadcast && p.dtype == dtype)
       return i;
   }
   return -1;

@@ -1,5 +1,5 @@
 // The run-time half of an exported header: device identification, kernel selection, launching,
-// and the public API (sgemm and its helpers). Pasted by `cm-tune export` inside the header's
+// and the public API (sgemm, dgemm, igemm and their helpers). Pasted by `cm-tune export` inside the header's
 // namespace NS, after the generated tables (k_kernels, k_device_tables, kernel_function) and the
 // dispatch rules it calls; tests/cuda/test_header_runtime.cu compiles it as code.
 
@@ -24,12 +24,12 @@ inline int match_device_table(const char* name, int cc_major, int cc_minor, int 
 }
 
 /// Largest power of two dividing every matrix's address (the bases, and the byte strides between the
-/// matrices of a batch), capped at 256.
+/// matrices of a batch: strides in elements of element_bytes bytes each), capped at 256.
 inline int alignment_of(const void* a, const void* b, const void* c, long long stride_a = 0, long long stride_b = 0,
-                        long long stride_c = 0) {
+                        long long stride_c = 0, int element_bytes = 4) {
   return alignment_of_bits(static_cast<unsigned long long>(reinterpret_cast<size_t>(a) | reinterpret_cast<size_t>(b) |
                                                            reinterpret_cast<size_t>(c)) |
-                           static_cast<unsigned long long>((stride_a | stride_b | stride_c) * 4));
+                           static_cast<unsigned long long>((stride_a | stride_b | stride_c) * element_bytes));
 }
 
 /// A call as the dispatch sees it.
@@ -39,11 +39,13 @@ struct Call {
   int broadcast;       // broadcast_bits
   int M, N, K, lda, ldb, ldc;
   int alignment;       // alignment_of(...)
+  int dtype;           // element type (DTypeOf): 0 float, 1 double, 2 int; last, so a Call{...} without it is float
 };
 
-/// The call of a product (strides 0 when batch <= 1).
-inline Call make_call(Op op_a, Op op_b, int M, int N, int K, const float* A, int lda, long long stride_a, const float* B,
-                      int ldb, long long stride_b, const float* C, int ldc, long long stride_c, int batch) {
+/// The call of a product of elements of type T (strides 0 when batch <= 1).
+template <class T>
+inline Call make_call(Op op_a, Op op_b, int M, int N, int K, const T* A, int lda, long long stride_a, const T* B,
+                      int ldb, long long stride_b, const T* C, int ldc, long long stride_c, int batch) {
   const Call call = {layout_index(op_a == Op::T, op_b == Op::T),
                      batch,
                      broadcast_bits(batch, stride_a, stride_b),
@@ -53,49 +55,50 @@ inline Call make_call(Op op_a, Op op_b, int M, int N, int K, const float* A, int
                      lda,
                      ldb,
                      ldc,
-                     alignment_of(A, B, C, stride_a, stride_b, stride_c)};
+                     alignment_of(A, B, C, stride_a, stride_b, stride_c, static_cast<int>(sizeof(T))),
+                     DTypeOf<T>::value};
   return call;
 }
 
-/// Whether a call may run a kernel: the kernel computes its layout (and batch), and the call meets
-/// the kernel's requirements.
+/// Whether a call may run a kernel: the kernel computes its element type and layout (and batch), and
+/// the call meets the kernel's requirements.
 struct CallRequirements {
   const Call& call;
   bool operator()(int kernel) const {
     const KernelInfo& k = k_kernels[kernel];
-    return kernel_serves(k.layout, k.batched, call.layout, call.batch) &&
+    return kernel_serves(k.layout, k.batched, k.dtype, call.layout, call.batch, call.dtype) &&
            requirements_met(k.align_bytes, k.ld_multiple, call.lda, call.ldb, call.ldc, call.alignment);
   }
 };
 
 /// The kernel (index into k_kernels) a call runs on a device served by `table` (-1: none), by the
-/// dispatch rules: for a tuned problem (same shape, layout, batch and broadcast), its measured winner
-/// when the call meets the winner's requirements, else its best kernel without requirements; for any
-/// other call, the kernel of its layout the table's cost model predicts fastest among those whose
-/// requirements the call meets; else the layout's generic default (-1: none, the call is refused).
-/// Host only, no GPU: tests compare it with cm-tune's choice.
+/// dispatch rules: for a tuned problem (same shape, layout, batch, broadcast and element type), its
+/// measured winner when the call meets the winner's requirements, else its best kernel without
+/// requirements; for any other call, the kernel of its type and layout the table's cost model predicts
+/// fastest among those whose requirements the call meets; else the generic default of its type and
+/// layout (-1: none, the call is refused). Host only, no GPU: tests compare it with cm-tune's choice.
 inline int select(int table, const Call& call) {
-  const int g = k_generic_kernels[call.layout];
-  const int generic = g >= 0 && kernel_serves(k_kernels[g].layout, k_kernels[g].batched, call.layout, call.batch) ? g : -1;
+  const int generic = generic_kernel(k_generic_kernels, k_dtype_count, k_kernels, call.dtype, call.layout, call.batch);
   if (table < 0 || table >= k_device_table_count) return generic;
   const DeviceTable& t = k_device_tables[table];
   const CallRequirements usable = {call};
-  const int e = exact_entry(t.entries, t.entry_count, call.M, call.N, call.K, call.layout, call.batch, call.broadcast);
+  const int e = exact_entry(t.entries, t.entry_count, call.M, call.N, call.K, call.layout, call.batch, call.broadcast,
+                            call.dtype);
   if (e >= 0) return entry_kernel(t.entries[e].primary, usable(t.entries[e].primary), t.entries[e].portable, generic);
   const int m = best_predicted(t.models, t.model_count, k_kernels, t.sm_count, call.M, call.N, call.K, call.batch, usable,
                                static_cast<double*>(0));
   return m < 0 ? generic : t.models[m].kernel;
 }
 
-/// The NN select of earlier headers: select for a row-major NN call.
+/// The NN select of earlier headers: select for a row-major NN call of floats.
 inline int select(int table, int M, int N, int K, int lda, int ldb, int ldc, int alignment) {
-  const Call call = {0, 1, 0, M, N, K, lda, ldb, ldc, alignment};
+  const Call call = {0, 1, 0, M, N, K, lda, ldb, ldc, alignment, DTypeOf<float>::value};
   return select(table, call);
 }
 
 /// select, remembered per thread for the last few distinct calls (no locks: each thread has its own).
 inline int cached_select(int table, const Call& call) {
-  constexpr int k_key = 11;
+  constexpr int k_key = 12;
   struct Slot {
     int key[k_key];
     int kernel;
@@ -103,8 +106,8 @@ inline int cached_select(int table, const Call& call) {
   constexpr int k_slots = 8;
   static thread_local Slot slots[k_slots];   // zero: M = 0 never reaches here
   static thread_local unsigned next_slot = 0;
-  const int key[k_key] = {table,  call.layout, call.batch, call.broadcast, call.M,        call.N,
-                          call.K, call.lda,    call.ldb,   call.ldc,       call.alignment};
+  const int key[k_key] = {table,  call.layout, call.batch, call.broadcast, call.M,         call.N,
+                          call.K, call.lda,    call.ldb,   call.ldc,       call.alignment, call.dtype};
   for (int i = 0; i < k_slots; ++i) {
     bool same = true;
     for (int j = 0; j < k_key && same; ++j) same = slots[i].key[j] == key[j];
@@ -188,31 +191,40 @@ inline cudaError_t prepare_kernel(int device, int kernel) {
   return err;
 }
 
+/// beta * c in the element type; for int it wraps modulo 2^32 (the product is taken in unsigned
+/// arithmetic, where C++ defines the wrap, and read back as two's complement).
+__device__ inline float scale_value(float beta, float c) { return beta * c; }
+__device__ inline double scale_value(double beta, double c) { return beta * c; }
+__device__ inline int scale_value(int beta, int c) {
+  return static_cast<int>(static_cast<unsigned>(beta) * static_cast<unsigned>(c));
+}
+
 /// C = beta*C on the M x N blocks of a batch (blockIdx.z: the matrix, stride_c apart) without reading
-/// A or B; C is not read when beta == 0, so NaN in C does not survive (BLAS semantics). A template so
-/// that several -rdc translation units may include it.
-template <int Unused = 0>
-__global__ void __launch_bounds__(256) scale_kernel(int M, int N, float beta, float* __restrict__ C, int ldc,
+/// A or B; C is not read when beta == 0, so NaN in C does not survive (BLAS semantics). A template
+/// (over the element type), so that several -rdc translation units may include it.
+template <class T>
+__global__ void __launch_bounds__(256) scale_kernel(int M, int N, T beta, T* __restrict__ C, int ldc,
                                                     long long stride_c) {
   const long long col = static_cast<long long>(blockIdx.x) * 256 + threadIdx.x;
   if (col >= N) return;
   C += static_cast<long long>(blockIdx.z) * stride_c;
   for (int row = blockIdx.y; row < M; row += gridDim.y) {
-    float* p = C + static_cast<long long>(row) * ldc + col;
-    *p = beta == 0.0f ? 0.0f : beta * *p;
+    T* p = C + static_cast<long long>(row) * ldc + col;
+    *p = beta == T(0) ? T(0) : scale_value(beta, *p);
   }
 }
 
-inline cudaError_t launch_scale(int M, int N, float beta, float* C, int ldc, long long stride_c, int batch,
+template <class T>
+inline cudaError_t launch_scale(int M, int N, T beta, T* C, int ldc, long long stride_c, int batch,
                                 cudaStream_t stream) {
   cudaError_t err = cudaSuccess;
   for (int first = 0; first < batch && err == cudaSuccess; first += 65535) {
     const int count = batch - first < 65535 ? batch - first : 65535;
-    float* c = C + static_cast<long long>(first) * stride_c;
+    T* c = C + static_cast<long long>(first) * stride_c;
     const dim3 grid(static_cast<unsigned>((N - 1) / 256 + 1), static_cast<unsigned>(M < 65535 ? M : 65535),
                     static_cast<unsigned>(count));
     void* args[] = {&M, &N, &beta, &c, &ldc, &stride_c};
-    err = cudaLaunchKernel(reinterpret_cast<const void*>(&scale_kernel<>), grid, dim3(256), args, 0, stream);
+    err = cudaLaunchKernel(reinterpret_cast<const void*>(&scale_kernel<T>), grid, dim3(256), args, 0, stream);
   }
   return err;
 }
@@ -230,12 +242,14 @@ inline unsigned launch_grid_z(const KernelInfo& info, int count) {
   return static_cast<unsigned>(info.grid_z * ((count + per_block - 1) / per_block));
 }
 
-/// Checks a row-major call, and runs it: C = alpha * op(A) * op(B) + beta * C, `batch` times.
-/// cudaErrorInvalidValue for bad arguments, cudaErrorNotSupported when no kernel of the header
-/// computes the layout (an edited generic template without it).
-inline cudaError_t gemm(Op op_a, Op op_b, int M, int N, int K, float alpha, const float* A, int lda, long long stride_a,
-                        const float* B, int ldb, long long stride_b, float beta, float* C, int ldc, long long stride_c,
-                        int batch, cudaStream_t stream) {
+/// Checks a row-major call, and runs it: C = alpha * op(A) * op(B) + beta * C, `batch` times, in
+/// elements of type T (float, double, or int with wrapping arithmetic). cudaErrorInvalidValue for bad
+/// arguments, cudaErrorNotSupported when no kernel of the header computes the type and layout (a
+/// generic template without them, and nothing tuned that serves the call).
+template <class T>
+inline cudaError_t gemm(Op op_a, Op op_b, int M, int N, int K, T alpha, const T* A, int lda, long long stride_a,
+                        const T* B, int ldb, long long stride_b, T beta, T* C, int ldc, long long stride_c, int batch,
+                        cudaStream_t stream) {
   const bool ta = op_a == Op::T, tb = op_b == Op::T;
   if ((op_a != Op::N && !ta) || (op_b != Op::N && !tb)) return cudaErrorInvalidValue;
   if (M < 0 || N < 0 || K < 0 || batch < 0) return cudaErrorInvalidValue;
@@ -247,8 +261,8 @@ inline cudaError_t gemm(Op op_a, Op op_b, int M, int N, int K, float alpha, cons
   if (batch <= 1) stride_a = stride_b = stride_c = 0;
   if (M == 0 || N == 0 || batch == 0) return cudaSuccess;
   if (C == nullptr) return cudaErrorInvalidValue;
-  if (alpha == 0.0f || K == 0) {
-    if (beta == 1.0f) return cudaSuccess;  // C = C
+  if (alpha == T(0) || K == 0) {
+    if (beta == T(1)) return cudaSuccess;  // C = C
     return launch_scale(M, N, beta, C, ldc, stride_c, batch, stream);
   }
   if (A == nullptr || B == nullptr) return cudaErrorInvalidValue;
@@ -265,9 +279,9 @@ inline cudaError_t gemm(Op op_a, Op op_b, int M, int N, int K, float alpha, cons
   const int per_launch = problems_per_launch(info);
   for (int first = 0; first < batch && err == cudaSuccess; first += per_launch) {
     int count = batch - first < per_launch ? batch - first : per_launch;
-    const float* a = A + static_cast<long long>(first) * stride_a;
-    const float* b = B + static_cast<long long>(first) * stride_b;
-    float* c = C + static_cast<long long>(first) * stride_c;
+    const T* a = A + static_cast<long long>(first) * stride_a;
+    const T* b = B + static_cast<long long>(first) * stride_b;
+    T* c = C + static_cast<long long>(first) * stride_c;
     const dim3 grid(static_cast<unsigned>((N - 1) / info.tile_n + 1), static_cast<unsigned>((M - 1) / info.tile_m + 1),
                     launch_grid_z(info, count));
     // A kernel reads the arguments it has: 11 unbatched, 14 with the strides, 15 with the count.
@@ -276,6 +290,23 @@ inline cudaError_t gemm(Op op_a, Op op_b, int M, int N, int K, float alpha, cons
                            static_cast<size_t>(info.dynamic_smem), stream);
   }
   return err;
+}
+
+/// What kernel_name reports for a call of elements of type T (see kernel_name below).
+template <class T>
+inline cudaError_t kernel_name_of(Op op_a, Op op_b, int M, int N, int K, const T* A, int lda, long long stride_a,
+                                  const T* B, int ldb, long long stride_b, const T* C, int ldc, long long stride_c,
+                                  int batch, const char** name) {
+  int device = 0, table = -1;
+  *name = nullptr;
+  const cudaError_t err = current_table(&device, &table);
+  if (err != cudaSuccess) return err;
+  if (M < 1 || N < 1 || K < 1 || batch < 1) return cudaErrorInvalidValue;
+  if (batch == 1) stride_a = stride_b = stride_c = 0;
+  const int kernel =
+      select(table, make_call(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch));
+  if (kernel >= 0) *name = k_kernels[kernel].name;
+  return cudaSuccess;
 }
 
 }  // namespace detail
@@ -288,7 +319,7 @@ inline cudaError_t gemm(Op op_a, Op op_b, int M, int N, int K, float alpha, cons
 /// beta == 0 writes C without reading it.
 inline cudaError_t sgemm(int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb, float beta,
                          float* C, int ldc, cudaStream_t stream = 0) {
-  return detail::gemm(Op::N, Op::N, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1, stream);
+  return detail::gemm<float>(Op::N, Op::N, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1, stream);
 }
 
 /// Row-major SGEMM with transposes, C = alpha * op(A) * op(B) + beta * C, C M x N. op_a == Op::T
@@ -296,7 +327,7 @@ inline cudaError_t sgemm(int M, int N, int K, float alpha, const float* A, int l
 /// N x K (ldb >= max(1, K)). Otherwise as sgemm above (Op::N, Op::N is that call).
 inline cudaError_t sgemm(Op op_a, Op op_b, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
                          int ldb, float beta, float* C, int ldc, cudaStream_t stream = 0) {
-  return detail::gemm(op_a, op_b, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1, stream);
+  return detail::gemm<float>(op_a, op_b, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1, stream);
 }
 
 /// Row-major strided-batched SGEMM, like cublasSgemmStridedBatched: for i < batch,
@@ -307,8 +338,8 @@ inline cudaError_t sgemm(Op op_a, Op op_b, int M, int N, int K, float alpha, con
 inline cudaError_t sgemm_strided_batched(Op op_a, Op op_b, int M, int N, int K, float alpha, const float* A, int lda,
                                          long long stride_a, const float* B, int ldb, long long stride_b, float beta,
                                          float* C, int ldc, long long stride_c, int batch, cudaStream_t stream = 0) {
-  return detail::gemm(op_a, op_b, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b, beta, C, ldc, stride_c, batch,
-                      stream);
+  return detail::gemm<float>(op_a, op_b, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b, beta, C, ldc, stride_c,
+                             batch, stream);
 }
 
 /// Column-major SGEMM, as cublasSgemm takes it: C (M x N, ldc) = alpha * op(A) * op(B) + beta * C
@@ -316,7 +347,7 @@ inline cudaError_t sgemm_strided_batched(Op op_a, Op op_b, int M, int N, int K, 
 /// matrix is the row-major transpose, so this runs the row-major C^T = op(B)^T * op(A)^T.
 inline cudaError_t sgemm_colmajor(Op op_a, Op op_b, int M, int N, int K, float alpha, const float* A, int lda,
                                   const float* B, int ldb, float beta, float* C, int ldc, cudaStream_t stream = 0) {
-  return detail::gemm(op_b, op_a, N, M, K, alpha, B, ldb, 0, A, lda, 0, beta, C, ldc, 0, 1, stream);
+  return detail::gemm<float>(op_b, op_a, N, M, K, alpha, B, ldb, 0, A, lda, 0, beta, C, ldc, 0, 1, stream);
 }
 
 /// Column-major strided-batched SGEMM, as cublasSgemmStridedBatched takes it.
@@ -324,8 +355,78 @@ inline cudaError_t sgemm_colmajor_strided_batched(Op op_a, Op op_b, int M, int N
                                                   int lda, long long stride_a, const float* B, int ldb,
                                                   long long stride_b, float beta, float* C, int ldc,
                                                   long long stride_c, int batch, cudaStream_t stream = 0) {
-  return detail::gemm(op_b, op_a, N, M, K, alpha, B, ldb, stride_b, A, lda, stride_a, beta, C, ldc, stride_c, batch,
-                      stream);
+  return detail::gemm<float>(op_b, op_a, N, M, K, alpha, B, ldb, stride_b, A, lda, stride_a, beta, C, ldc, stride_c,
+                             batch, stream);
+}
+
+/// DGEMM: the five entry points of sgemm above (plain NN, op flags, strided batches, column-major and
+/// column-major strided batches) with double alpha, beta, A, B and C, and the same arguments, checks,
+/// corner cases and dispatch (kernels built for doubles; cuBLAS's cublasDgemm conventions). Strides
+/// count doubles.
+inline cudaError_t dgemm(int M, int N, int K, double alpha, const double* A, int lda, const double* B, int ldb,
+                         double beta, double* C, int ldc, cudaStream_t stream = 0) {
+  return detail::gemm<double>(Op::N, Op::N, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1, stream);
+}
+
+inline cudaError_t dgemm(Op op_a, Op op_b, int M, int N, int K, double alpha, const double* A, int lda, const double* B,
+                         int ldb, double beta, double* C, int ldc, cudaStream_t stream = 0) {
+  return detail::gemm<double>(op_a, op_b, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1, stream);
+}
+
+inline cudaError_t dgemm_strided_batched(Op op_a, Op op_b, int M, int N, int K, double alpha, const double* A, int lda,
+                                         long long stride_a, const double* B, int ldb, long long stride_b, double beta,
+                                         double* C, int ldc, long long stride_c, int batch, cudaStream_t stream = 0) {
+  return detail::gemm<double>(op_a, op_b, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b, beta, C, ldc, stride_c,
+                              batch, stream);
+}
+
+inline cudaError_t dgemm_colmajor(Op op_a, Op op_b, int M, int N, int K, double alpha, const double* A, int lda,
+                                  const double* B, int ldb, double beta, double* C, int ldc, cudaStream_t stream = 0) {
+  return detail::gemm<double>(op_b, op_a, N, M, K, alpha, B, ldb, 0, A, lda, 0, beta, C, ldc, 0, 1, stream);
+}
+
+inline cudaError_t dgemm_colmajor_strided_batched(Op op_a, Op op_b, int M, int N, int K, double alpha, const double* A,
+                                                  int lda, long long stride_a, const double* B, int ldb,
+                                                  long long stride_b, double beta, double* C, int ldc,
+                                                  long long stride_c, int batch, cudaStream_t stream = 0) {
+  return detail::gemm<double>(op_b, op_a, N, M, K, alpha, B, ldb, stride_b, A, lda, stride_a, beta, C, ldc, stride_c,
+                              batch, stream);
+}
+
+/// INT32 GEMM: the five entry points of sgemm above with int (32-bit) alpha, beta, A, B and C, and the
+/// same arguments, checks, corner cases and dispatch (kernels built for ints). Wrapping arithmetic:
+/// every product and sum is taken modulo 2^32 and read as two's complement, so a result that
+/// overflows wraps (as uint32_t arithmetic would) instead of saturating or being undefined, and every
+/// kernel gives the same exact result. alpha == 0 or K == 0 only scales C (beta * C, wrapping); beta
+/// == 0 writes C without reading it. Strides count ints.
+inline cudaError_t igemm(int M, int N, int K, int alpha, const int* A, int lda, const int* B, int ldb, int beta,
+                         int* C, int ldc, cudaStream_t stream = 0) {
+  return detail::gemm<int>(Op::N, Op::N, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1, stream);
+}
+
+inline cudaError_t igemm(Op op_a, Op op_b, int M, int N, int K, int alpha, const int* A, int lda, const int* B,
+                         int ldb, int beta, int* C, int ldc, cudaStream_t stream = 0) {
+  return detail::gemm<int>(op_a, op_b, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1, stream);
+}
+
+inline cudaError_t igemm_strided_batched(Op op_a, Op op_b, int M, int N, int K, int alpha, const int* A, int lda,
+                                         long long stride_a, const int* B, int ldb, long long stride_b, int beta,
+                                         int* C, int ldc, long long stride_c, int batch, cudaStream_t stream = 0) {
+  return detail::gemm<int>(op_a, op_b, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b, beta, C, ldc, stride_c,
+                           batch, stream);
+}
+
+inline cudaError_t igemm_colmajor(Op op_a, Op op_b, int M, int N, int K, int alpha, const int* A, int lda,
+                                  const int* B, int ldb, int beta, int* C, int ldc, cudaStream_t stream = 0) {
+  return detail::gemm<int>(op_b, op_a, N, M, K, alpha, B, ldb, 0, A, lda, 0, beta, C, ldc, 0, 1, stream);
+}
+
+inline cudaError_t igemm_colmajor_strided_batched(Op op_a, Op op_b, int M, int N, int K, int alpha, const int* A,
+                                                  int lda, long long stride_a, const int* B, int ldb,
+                                                  long long stride_b, int beta, int* C, int ldc,
+                                                  long long stride_c, int batch, cudaStream_t stream = 0) {
+  return detail::gemm<int>(op_b, op_a, N, M, K, alpha, B, ldb, stride_b, A, lda, stride_a, beta, C, ldc, stride_c,
+                           batch, stream);
 }
 
 /// The name of the dispatch table serving the current device (*name = nullptr: none, the generic
@@ -337,8 +438,9 @@ inline cudaError_t device_table_name(const char** name) {
   return err;
 }
 
-/// The problems tuned for the current device: up to `capacity` of them into `problems` (may be
-/// null when capacity is 0), and how many there are into *count (0 when no table serves it).
+/// The problems tuned for the current device, of every element type (TunedProblem::dtype): up to
+/// `capacity` of them into `problems` (may be null when capacity is 0), and how many there are into
+/// *count (0 when no table serves it).
 inline cudaError_t tuned_problems(TunedProblem* problems, int capacity, int* count) {
   int device = 0, table = -1;
   *count = 0;
@@ -350,26 +452,44 @@ inline cudaError_t tuned_problems(TunedProblem* problems, int capacity, int* cou
   return cudaSuccess;
 }
 
-/// The same for a call of sgemm_strided_batched (batch 1: of sgemm with op flags); *name is null
-/// when no kernel computes the layout.
+/// The kernel sgemm_strided_batched would launch on the current device for a call with these
+/// arguments (alpha != 0, K >= 1; batch 1: of sgemm with op flags); *name is its instantiation, e.g.
+/// "cmt_sgemm_multistage<...>", or null when no kernel computes the layout.
 inline cudaError_t kernel_name(Op op_a, Op op_b, int M, int N, int K, const float* A, int lda, long long stride_a,
                                const float* B, int ldb, long long stride_b, const float* C, int ldc, long long stride_c,
                                int batch, const char** name) {
-  int device = 0, table = -1;
-  *name = nullptr;
-  const cudaError_t err = detail::current_table(&device, &table);
-  if (err != cudaSuccess) return err;
-  if (M < 1 || N < 1 || K < 1 || batch < 1) return cudaErrorInvalidValue;
-  if (batch == 1) stride_a = stride_b = stride_c = 0;
-  const int kernel = detail::select(
-      table, detail::make_call(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch));
-  if (kernel >= 0) *name = detail::k_kernels[kernel].name;
-  return cudaSuccess;
+  return detail::kernel_name_of(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch, name);
+}
+
+/// The same for dgemm_strided_batched (double operands).
+inline cudaError_t kernel_name(Op op_a, Op op_b, int M, int N, int K, const double* A, int lda, long long stride_a,
+                               const double* B, int ldb, long long stride_b, const double* C, int ldc,
+                               long long stride_c, int batch, const char** name) {
+  return detail::kernel_name_of(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch, name);
+}
+
+/// The same for igemm_strided_batched (int operands).
+inline cudaError_t kernel_name(Op op_a, Op op_b, int M, int N, int K, const int* A, int lda, long long stride_a,
+                               const int* B, int ldb, long long stride_b, const int* C, int ldc, long long stride_c,
+                               int batch, const char** name) {
+  return detail::kernel_name_of(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch, name);
 }
 
 /// The kernel sgemm would launch on the current device for a product (alpha != 0, K >= 1) with
 /// these arguments; *name is its instantiation, e.g. "cmt_sgemm_multistage<...>".
 inline cudaError_t kernel_name(int M, int N, int K, const float* A, int lda, const float* B, int ldb, const float* C,
                                int ldc, const char** name) {
-  return kernel_name(Op::N, Op::N, M, N, K, A, lda, 0, B, ldb, 0, C, ldc, 0, 1, name);
+  return detail::kernel_name_of(Op::N, Op::N, M, N, K, A, lda, 0, B, ldb, 0, C, ldc, 0, 1, name);
+}
+
+/// The kernel dgemm would launch (double operands).
+inline cudaError_t kernel_name(int M, int N, int K, const double* A, int lda, const double* B, int ldb, const double* C,
+                               int ldc, const char** name) {
+  return detail::kernel_name_of(Op::N, Op::N, M, N, K, A, lda, 0, B, ldb, 0, C, ldc, 0, 1, name);
+}
+
+/// The kernel igemm would launch (int operands).
+inline cudaError_t kernel_name(int M, int N, int K, const int* A, int lda, const int* B, int ldb, const int* C, int ldc,
+                               const char** name) {
+  return detail::kernel_name_of(Op::N, Op::N, M, N, K, A, lda, 0, B, ldb, 0, C, ldc, 0, 1, name);
 }

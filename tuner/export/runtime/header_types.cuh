@@ -7,12 +7,14 @@ enum class Op { N = 0, T = 1 };
 
 /// A tuned problem: C is M x N, the product's depth is K; layout 2 * (op(A) == T) + (op(B) == T)
 /// (nn 0, nt 1, tn 2, tt 3); batch 1 for a plain GEMM; broadcast 1 when A's batch stride is 0, 2 when
-/// B's is, 3 for both (0 unbatched).
+/// B's is, 3 for both (0 unbatched); dtype the element type: 0 float (sgemm), 1 double (dgemm), 2 int
+/// (igemm). dtype is last, so initialisers written before it existed still compile (as float).
 struct TunedProblem {
   int m, n, k;
   int layout;
   int batch;
   int broadcast;
+  int dtype;
 };
 
 namespace detail {
@@ -33,6 +35,7 @@ struct KernelInfo {
   int problems_per_block;  // 0: one problem per block; n >= 1: each block computes its tile of n
                            // consecutive problems, and the kernel takes the launch's problem count
                            // after the strides (BatchCountKernelFn)
+  int dtype;            // the element type it computes (as TunedProblem::dtype)
 };
 
 /// A tuned problem and its kernels, as indices into k_kernels.
@@ -61,13 +64,38 @@ struct DeviceTable {
   int model_count;
 };
 
-/// Every kernel has the SGEMM contract signature (templates/README.md); a batched one takes the
-/// strides of A, B and C after ldc, and one that computes several problems per block the launch's
-/// problem count after them.
-typedef void (*KernelFn)(int, int, int, float, const float*, int, const float*, int, float, float*, int);
-typedef void (*BatchedKernelFn)(int, int, int, float, const float*, int, const float*, int, float, float*, int, long long,
-                                long long, long long);
-typedef void (*BatchCountKernelFn)(int, int, int, float, const float*, int, const float*, int, float, float*, int,
-                                   long long, long long, long long, int);
+/// The number of an element type (TunedProblem::dtype, KernelInfo::dtype): float 0, double 1, int 2.
+template <class T>
+struct DTypeOf;
+template <>
+struct DTypeOf<float> {
+  enum { value = 0 };
+};
+template <>
+struct DTypeOf<double> {
+  enum { value = 1 };
+};
+template <>
+struct DTypeOf<int> {
+  enum { value = 2 };
+};
+/// The element types a header computes: k_generic_kernels has one row per type.
+constexpr int k_dtype_count = 3;
+
+/// Every kernel has the GEMM contract signature (templates/README.md) over its element type T (alpha,
+/// beta, A, B and C all of type T); a batched one takes the strides of A, B and C after ldc, and one
+/// that computes several problems per block the launch's problem count after them.
+template <class T>
+using TypedKernelFn = void (*)(int, int, int, T, const T*, int, const T*, int, T, T*, int);
+template <class T>
+using TypedBatchedKernelFn = void (*)(int, int, int, T, const T*, int, const T*, int, T, T*, int, long long, long long,
+                                      long long);
+template <class T>
+using TypedBatchCountKernelFn = void (*)(int, int, int, T, const T*, int, const T*, int, T, T*, int, long long,
+                                         long long, long long, int);
+/// The FP32 signatures, by the names of headers before there were other types.
+typedef TypedKernelFn<float> KernelFn;
+typedef TypedBatchedKernelFn<float> BatchedKernelFn;
+typedef TypedBatchCountKernelFn<float> BatchCountKernelFn;
 
 }  // namespace detail
