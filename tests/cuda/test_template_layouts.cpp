@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -631,18 +632,77 @@ CLUSTER_K = [1, 4]
 }
 
 // warptile computes INT32 with the tiles and constraints of FP32 (4-byte elements, one register
-// each), so the two need the same registers. Over every point of the default preset's warptile grids
-// (nn, sm_90) both types compile; no INT32 build spills where the FP32 build of the same point has
-// registers to spare (16 below its ceiling, min(255, 65536 / threads) rounded down to 8); no more
-// INT32 builds spill than FP32 ones; and INT32 takes no more registers in all. The grids hold
-// points that spill in both types, mostly tiles of 512 to 1024 threads or with 128 accumulators a
-// thread (72 of 444 in FP32 with NVRTC 13.0, 71 in INT32, 65 of them the same): tuning skips a build
-// that spills unless allow_spills is set.
-TEST(TemplateLayouts, WarptileInt32NeedsTheRegistersOfFloatOnTheDefaultGrid) {
+// each), so the two need the same registers. On a spread of the default preset's warptile grids
+// (sm_90, every layout) both types compile; no INT32 build spills where the FP32 build of the same
+// point has registers to spare (16 below its ceiling, min(255, 65536 / threads) rounded down to 8);
+// no INT32 build takes more than 32 registers above the FP32 one; and INT32 takes no more registers
+// in all.
+//
+// The spread, not the whole grid: its nn points alone are ~900 NVRTC builds in the two types, a
+// quarter of an hour on two cores. It is every n-th point of the grids in their order (n odd, so the
+// layouts, the fastest-changing parameters, take turns), then, in grid order, each point that holds a
+// value the stride missed: every value of every parameter, layout, threads per block and
+// accumulators per thread is in it, so it has the 1024-thread tiles and the tiles of 128
+// accumulators a thread, where the grids spill. Over the whole nn grid (444 points, NVRTC 13.0)
+// INT32 takes 1557 fewer registers in all (more on 50 points, by at most 30), and 72 FP32 builds
+// spill and 71 INT32 ones, 65 of them the same. That near tie of counts is not compared on the
+// spread: a point where FP32 just fits (e.g. 167 of 168 registers, 192x128 nt) may spill in INT32,
+// which the per-point rule allows. Tuning skips a build that spills unless allow_spills is set.
+TEST(TemplateLayouts, WarptileInt32NeedsTheRegistersOfFloatOnASpreadOfTheDefaultGrid) {
   const auto templates = load_templates({default_templates_dir()});
-  Target target = test::sm90();
+  Target target = all_layouts("sm_90");
   target.dtypes = {DType::f32, DType::i32};
-  const SearchSpace space = enumerate_space(templates, load_preset(resolve_preset("default")), target, "warptile");
+  const SearchSpace grid = enumerate_space(templates, load_preset(resolve_preset("default")), target, "warptile");
+  const auto without_dtype = [](const ParamValues& values) {
+    ParamValues point;
+    for (const auto& [name, value] : values)
+      if (name != "DTYPE") point.emplace_back(name, value);
+    return params_to_string(point);
+  };
+  // The grid's points (without DTYPE) in its order, each with its builds.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const Candidate*>> builds;
+  for (const Candidate& c : grid.candidates) {
+    const std::string point = without_dtype(c.values);
+    if (builds[point].empty()) order.push_back(point);
+    builds[point].push_back(&c);
+  }
+  ASSERT_GT(order.size(), 1500u) << "444 nn points, and as many in tn, fewer in nt and tt (BK = 8)";
+  // What the spread holds every value of.
+  const auto features = [](const Candidate& c) {
+    std::set<std::string> f;
+    for (const auto& [name, value] : c.values)
+      if (name != "DTYPE" && name != "TRANS_A" && name != "TRANS_B") f.insert(fmt::format("{}={}", name, value));
+    f.insert("layout " + c.tmpl->layout_of(c.values));
+    f.insert(fmt::format("threads {}", c.shape.threads));
+    f.insert(fmt::format("accumulators {}", c.shape.tile_m * c.shape.tile_n / c.shape.threads));
+    return f;
+  };
+  constexpr size_t k_strided = 32;
+  const size_t stride = (order.size() / k_strided) | 1;
+  std::vector<std::string> spread;
+  std::set<std::string> covered, all;
+  for (size_t i = stride / 2; i < order.size(); i += stride) {
+    spread.push_back(order[i]);
+    const auto f = features(*builds.at(order[i]).front());
+    covered.insert(f.begin(), f.end());
+  }
+  for (const std::string& point : order) {
+    const auto f = features(*builds.at(point).front());
+    all.insert(f.begin(), f.end());
+    if (std::includes(covered.begin(), covered.end(), f.begin(), f.end())) continue;
+    spread.push_back(point);
+    covered.insert(f.begin(), f.end());
+  }
+  ASSERT_EQ(covered, all);
+  ASSERT_GE(spread.size(), k_strided);
+  ASSERT_LE(spread.size(), 40u) << "the spread grew: keep the test within CI's time";
+
+  SearchSpace space;
+  for (const std::string& point : spread) {
+    ASSERT_EQ(builds.at(point).size(), 2u) << point << ": one build per type";
+    for (const Candidate* c : builds.at(point)) space.candidates.push_back(*c);
+  }
   struct Build {
     int registers = -1;
     bool spills = false;
@@ -653,15 +713,12 @@ TEST(TemplateLayouts, WarptileInt32NeedsTheRegistersOfFloatOnTheDefaultGrid) {
   size_t compiled = 0;
   ASSERT_NO_FATAL_FAILURE(
       expect_all_compile_without_spills(space, "sm_90", dir / "types.db", compiled, [&](const CompiledCandidate& c) {
-        ParamValues point;
-        for (const auto& [name, value] : c.candidate->values)
-          if (name != "DTYPE") point.emplace_back(name, value);
         const bool int32 = c.candidate->tmpl->dtype_of(c.candidate->values) == DType::i32;
-        (int32 ? i32 : f32)[params_to_string(point)] = {c.binary.registers, c.binary.spill_stores + c.binary.spill_loads > 0,
-                                                        c.candidate->shape.threads};
+        (int32 ? i32 : f32)[without_dtype(c.candidate->values)] = {
+            c.binary.registers, c.binary.spill_stores + c.binary.spill_loads > 0, c.candidate->shape.threads};
       }, /*spills_allowed=*/true));
   EXPECT_EQ(compiled, space.candidates.size());
-  ASSERT_GT(f32.size(), 400u);
+  ASSERT_EQ(f32.size(), spread.size());
   ASSERT_EQ(i32.size(), f32.size());
   int f32_spills = 0, i32_spills = 0;
   long long f32_registers = 0, i32_registers = 0;
@@ -670,14 +727,14 @@ TEST(TemplateLayouts, WarptileInt32NeedsTheRegistersOfFloatOnTheDefaultGrid) {
     const Build& i = i32.at(point);
     const int ceiling = static_cast<int>(std::min<int64_t>(255, 65536 / f.threads / 8 * 8));
     if (!f.spills && f.registers <= ceiling - 16) EXPECT_FALSE(i.spills) << point << ": FP32 takes " << f.registers;
+    EXPECT_LE(i.registers, f.registers + 32) << point;
     f32_spills += f.spills, i32_spills += i.spills;
     f32_registers += f.registers, i32_registers += i.registers;
   }
-  EXPECT_LE(i32_spills, f32_spills);
   EXPECT_LE(i32_registers, f32_registers);
-  std::printf("warptile, default grid, sm_90: %zu points; builds that spill: %d FP32, %d INT32; registers in all: %lld "
-              "FP32, %lld INT32\n",
-              f32.size(), f32_spills, i32_spills, f32_registers, i32_registers);
+  std::printf("warptile, a spread of the default grid (%zu of its %zu points, every layout), sm_90: builds that "
+              "spill: %d FP32, %d INT32; registers in all: %lld FP32, %lld INT32\n",
+              f32.size(), order.size(), f32_spills, i32_spills, f32_registers, i32_registers);
 }
 
 // warptile reads a transposed B in 8-k chunks of its stored rows: a BK that is not a multiple of 8
