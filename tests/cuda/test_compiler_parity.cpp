@@ -1,5 +1,5 @@
 // The tuner times NVRTC's build of a kernel; an exported header runs nvcc's build of the same source.
-// For the multistage and clusterk templates the two must be the same machine code, or the header runs
+// For the multistage, clusterk and dmma templates the two must be the same machine code, or the header runs
 // something other than what was measured (they once differed by 14 registers and 1.5-2% in speed).
 // Real NVRTC and nvcc; no GPU needed.
 #include <gtest/gtest.h>
@@ -94,6 +94,23 @@ TEST(CompilerParity, MultistageAndClusterkCompileToTheSameCodeWithNvrtcAndNvcc) 
     for (Candidate& c : enumerate_space(templates, load_preset(preset), test::sm90()).candidates)
       if (c.tmpl->name == "multistage" || c.tmpl->name == "clusterk") candidates.push_back(std::move(c));
   ASSERT_GE(candidates.size(), 12u);
+
+  test::expect_nvrtc_and_nvcc_agree(candidates, dir.path());
+}
+
+// The FP64 tensor-core family in every layout: quick.toml's dmma kernels (m8n8k4, m16n8k4, m16n8k8 and
+// m16n8k16; fragments read 8 and 16 bytes at a time; K split across a cluster). Its shared-memory
+// accesses all go through 32-bit addresses, so the two compilers make the same code of it.
+TEST(CompilerParity, DmmaCompilesToTheSameCodeWithNvrtcAndNvccInEveryLayout) {
+  test::TempDir dir;
+  const auto templates = load_templates({default_templates_dir()});
+  Target target = test::sm90();
+  target.layouts = {"nn", "nt", "tn", "tt"};
+  target.dtypes = {DType::f64};
+  std::vector<Candidate> candidates;
+  for (Candidate& c : enumerate_space(templates, load_preset(resolve_preset("quick")), target).candidates)
+    if (c.tmpl->name == "dmma") candidates.push_back(std::move(c));
+  ASSERT_EQ(candidates.size(), 20u);
 
   test::expect_nvrtc_and_nvcc_agree(candidates, dir.path());
 }
