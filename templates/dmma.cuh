@@ -15,7 +15,20 @@
 // (A in nn/nt, B in nt/tt) is held [x][BK + PAD], the others [k][X + PAD]. A lane then reads its
 // fragment elements one double at a time; PAD = 4 doubles (32 bytes) shifts each row by 8 banks, so
 // the 16 lanes of a half-warp (4 values of g by 4 of t) read 16 different bank pairs in either
-// orientation. Rows of A or B outside the problem, and k past K, are zero-filled by the copies
+// orientation.
+//
+// FRAG_VEC = 2 reads two doubles per shared-memory load (LDS.128) instead, in both orientations:
+//   - k order: the k of each 16 are paired with lanes so that lane t holds k = 4 t + u in its u-th
+//     sub-step of 4 k (u = 0..3) rather than k = 4 u + t; A and B agree, so the sum is the same.
+//     Stored rows running along k then give a lane its consecutive k in pairs; stored rows of k are
+//     placed in the ring at row 16 c + 4 u + t, so the lanes of one sub-step read adjacent rows.
+//   - x order: an operand stored with rows of k ([k][x]) pairs its fragments instead: fragment
+//     row (or column) g of the v-th 8 in a warp tile is element 16 (v / 2) + 2 g + v % 2, so a lane
+//     reads fragments v and v + 1 together. C comes out in the same order (for a permuted n, a
+//     lane's 2 x 2 values per pair of fragments are 4 adjacent columns).
+//   The k-contiguous rows are padded by PAD / 2 (odd row pitch in 16-byte units) and the others by
+//   PAD (4 doubles), so each quarter-warp's 16-byte reads hit 8 different bank quads.
+// Rows of A or B outside the problem, and k past K, are zero-filled by the copies
 // (a source size of 0), so edge tiles take the same path; stores of C are checked.
 // Strided batches run on grid z (cmt_batch_offsets).
 //
@@ -55,6 +68,13 @@ CMT_DEVICE double cmt_load_shared_f64(unsigned addr) {
   return v;
 }
 
+// Two consecutive doubles at a 16-byte aligned shared address.
+CMT_DEVICE double2 cmt_load_shared_f64x2(unsigned addr) {
+  double2 v;
+  asm volatile("ld.shared.v2.f64 {%0, %1}, [%2];\n" : "=d"(v.x), "=d"(v.y) : "r"(addr) : "memory");
+  return v;
+}
+
 // One MMA_M x 8 x MMA_K product accumulated into c.
 template <int MMA>
 CMT_DEVICE void cmt_dmma(double* c, const double* a, const double* b) {
@@ -84,8 +104,9 @@ CMT_DEVICE void cmt_dmma(double* c, const double* a, const double* b) {
 // One operand's stage: X (BM of A or BN of B) by BK, stored [x][BK + PAD] when K_ROWS (its stored
 // rows run along k) and [k][X + PAD] otherwise. Copies the k tile at k0 from global memory (stored
 // rows of length `row_len` elements are k when K_ROWS, x otherwise; ld between them), zero-filling
-// x >= x_left and k >= k_left.
-template <int X, int BK, int PAD, int VEC, int THREADS, bool K_ROWS>
+// x >= x_left and k >= k_left. PERMUTE_K (FRAG_VEC = 2) places stored row k = 16 c + 4 t + u of a
+// [k][x] stage at row 16 c + 4 u + t.
+template <int X, int BK, int PAD, int VEC, int THREADS, bool K_ROWS, bool PERMUTE_K>
 struct CmtDmmaOperand {
   static constexpr int ROWS = K_ROWS ? X : BK;    // stored rows in the tile
   static constexpr int COLS = K_ROWS ? BK : X;    // contiguous elements per stored row
@@ -97,8 +118,16 @@ struct CmtDmmaOperand {
   static_assert(COLS % VEC == 0 && THREADS % PER_ROW == 0 && ROWS % ROW_STEP == 0,
                 "a stage must be whole passes of the threads' VEC-double copies (the descriptor's constraints)");
 
-  // Shared byte offset of element (x, k) from the stage's start.
+  static_assert(!PERMUTE_K || K_ROWS || BK % 16 == 0, "a permuted k needs whole 16s of k");
+
+  // The ring row of stored row r.
+  static CMT_DEVICE int slot(int r) {
+    return PERMUTE_K && !K_ROWS ? (r & ~15) | ((r & 3) << 2) | ((r >> 2) & 3) : r;
+  }
+  // Shared byte offset of element (x, k) from the stage's start (k in stored order, PERMUTE_K false).
   static CMT_DEVICE unsigned offset(int x, int k) { return (unsigned)(K_ROWS ? x * LD + k : k * LD + x) * 8u; }
+  // Shared byte offset of element x of ring row `row` of a [k][x] stage.
+  static CMT_DEVICE unsigned at_row(int row, int x) { return (unsigned)(row * LD + x) * 8u; }
 
   // src: the tile's first element (x = 0, k = 0) of the stored matrix; rows_left, cols_left: the
   // stored rows and row elements left in the matrix from there. Thread tid copies column
@@ -110,20 +139,20 @@ struct CmtDmmaOperand {
     const int bytes = left >= VEC ? VEC * 8 : left > 0 ? left * 8 : 0;
     const double* from = src + cmt_offset(r0, c, ld);
     const cmt_index step = (cmt_index)ROW_STEP * ld;
-    const unsigned dst = stage + (unsigned)(r0 * LD + c) * 8u;
 #pragma unroll
     for (int p = 0; p < PASSES; ++p) {
       const int n = r0 + p * ROW_STEP < rows_left ? bytes : 0;
+      const unsigned dst = stage + (unsigned)(slot(r0 + p * ROW_STEP) * LD + c) * 8u;
       if (VEC == 2)
-        cmt_cp_async_16_to(dst + p * ROW_STEP * LD * 8u, reinterpret_cast<const float*>(n > 0 ? from : fill), n);
+        cmt_cp_async_16_to(dst, reinterpret_cast<const float*>(n > 0 ? from : fill), n);
       else
-        cmt_cp_async_8_to(dst + p * ROW_STEP * LD * 8u, n > 0 ? from : fill, n > 0);
+        cmt_cp_async_8_to(dst, n > 0 ? from : fill, n > 0);
       from += step;
     }
   }
 };
 
-template <int BM, int BN, int BK, int WM, int WN, int MMA, int STAGES, int VEC, int PAD, int SWIZZLE,
+template <int BM, int BN, int BK, int WM, int WN, int MMA, int STAGES, int VEC, int FRAG_VEC, int PAD, int SWIZZLE,
           int CLUSTER_K, int TRANS_A, int TRANS_B, int DTYPE>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1) CMT_CLUSTER_Z(CLUSTER_K)
     cmt_sgemm_dmma(int M, int N, int K, double alpha, const double* __restrict__ A, int lda,
@@ -136,8 +165,12 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1) CMT_CLUSTER_Z(C
   constexpr int A_REGS = (MMA_M / 8) * (MMA_K / 4), B_REGS = MMA_K / 4, C_REGS = (MMA_M / 8) * 2;
   constexpr int MI = WM / MMA_M, NI = WN / 8;
   static_assert(WM % MMA_M == 0 && WN % 8 == 0 && BK % MMA_K == 0, "warp tile and k tile of whole MMAs");
-  using OpA = CmtDmmaOperand<BM, BK, PAD, VEC, THREADS, TRANS_A == 0>;
-  using OpB = CmtDmmaOperand<BN, BK, PAD, VEC, THREADS, TRANS_B != 0>;
+  constexpr bool PAIRED = FRAG_VEC == 2;
+  static_assert(!PAIRED || (BK % 16 == 0 && WM % 16 == 0 && WN % 16 == 0), "16-byte fragment reads: whole 16s");
+  // Fragments paired along x: operands stored [k][x] (A in tn/tt, B in nn/tn), when PAIRED.
+  constexpr bool PAIR_M = PAIRED && TRANS_A != 0, PAIR_N = PAIRED && TRANS_B == 0;
+  using OpA = CmtDmmaOperand<BM, BK, TRANS_A == 0 ? PAD / FRAG_VEC : PAD, VEC, THREADS, TRANS_A == 0, PAIRED>;
+  using OpB = CmtDmmaOperand<BN, BK, TRANS_B != 0 ? PAD / FRAG_VEC : PAD, VEC, THREADS, TRANS_B != 0, PAIRED>;
   constexpr unsigned STAGE_BYTES = (unsigned)(OpA::FLOATS + OpB::FLOATS) * 4u;
 
   const double* a_fill = A;  // any valid address: zero-filling copies name it without reading
@@ -184,6 +217,11 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1) CMT_CLUSTER_Z(C
       OpB::copy(bs, b_tile + cmt_offset(k0, 0, ldb), ldb, k_left, n_left, tid, b_fill);
   };
 
+  // Warp-tile row of lane row g in A's v-th fragment of 8 rows (fragment v / (MMA_M / 8), half
+  // v % (MMA_M / 8)), and column of lane column ln in B's fragment j: paired orders when PAIR_M / PAIR_N.
+  auto row_of = [&](int v, int gg) { return PAIR_M ? 16 * (v / 2) + 2 * gg + v % 2 : 8 * v + gg; };
+  auto col_of = [&](int j, int ln) { return PAIR_N ? 16 * (j / 2) + 2 * ln + j % 2 : 8 * j + ln; };
+
   double acc[MI][NI][C_REGS];
 #pragma unroll
   for (int i = 0; i < MI; ++i)
@@ -191,6 +229,63 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1) CMT_CLUSTER_Z(C
     for (int j = 0; j < NI; ++j)
 #pragma unroll
       for (int r = 0; r < C_REGS; ++r) acc[i][j][r] = 0.0;
+
+  // FRAG_VEC = 2: one stage's products, its fragments read 16 bytes at a time. Lane t's sub-step u
+  // of each 16 k is k = 4 t + u; U sub-steps are read together (two per 16-byte read of a
+  // k-contiguous row, or one m16n8k16 step).
+  constexpr int MK4 = MMA_K / 4, U = MK4 > 2 ? MK4 : 2, AV = WM / 8;
+  auto multiply_paired = [&](unsigned as, unsigned bs) {
+#pragma unroll
+    for (int k16 = 0; k16 < BK; k16 += 16)
+#pragma unroll
+      for (int u0 = 0; u0 < 4; u0 += U) {
+        double af[U][AV], bf[U][NI];  // [sub-step][fragment of 8 rows / columns]
+#pragma unroll
+        for (int u = 0; u < U; u += 2)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+#pragma unroll
+            for (int v = 0; v < AV; v += 2) {  // sub-step u + e of fragments v, v + 1 (or u, u + 1 of v + e)
+              if constexpr (PAIR_M) {
+                const double2 d = cmt_load_shared_f64x2(as + OpA::at_row(k16 + 4 * (u0 + u + e) + t, warp_m + row_of(v, g)));
+                af[u + e][v] = d.x;
+                af[u + e][v + 1] = d.y;
+              } else {
+                const double2 d = cmt_load_shared_f64x2(as + OpA::offset(warp_m + row_of(v + e, g), k16 + 4 * t + u0 + u));
+                af[u][v + e] = d.x;
+                af[u + 1][v + e] = d.y;
+              }
+            }
+#pragma unroll
+            for (int j = 0; j < NI; j += 2) {
+              if constexpr (PAIR_N) {
+                const double2 d = cmt_load_shared_f64x2(bs + OpB::at_row(k16 + 4 * (u0 + u + e) + t, warp_n + col_of(j, g)));
+                bf[u + e][j] = d.x;
+                bf[u + e][j + 1] = d.y;
+              } else {
+                const double2 d = cmt_load_shared_f64x2(bs + OpB::offset(warp_n + col_of(j + e, g), k16 + 4 * t + u0 + u));
+                bf[u][j + e] = d.x;
+                bf[u + 1][j + e] = d.y;
+              }
+            }
+          }
+#pragma unroll
+        for (int s = 0; s < U / MK4; ++s)  // instruction s takes sub-steps s MK4 .. s MK4 + MK4 - 1
+#pragma unroll
+          for (int i = 0; i < MI; ++i) {
+            double a[A_REGS];
+#pragma unroll
+            for (int r = 0; r < A_REGS; ++r) a[r] = af[s * MK4 + r / (MMA_M / 8)][i * (MMA_M / 8) + r % (MMA_M / 8)];
+#pragma unroll
+            for (int j = 0; j < NI; ++j) {
+              double b[B_REGS];
+#pragma unroll
+              for (int r = 0; r < B_REGS; ++r) b[r] = bf[s * MK4 + r][j];
+              cmt_dmma<MMA>(acc[i][j], a, b);
+            }
+          }
+      }
+  };
 
   // Prologue: STAGES - 1 k tiles in flight (empty groups past the last keep the count uniform).
 #pragma unroll
@@ -205,32 +300,54 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1) CMT_CLUSTER_Z(C
     if (next < k_tiles) load_tile(next % STAGES, next);
     cmt_cp_async_commit();
     const unsigned as = smem + (kt % STAGES) * STAGE_BYTES, bs = as + OpA::FLOATS * 4u;
+    if constexpr (PAIRED) {
+      multiply_paired(as, bs);
+    } else {
 #pragma unroll
-    for (int kk = 0; kk < BK; kk += MMA_K) {
-      double a[MI][A_REGS], b[NI][B_REGS];
+      for (int kk = 0; kk < BK; kk += MMA_K) {
+        double a[MI][A_REGS], b[NI][B_REGS];
 #pragma unroll
-      for (int i = 0; i < MI; ++i)
+        for (int i = 0; i < MI; ++i)
 #pragma unroll
-        for (int r = 0; r < A_REGS; ++r)
-          a[i][r] = cmt_load_shared_f64(
-              as + OpA::offset(warp_m + i * MMA_M + g + 8 * (r % (MMA_M / 8)), kk + t + 4 * (r / (MMA_M / 8))));
+          for (int r = 0; r < A_REGS; ++r)
+            a[i][r] = cmt_load_shared_f64(
+                as + OpA::offset(warp_m + i * MMA_M + g + 8 * (r % (MMA_M / 8)), kk + t + 4 * (r / (MMA_M / 8))));
 #pragma unroll
-      for (int j = 0; j < NI; ++j)
+        for (int j = 0; j < NI; ++j)
 #pragma unroll
-        for (int r = 0; r < B_REGS; ++r) b[j][r] = cmt_load_shared_f64(bs + OpB::offset(warp_n + j * 8 + g, kk + t + 4 * r));
+          for (int r = 0; r < B_REGS; ++r) b[j][r] = cmt_load_shared_f64(bs + OpB::offset(warp_n + j * 8 + g, kk + t + 4 * r));
 #pragma unroll
-      for (int i = 0; i < MI; ++i)
+        for (int i = 0; i < MI; ++i)
 #pragma unroll
-        for (int j = 0; j < NI; ++j) cmt_dmma<MMA>(acc[i][j], a[i], b[j]);
+          for (int j = 0; j < NI; ++j) cmt_dmma<MMA>(acc[i][j], a[i], b[j]);
+      }
     }
   }
   cmt_cp_async_wait<0>();
 
-  // Epilogue: C = alpha * acc + beta * C (C not read when beta == 0); two consecutive columns per
-  // register pair, stored together when VEC == 2 (16-byte aligned C, ldc even).
-  auto store_pair = [&](int i, int j, int h, double s0, double s1) {
-    const int row = block_m + warp_m + i * MMA_M + g + 8 * h;
-    const int col = block_n + warp_n + j * 8 + 2 * t;
+  // Epilogue: C = alpha * acc + beta * C (C not read when beta == 0), two adjacent columns of a row
+  // at a time, stored together when VEC == 2 (16-byte aligned C, ldc even). Pair q of a thread's
+  // accumulators (i, h, c): row g + 8 h of fragment row i; columns 2 t, 2 t + 1 of fragment
+  // column c (registers 2 h, 2 h + 1), or with a paired n, register 2 h + c % 2 of fragment columns
+  // c - c % 2 and c - c % 2 + 1, which are adjacent.
+  struct Pair {
+    int i, j0, r0, j1, r1, row, col;  // acc[i][j0][r0], acc[i][j1][r1] at (row, col), (row, col + 1)
+  };
+  auto pair_of = [&](int q) {
+    const int i = q / (NI * (C_REGS / 2)), c = (q / (C_REGS / 2)) % NI, h = q % (C_REGS / 2);
+    Pair p;
+    p.i = i;
+    p.row = block_m + warp_m + row_of(i * (MMA_M / 8) + h, g);
+    if (PAIR_N) {
+      p.j0 = c - c % 2, p.j1 = p.j0 + 1, p.r0 = p.r1 = 2 * h + c % 2;
+    } else {
+      p.j0 = p.j1 = c, p.r0 = 2 * h, p.r1 = 2 * h + 1;
+    }
+    p.col = block_n + warp_n + col_of(p.j0, 2 * t + p.r0 % 2);
+    return p;
+  };
+  auto store_pair = [&](const Pair& pr, double s0, double s1) {
+    const int row = pr.row, col = pr.col;
     if (row >= M) return;
     double* p = C + cmt_offset(row, col, ldc);
     double v0 = alpha * s0, v1 = alpha * s1;
@@ -246,7 +363,7 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1) CMT_CLUSTER_Z(C
       if (col + 1 < N) p[1] = beta != 0.0 ? fma(beta, p[1], v1) : v1;
     }
   };
-  constexpr int PAIRS = MI * NI * (C_REGS / 2);  // register pairs per thread: pair q is (i, j, h)
+  constexpr int PAIRS = MI * NI * (C_REGS / 2);  // register pairs per thread
 #if CMT_HAS_CLUSTERS
   if (CLUSTER_K > 1) {
     // Park the partial tile (pair q of thread tid at smem + (q * THREADS + tid) * 16), then rank r
@@ -254,16 +371,15 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1) CMT_CLUSTER_Z(C
     __syncthreads();  // every warp is done reading the ring
 #pragma unroll
     for (int q = 0; q < PAIRS; ++q) {
-      const int i = q / (NI * (C_REGS / 2)), j = (q / (C_REGS / 2)) % NI, h = q % (C_REGS / 2);
+      const Pair pr = pair_of(q);
       asm volatile("st.shared.v2.f64 [%0], {%1, %2};\n" ::"r"(smem + (unsigned)(q * THREADS + tid) * 16u),
-                   "d"(acc[i][j][2 * h]), "d"(acc[i][j][2 * h + 1])
+                   "d"(acc[pr.i][pr.j0][pr.r0]), "d"(acc[pr.i][pr.j1][pr.r1])
                    : "memory");
     }
     cmt_cluster_sync();
 #pragma unroll
     for (int q = 0; q < PAIRS; ++q) {
       if (q % CLUSTER_K != rank) continue;
-      const int i = q / (NI * (C_REGS / 2)), j = (q / (C_REGS / 2)) % NI, h = q % (C_REGS / 2);
       const unsigned slot = smem + (unsigned)(q * THREADS + tid) * 16u;
       double2 sum = cmt_cluster_load_f64x2(slot, 0);
 #pragma unroll
@@ -272,7 +388,7 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1) CMT_CLUSTER_Z(C
         sum.x += v.x;
         sum.y += v.y;
       }
-      store_pair(i, j, h, sum.x, sum.y);
+      store_pair(pair_of(q), sum.x, sum.y);
     }
     cmt_cluster_sync();  // no block leaves while another may still read its shared memory
     return;
@@ -280,7 +396,7 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1) CMT_CLUSTER_Z(C
 #endif
 #pragma unroll
   for (int q = 0; q < PAIRS; ++q) {
-    const int i = q / (NI * (C_REGS / 2)), j = (q / (C_REGS / 2)) % NI, h = q % (C_REGS / 2);
-    store_pair(i, j, h, acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+    const Pair pr = pair_of(q);
+    store_pair(pr, acc[pr.i][pr.j0][pr.r0], acc[pr.i][pr.j1][pr.r1]);
   }
 }

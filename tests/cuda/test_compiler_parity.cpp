@@ -1,7 +1,7 @@
 // The tuner times NVRTC's build of a kernel; an exported header runs nvcc's build of the same source.
-// For the multistage and clusterk templates, and warptile's INT32 builds, the two must be the same
-// machine code, or the header runs something other than what was measured (they once differed by 14
-// registers and 1.5-2% in speed).
+// For the multistage, clusterk and dmma templates, and warptile's INT32 builds, the two must be the
+// same machine code, or the header runs something other than what was measured (they once differed
+// by 14 registers and 1.5-2% in speed).
 // Real NVRTC and nvcc; no GPU needed.
 #include <gtest/gtest.h>
 
@@ -160,6 +160,23 @@ TEST(CompilerParity, WarptileFloatBuildsWithNvrtcAndNvccUnderTheSameNames) {
   const std::vector<Candidate> candidates = warptile_candidates(templates, dir / "warptile.toml", DType::f32);
   ASSERT_EQ(candidates.size(), 8u);
   test::expect_nvrtc_and_nvcc_agree(candidates, dir.path(), test::Parity::names);
+}
+
+// The FP64 tensor-core family in every layout: quick.toml's dmma kernels (m8n8k4, m16n8k4, m16n8k8 and
+// m16n8k16; fragments read 8 and 16 bytes at a time; K split across a cluster). Its shared-memory
+// accesses all go through 32-bit addresses, so the two compilers make the same code of it.
+TEST(CompilerParity, DmmaCompilesToTheSameCodeWithNvrtcAndNvccInEveryLayout) {
+  test::TempDir dir;
+  const auto templates = load_templates({default_templates_dir()});
+  Target target = test::sm90();
+  target.layouts = {"nn", "nt", "tn", "tt"};
+  target.dtypes = {DType::f64};
+  std::vector<Candidate> candidates;
+  for (Candidate& c : enumerate_space(templates, load_preset(resolve_preset("quick")), target).candidates)
+    if (c.tmpl->name == "dmma") candidates.push_back(std::move(c));
+  ASSERT_EQ(candidates.size(), 20u);
+
+  test::expect_nvrtc_and_nvcc_agree(candidates, dir.path());
 }
 
 }  // namespace

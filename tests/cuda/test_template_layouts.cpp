@@ -588,13 +588,13 @@ TEST(TemplateLayouts, MultistageKeepsThinWorkersAndLongARunsToTheLayoutsTheyServ
 
 // The FP64 tensor-core family: every layout and instruction it enumerates compiles for sm_90
 // (m8n8k4, m16n8k8, m16n8k16) and sm_80 (m8n8k4 only: the others are pruned there), with and without
-// K split across a cluster, without spills.
+// K split across a cluster, reading fragments 8 and 16 bytes at a time, without spills.
 TEST(TemplateLayouts, DmmaCompilesInEveryLayoutAndInstruction) {
   const auto templates = load_templates({default_templates_dir()});
   test::TempDir dir;
   test::write_file(dir / "dmma.toml", R"(name = "dmma"
 description = "the FP64 tensor-core family"
-[templates.dmma]
+[[templates.dmma]]
 BM = [64]
 BN = [64]
 BK = [16]
@@ -603,6 +603,21 @@ WN = [32]
 MMA = [0, 2, 3]
 STAGES = [3]
 VEC = [1, 2]
+FRAG_VEC = [1]
+PAD = [4]
+SWIZZLE = [8]
+CLUSTER_K = [1, 4]
+
+[[templates.dmma]]
+BM = [64]
+BN = [64]
+BK = [16]
+WM = [32]
+WN = [32]
+MMA = [0, 1, 3]
+STAGES = [3]
+VEC = [2]
+FRAG_VEC = [2]
 PAD = [4]
 SWIZZLE = [8]
 CLUSTER_K = [1, 4]
@@ -621,13 +636,13 @@ CLUSTER_K = [1, 4]
       EXPECT_EQ(c.tmpl->dtype_of(c.values), DType::f64);
     }
     EXPECT_EQ(layouts, std::set<std::string>(k_all_layouts.begin(), k_all_layouts.end())) << arch;
-    const std::set<int64_t> expected = arch == "sm_90" ? std::set<int64_t>{0, 2, 3} : std::set<int64_t>{0};
+    const std::set<int64_t> expected = arch == "sm_90" ? std::set<int64_t>{0, 1, 2, 3} : std::set<int64_t>{0};
     EXPECT_EQ(instructions, expected) << arch;
 
     size_t compiled = 0;
     ASSERT_NO_FATAL_FAILURE(expect_all_compile_without_spills(space, arch, dir / (arch + ".db"), compiled));
     EXPECT_EQ(compiled, space.candidates.size()) << arch;
-    EXPECT_EQ(compiled, arch == "sm_90" ? 48u : 16u) << arch;
+    EXPECT_EQ(compiled, arch == "sm_90" ? 72u : 24u) << arch;
   }
 }
 
