@@ -1,7 +1,7 @@
 // Element types, for the families that compute more than FP32 (`dtypes` in their descriptors, the
 // implicit DTYPE template argument: 0 float, 1 double, 2 int). Holds the type behind DTYPE, the
-// multiply-add, the store of C with BLAS beta semantics, and the scalar tile loader of
-// cmt_common.cuh over any of the three types.
+// multiply-add, product and sum, the 16-byte vectors of the 4-byte types, the store of C with BLAS
+// beta semantics, and the scalar tile loader of cmt_common.cuh over any of the three types.
 //
 // INT32 semantics: A, B, C, alpha, beta and the accumulator are 32-bit integers, and every product
 // and sum wraps modulo 2^32 (two's complement). The arithmetic is done in unsigned int, whose
@@ -31,6 +31,29 @@ CMT_DEVICE double cmt_mad(double a, double b, double acc) { return fma(a, b, acc
 CMT_DEVICE int cmt_mad(int a, int b, int acc) {
   return (int)((unsigned)a * (unsigned)b + (unsigned)acc);
 }
+
+// a*b and a + b: the operators for the floats (the same code as writing them), wrapping for int.
+CMT_DEVICE float cmt_mul(float a, float b) { return a * b; }
+CMT_DEVICE double cmt_mul(double a, double b) { return a * b; }
+CMT_DEVICE int cmt_mul(int a, int b) { return (int)((unsigned)a * (unsigned)b); }
+CMT_DEVICE float cmt_add(float a, float b) { return a + b; }
+CMT_DEVICE double cmt_add(double a, double b) { return a + b; }
+CMT_DEVICE int cmt_add(int a, int b) { return (int)((unsigned)a + (unsigned)b); }
+
+// Four 4-byte elements as one 16-byte vector (the 16-byte loads and stores of the families that
+// compute FP32 and INT32 alike): float4 or int4, with the same members x, y, z, w.
+template <class T>
+struct CmtVec4;
+template <>
+struct CmtVec4<float> {
+  typedef float4 type;
+};
+template <>
+struct CmtVec4<int> {
+  typedef int4 type;
+};
+CMT_DEVICE float4 cmt_make4(float x, float y, float z, float w) { return make_float4(x, y, z, w); }
+CMT_DEVICE int4 cmt_make4(int x, int y, int z, int w) { return make_int4(x, y, z, w); }
 
 // C[row][col] = alpha*acc + beta*C[row][col], with BLAS semantics: C is not read when beta == 0.
 // The float overload is cmt_common.cuh's.

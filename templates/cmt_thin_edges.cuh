@@ -1,12 +1,15 @@
 // Thin edges (THIN_EDGE > 0): the interior/thin split of the grid (CmtThinEdges), block origins
 // that give the interior tiles to the first blocks, the shared path on which interior or thin-tile
 // blocks compute the thin strips in pieces (cmt_thin_edges_share), and the dedicated workers'
-// stream of bulk copies (cmt_thin_edges_stream, multistage's THIN_WORKERS).
+// stream of bulk copies (cmt_thin_edges_stream, multistage's THIN_WORKERS). The shared path computes
+// floats or ints (T, 4 bytes; int wraps, cmt_elem.cuh); the stream computes floats.
 #pragma once
 
 #include "cmt_common.cuh"
+#include "cmt_elem.cuh"
 #include "cmt_ptx.cuh"
 #include "cmt_raster.cuh"
+#include "cmt_smem_elem.cuh"
 
 // ---------------------------------------------------------------------------------------------
 // Thin edges. When M % BM (or N % BN) is 1..THIN_EDGE, the last tile row (column) of C holds only
@@ -86,8 +89,9 @@ CMT_DEVICE bool cmt_is_thin_tile(int M, int N, int block_m, int block_n) {
 // in row-major order, so a warp's copies cover consecutive elements of one or a few rows whatever
 // the row length. TRANSPOSED: the source holds the block transposed (element (r, c) is
 // src[c * src_ld + r], a cols x rows block), and the threads walk it in its own row-major order.
-template <int THREADS, int TRANSPOSED = 0>
-CMT_DEVICE void cmt_copy_block_async(unsigned dst, int dst_ld, const float* src, int src_ld, int rows, int cols, int tid) {
+template <int THREADS, int TRANSPOSED = 0, class T>
+CMT_DEVICE void cmt_copy_block_async(unsigned dst, int dst_ld, const T* src, int src_ld, int rows, int cols, int tid) {
+  static_assert(sizeof(T) == 4, "4-byte elements");
   if (TRANSPOSED) {
     const int t = rows;  // the source's rows are the block's columns
     rows = cols, cols = t;
@@ -96,7 +100,8 @@ CMT_DEVICE void cmt_copy_block_async(unsigned dst, int dst_ld, const float* src,
   int r = tid / cols, c = tid % cols;  // of the source
   #pragma unroll 1
   while (r < rows) {
-    cmt_cp_async_4_to(dst + (TRANSPOSED ? c * dst_ld + r : r * dst_ld + c) * 4, src + cmt_offset(r, c, src_ld), true);
+    cmt_cp_async_4_to(dst + (TRANSPOSED ? c * dst_ld + r : r * dst_ld + c) * 4,
+                      reinterpret_cast<const float*>(src + cmt_offset(r, c, src_ld)), true);
     r += dr;
     c += dc;
     if (c >= cols) c -= cols, ++r;
@@ -108,11 +113,12 @@ CMT_DEVICE void cmt_copy_block_async(unsigned dst, int dst_ld, const float* src,
 // memory (`smem`, smem_floats floats, 16-byte aligned); when the outputs are fewer than the
 // threads, groups of threads take interleaved k and their partials are added in group order.
 // All THREADS threads call it; it starts and ends with a barrier. TRANS_A, TRANS_B: A and B stand for
-// op(A) and op(B) (stored K x M, N x K); their chunks are read along the stored rows.
-template <int THREADS, int TRANS_A = 0, int TRANS_B = 0>
-CMT_DEVICE void cmt_thin_block(const float* __restrict__ A, int lda, const float* __restrict__ B, int ldb,
-                               float* __restrict__ C, int ldc, int K, int row0, int col0, int vm, int vn, float alpha,
-                               float beta, float* smem, int smem_floats, int tid) {
+// op(A) and op(B) (stored K x M, N x K); their chunks are read along the stored rows. T: float or int
+// (4 bytes: `floats` below count 4-byte words).
+template <int THREADS, int TRANS_A = 0, int TRANS_B = 0, class T>
+CMT_DEVICE void cmt_thin_block(const T* __restrict__ A, int lda, const T* __restrict__ B, int ldb,
+                               T* __restrict__ C, int ldc, int K, int row0, int col0, int vm, int vn, T alpha,
+                               T beta, void* smem, int smem_floats, int tid) {
   const int outputs = vm * vn;
   const int groups = outputs < THREADS ? THREADS / outputs : 1;
   // Floats of `smem`: the sums (outputs), the groups' partials (THREADS), then per chunk of kc k the
@@ -126,7 +132,7 @@ CMT_DEVICE void cmt_thin_block(const float* __restrict__ A, int lda, const float
   const unsigned as = sums + as_at * 4, bs = sums + bs_at * 4;
   __syncthreads();  // the caller's shared memory is free
   #pragma unroll 1
-  for (int i = tid; i < outputs; i += THREADS) cmt_store_shared(sums + i * 4, 0.0f);
+  for (int i = tid; i < outputs; i += THREADS) cmt_store_shared_elem(sums + i * 4, T(0));
   #pragma unroll 1
   for (int kb = 0; kb < K; kb += kc) {
     const int len = K - kb < kc ? K - kb : kc;
@@ -142,31 +148,35 @@ CMT_DEVICE void cmt_thin_block(const float* __restrict__ A, int lda, const float
       const int r = o / vn, c = o - r * vn;
       // a + 4*kk holds A[row0 + r][kb + kk]; b + 4*kk*vn holds B[kb + kk][col0 + c].
       const unsigned a = as + r * as_ld * 4, b = bs + c * 4;
-      float acc0 = 0.0f, acc1 = 0.0f, acc2 = 0.0f, acc3 = 0.0f;  // four chains hide the FMA latency
+      T acc0 = T(0), acc1 = T(0), acc2 = T(0), acc3 = T(0);  // four chains hide the FMA latency
       int kk = g;
       #pragma unroll 1
       for (; kk + 3 * groups < len; kk += 4 * groups) {
-        acc0 = fmaf(cmt_load_shared(a + kk * 4), cmt_load_shared(b + kk * vn * 4), acc0);
-        acc1 = fmaf(cmt_load_shared(a + (kk + groups) * 4), cmt_load_shared(b + (kk + groups) * vn * 4), acc1);
-        acc2 = fmaf(cmt_load_shared(a + (kk + 2 * groups) * 4), cmt_load_shared(b + (kk + 2 * groups) * vn * 4), acc2);
-        acc3 = fmaf(cmt_load_shared(a + (kk + 3 * groups) * 4), cmt_load_shared(b + (kk + 3 * groups) * vn * 4), acc3);
+        acc0 = cmt_mad(cmt_load_shared_elem<T>(a + kk * 4), cmt_load_shared_elem<T>(b + kk * vn * 4), acc0);
+        acc1 = cmt_mad(cmt_load_shared_elem<T>(a + (kk + groups) * 4),
+                       cmt_load_shared_elem<T>(b + (kk + groups) * vn * 4), acc1);
+        acc2 = cmt_mad(cmt_load_shared_elem<T>(a + (kk + 2 * groups) * 4),
+                       cmt_load_shared_elem<T>(b + (kk + 2 * groups) * vn * 4), acc2);
+        acc3 = cmt_mad(cmt_load_shared_elem<T>(a + (kk + 3 * groups) * 4),
+                       cmt_load_shared_elem<T>(b + (kk + 3 * groups) * vn * 4), acc3);
       }
       #pragma unroll 1
-      for (; kk < len; kk += groups) acc0 = fmaf(cmt_load_shared(a + kk * 4), cmt_load_shared(b + kk * vn * 4), acc0);
-      const float acc = (acc0 + acc1) + (acc2 + acc3);
+      for (; kk < len; kk += groups)
+        acc0 = cmt_mad(cmt_load_shared_elem<T>(a + kk * 4), cmt_load_shared_elem<T>(b + kk * vn * 4), acc0);
+      const T acc = cmt_add(cmt_add(acc0, acc1), cmt_add(acc2, acc3));
       if (groups == 1)
-        cmt_store_shared(sums + o * 4, cmt_load_shared(sums + o * 4) + acc);
+        cmt_store_shared_elem(sums + o * 4, cmt_add(cmt_load_shared_elem<T>(sums + o * 4), acc));
       else
-        cmt_store_shared(partials + i * 4, acc);
+        cmt_store_shared_elem(partials + i * 4, acc);
     }
     if (groups > 1) {
       __syncthreads();
       #pragma unroll 1
       for (int o = tid; o < outputs; o += THREADS) {
-        float acc = 0.0f;
+        T acc = T(0);
         #pragma unroll 1
-        for (int g = 0; g < groups; ++g) acc += cmt_load_shared(partials + (g * outputs + o) * 4);
-        cmt_store_shared(sums + o * 4, cmt_load_shared(sums + o * 4) + acc);
+        for (int g = 0; g < groups; ++g) acc = cmt_add(acc, cmt_load_shared_elem<T>(partials + (g * outputs + o) * 4));
+        cmt_store_shared_elem(sums + o * 4, cmt_add(cmt_load_shared_elem<T>(sums + o * 4), acc));
       }
     }
   }
@@ -174,17 +184,17 @@ CMT_DEVICE void cmt_thin_block(const float* __restrict__ A, int lda, const float
   #pragma unroll 1
   for (int i = tid; i < outputs; i += THREADS) {
     const int r = i / vn, c = i - r * vn;
-    cmt_store_c(C, ldc, row0 + r, col0 + c, cmt_load_shared(sums + i * 4), alpha, beta);
+    cmt_store_c(C, ldc, row0 + r, col0 + c, cmt_load_shared_elem<T>(sums + i * 4), alpha, beta);
   }
 }
 
 // The thin strips of C, cut in pieces of at most CMT_THIN_PIECE rows (the thin column) or columns
 // (the thin row, which holds the corner); worker w of `workers` computes pieces w, w + workers, ...
-// TRANS_A, TRANS_B: the layout, as in cmt_thin_block.
-template <int BM, int BN, int THREADS, int THIN_EDGE, int TRANS_A = 0, int TRANS_B = 0, int INLINE_THIN_ROWS>
+// TRANS_A, TRANS_B: the layout, and T the element type, as in cmt_thin_block.
+template <int BM, int BN, int THREADS, int THIN_EDGE, int TRANS_A = 0, int TRANS_B = 0, int INLINE_THIN_ROWS, class T>
 CMT_DEVICE void cmt_thin_edges_share(const CmtThinEdges<BM, BN, THIN_EDGE, INLINE_THIN_ROWS>& edges, int M, int N,
-                                     int K, const float* __restrict__ A, int lda, const float* __restrict__ B, int ldb,
-                                     float* __restrict__ C, int ldc, float alpha, float beta, float* smem,
+                                     int K, const T* __restrict__ A, int lda, const T* __restrict__ B, int ldb,
+                                     T* __restrict__ C, int ldc, T alpha, T beta, void* smem,
                                      int smem_floats, int tid, int worker, int workers) {
   const int col_rows = edges.col_rows(M), col_first = edges.col_first(), row_first = edges.row_first();
   // Pieces as narrow as lets every worker take one (each piece streams a whole panel of A or B

@@ -1,4 +1,4 @@
-// Warp-tiled SGEMM with register-staged double buffering: while the block multiplies one pair of
+// Warp-tiled GEMM with register-staged double buffering: while the block multiplies one pair of
 // shared-memory tiles, each thread already holds the next k tile in registers and writes it to the
 // other buffer afterwards, so one barrier per k tile suffices. VEC == 4 loads 16 bytes at a time
 // (aligned inputs); VEC == 1 loads single floats and has no input requirements. Blocks whose tile
@@ -10,11 +10,21 @@
 // Bs[k][n]. A (k contiguous) is stored transposed element by element, a transposed A (m
 // contiguous) with 16-byte stores; B (n contiguous) with 16-byte stores, a transposed B (k
 // contiguous) element by element into rows padded to BN + 4 floats, conflict-free.
+//
+// Element types (DTYPE): FP32 and INT32 (cmt_elem.cuh), both 4 bytes, so the tiles, the vector loads
+// and the shared layout are the same ("floats" above counts 4-byte elements of either type); the int
+// multiply-adds and the store of C wrap modulo 2^32. The INT32 builds address the shared tiles at
+// 32-bit addresses (cmt_smem_elem.cuh), so NVRTC (the tuner) and nvcc (an exported header) compile
+// them to the same machine code; the FP32 builds keep the generic pointers they were tuned with and
+// are the code they were before the type (their NVRTC and nvcc builds differ in a few address
+// computations, as they always did).
 #pragma once
 
 #include "cmt_common.cuh"
+#include "cmt_elem.cuh"
 #include "cmt_ptx.cuh"
 #include "cmt_raster.cuh"
+#include "cmt_smem_elem.cuh"
 #include "cmt_thin_edges.cuh"
 #include "cmt_warp_tile.cuh"
 
@@ -22,21 +32,32 @@
 // about the registers they had before the batch offsets (default.toml's 432 nn points, sm_90: 289
 // unchanged, +37 in all, the 2048^3-4096^3 winners unchanged), where cmt_batch_offsets' signed
 // element arithmetic cost +569 in all (+18 on 128x128 tiles with 16-byte loads) and 13 more spills.
-CMT_DEVICE const float* cmt_warptile_batch_operand(const float* p, long long stride) {
-  return reinterpret_cast<const float*>(reinterpret_cast<unsigned long long>(p) +
-                                        (unsigned long long)blockIdx.z * (unsigned long long)stride * 4ull);
+// (4-byte elements: float or int.)
+template <class T>
+CMT_DEVICE const T* cmt_warptile_batch_operand(const T* p, long long stride) {
+  static_assert(sizeof(T) == 4, "4-byte elements");
+  return reinterpret_cast<const T*>(reinterpret_cast<unsigned long long>(p) +
+                                    (unsigned long long)blockIdx.z * (unsigned long long)stride * 4ull);
 }
 
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int PAD, int VEC, int SWIZZLE, int THIN_EDGE,
-          int TRANS_A, int TRANS_B>
+          int TRANS_A, int TRANS_B, int DTYPE>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, THIN_EDGE > 0 ? 1 : 0)
-    cmt_sgemm_warptile(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
-                       const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc,
+    cmt_sgemm_warptile(int M, int N, int K, typename CmtElem<DTYPE>::T alpha,
+                       const typename CmtElem<DTYPE>::T* __restrict__ A, int lda,
+                       const typename CmtElem<DTYPE>::T* __restrict__ B, int ldb, typename CmtElem<DTYPE>::T beta,
+                       typename CmtElem<DTYPE>::T* __restrict__ C, int ldc,
                        long long stride_a, long long stride_b, long long stride_c) {
+  typedef typename CmtElem<DTYPE>::T T;
+  typedef typename CmtVec4<T>::type V4;  // float4 or int4
+  static_assert(DTYPE == 0 || DTYPE == 2, "warptile computes FP32 and INT32");
+  // The shared tiles at 32-bit addresses (INT32), or through generic pointers (FP32; see the top).
+  constexpr bool SMEM32 = DTYPE != 0;
+  const unsigned smem32 = SMEM32 ? cmt_dynamic_smem_address() : 0u;  // taken first (see fused_batch)
   A = cmt_warptile_batch_operand(A, stride_a);  // the batch: problem blockIdx.z (grid_z = 1)
   B = cmt_warptile_batch_operand(B, stride_b);
   C += (cmt_index)blockIdx.z * stride_c;
-  using Tile = CmtWarpTile<BN, WM, WN, WNITER, TM, TN>;
+  using Tile = CmtWarpTile<BN, WM, WN, WNITER, TM, TN, T>;
   constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
   constexpr int AS_LD = BM + PAD;
   constexpr int BS_LD = TRANS_B ? BN + 4 : BN;  // (see TB_LANES)
@@ -56,7 +77,7 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, THIN_EDGE > 0 ? 1 
   constexpr int B_LOADS = (B_VECS + THREADS - 1) / THREADS;
 
   // Two stages of (A transposed, B), in dynamic shared memory so BK = 32 tiles fit.
-  float* smem = cmt_dynamic_smem_floats();
+  T* smem = reinterpret_cast<T*>(cmt_dynamic_smem_floats());
   const int tid = threadIdx.x;
   int block_m, block_n;
   cmt_block_origin<BM, BN, SWIZZLE, THIN_EDGE>(M, N, block_m, block_n);
@@ -93,7 +114,7 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, THIN_EDGE > 0 ? 1 
     }
   };
 
-  float a_reg[A_LOADS][VEC], b_reg[B_LOADS][VEC];
+  T a_reg[A_LOADS][VEC], b_reg[B_LOADS][VEC];
   // One block-uniform branch per k tile: interior tiles take unpredicated loads (16-byte ones when
   // VEC == 4), edge tiles predicate every element.
   auto load_global = [&](int kt) {
@@ -108,9 +129,9 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, THIN_EDGE > 0 ? 1 
         if (A_VECS % THREADS == 0 || e < A_VECS) {
           int r, c;
           a_slot(i, r, c);
-          const float* p = A + cmt_offset(a_row0 + r, a_col0 + c, lda);
+          const T* p = A + cmt_offset(a_row0 + r, a_col0 + c, lda);
           if (VEC == 4) {
-            const float4 v = __ldg(reinterpret_cast<const float4*>(p));
+            const V4 v = __ldg(reinterpret_cast<const V4*>(p));
             a_reg[i][0] = v.x, a_reg[i][VEC > 1 ? 1 : 0] = v.y, a_reg[i][VEC > 2 ? 2 : 0] = v.z, a_reg[i][VEC > 3 ? 3 : 0] = v.w;
           } else {
             a_reg[i][0] = __ldg(p);
@@ -123,9 +144,9 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, THIN_EDGE > 0 ? 1 
         if (B_VECS % THREADS == 0 || e < B_VECS) {
           int r, c;
           b_slot(i, r, c);
-          const float* p = B + cmt_offset(b_row0 + r, b_col0 + c, ldb);
+          const T* p = B + cmt_offset(b_row0 + r, b_col0 + c, ldb);
           if (VEC == 4) {
-            const float4 v = __ldg(reinterpret_cast<const float4*>(p));
+            const V4 v = __ldg(reinterpret_cast<const V4*>(p));
             b_reg[i][0] = v.x, b_reg[i][VEC > 1 ? 1 : 0] = v.y, b_reg[i][VEC > 2 ? 2 : 0] = v.z, b_reg[i][VEC > 3 ? 3 : 0] = v.w;
           } else {
             b_reg[i][0] = __ldg(p);
@@ -143,9 +164,9 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, THIN_EDGE > 0 ? 1 
           a_slot(i, r, c);
           const int row = a_row0 + r, col = a_col0 + c;
           const bool inside = row < a_rows;
-          const float* p = A + cmt_offset(inside ? row : 0, 0, lda);
+          const T* p = A + cmt_offset(inside ? row : 0, 0, lda);
 #pragma unroll
-          for (int v = 0; v < VEC; ++v) a_reg[i][v] = cmt_load_or_zero(p + col + v, inside && col + v < a_cols);
+          for (int v = 0; v < VEC; ++v) a_reg[i][v] = cmt_load_elem_or_zero(p + col + v, inside && col + v < a_cols);
         }
       }
 #pragma unroll
@@ -156,9 +177,9 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, THIN_EDGE > 0 ? 1 
           b_slot(i, r, c);
           const int row = b_row0 + r, col = b_col0 + c;
           const bool inside = row < b_rows;
-          const float* p = B + cmt_offset(inside ? row : 0, 0, ldb);
+          const T* p = B + cmt_offset(inside ? row : 0, 0, ldb);
 #pragma unroll
-          for (int v = 0; v < VEC; ++v) b_reg[i][v] = cmt_load_or_zero(p + col + v, inside && col + v < b_cols);
+          for (int v = 0; v < VEC; ++v) b_reg[i][v] = cmt_load_elem_or_zero(p + col + v, inside && col + v < b_cols);
         }
       }
     }
@@ -166,8 +187,16 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, THIN_EDGE > 0 ? 1 
   // Writes the registers into stage `buf` as As[k][m] and Bs[k][n]: a vector along m or n with one
   // 16-byte store (VEC == 4), one along k element by element.
   auto store_shared = [&](int buf) {
-    float* as = smem + buf * (A_STAGE + B_STAGE);
-    float* bs = as + A_STAGE;
+    T* as = smem + buf * (A_STAGE + B_STAGE);
+    T* bs = as + A_STAGE;
+    const unsigned as32 = smem32 + buf * (A_STAGE + B_STAGE) * 4, bs32 = as32 + A_STAGE * 4;
+    // Element `at` of a tile, at its generic pointer p or its 32-bit address p32.
+    auto put = [&](T* p, unsigned p32, int at, T v) {
+      if (SMEM32)
+        cmt_store_shared_elem(p32 + at * 4, v);
+      else
+        p[at] = v;
+    };
 #pragma unroll
     for (int i = 0; i < A_LOADS; ++i) {
       const int e = tid + i * THREADS;
@@ -175,13 +204,17 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, THIN_EDGE > 0 ? 1 
         int r, c;
         a_slot(i, r, c);
         if (TRANS_A && VEC == 4) {
-          *reinterpret_cast<float4*>(as + r * AS_LD + c) = make_float4(
-              a_reg[i][0], a_reg[i][VEC > 1 ? 1 : 0], a_reg[i][VEC > 2 ? 2 : 0], a_reg[i][VEC > 3 ? 3 : 0]);
+          if (SMEM32)
+            cmt_store_shared4_elem(as32 + (r * AS_LD + c) * 4, a_reg[i][0], a_reg[i][VEC > 1 ? 1 : 0],
+                                   a_reg[i][VEC > 2 ? 2 : 0], a_reg[i][VEC > 3 ? 3 : 0]);
+          else
+            *reinterpret_cast<V4*>(as + r * AS_LD + c) = cmt_make4(
+                a_reg[i][0], a_reg[i][VEC > 1 ? 1 : 0], a_reg[i][VEC > 2 ? 2 : 0], a_reg[i][VEC > 3 ? 3 : 0]);
         } else if (TRANS_A) {
-          as[r * AS_LD + c] = a_reg[i][0];
+          put(as, as32, r * AS_LD + c, a_reg[i][0]);
         } else {
 #pragma unroll
-          for (int v = 0; v < VEC; ++v) as[(c + v) * AS_LD + r] = a_reg[i][v];
+          for (int v = 0; v < VEC; ++v) put(as, as32, (c + v) * AS_LD + r, a_reg[i][v]);
         }
       }
     }
@@ -193,12 +226,16 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, THIN_EDGE > 0 ? 1 
         b_slot(i, r, c);
         if (TRANS_B) {
 #pragma unroll
-          for (int v = 0; v < VEC; ++v) bs[(c + v) * BS_LD + r] = b_reg[i][v];
+          for (int v = 0; v < VEC; ++v) put(bs, bs32, (c + v) * BS_LD + r, b_reg[i][v]);
         } else if (VEC == 4) {
-          *reinterpret_cast<float4*>(bs + r * BS_LD + c) = make_float4(
-              b_reg[i][0], b_reg[i][VEC > 1 ? 1 : 0], b_reg[i][VEC > 2 ? 2 : 0], b_reg[i][VEC > 3 ? 3 : 0]);
+          if (SMEM32)
+            cmt_store_shared4_elem(bs32 + (r * BS_LD + c) * 4, b_reg[i][0], b_reg[i][VEC > 1 ? 1 : 0],
+                                   b_reg[i][VEC > 2 ? 2 : 0], b_reg[i][VEC > 3 ? 3 : 0]);
+          else
+            *reinterpret_cast<V4*>(bs + r * BS_LD + c) = cmt_make4(
+                b_reg[i][0], b_reg[i][VEC > 1 ? 1 : 0], b_reg[i][VEC > 2 ? 2 : 0], b_reg[i][VEC > 3 ? 3 : 0]);
         } else {
-          bs[r * BS_LD + c] = b_reg[i][0];
+          put(bs, bs32, r * BS_LD + c, b_reg[i][0]);
         }
       }
     }
@@ -213,10 +250,16 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, THIN_EDGE > 0 ? 1 
   for (int kt = 0; kt < k_tiles; ++kt) {
     const int cur = kt & 1;
     if (kt + 1 < k_tiles) load_global(kt + 1);  // in flight during the multiply below
-    const float* as = smem + cur * (A_STAGE + B_STAGE);
-    const float* bs = as + A_STAGE;
+    if (SMEM32) {
+      const unsigned as = smem32 + cur * (A_STAGE + B_STAGE) * 4, bs = as + A_STAGE * 4;
 #pragma unroll
-    for (int k = 0; k < BK; ++k) tile.step(as + k * AS_LD, bs + k * BS_LD);
+      for (int k = 0; k < BK; ++k) tile.step_at(as + k * AS_LD * 4, bs + k * BS_LD * 4);
+    } else {
+      const T* as = smem + cur * (A_STAGE + B_STAGE);
+      const T* bs = as + A_STAGE;
+#pragma unroll
+      for (int k = 0; k < BK; ++k) tile.step(as + k * AS_LD, bs + k * BS_LD);
+    }
     if (kt + 1 < k_tiles) store_shared(cur ^ 1);
     __syncthreads();
   }

@@ -133,7 +133,8 @@ TEST(SpaceList, LayoutsAndBatchingAreShownAndLayoutChoosesTheCandidates) {
   EXPECT_EQ(count("all"), 4 * nn);
   EXPECT_EQ(count("nt,tt"), 2 * nn);
   // blocktile2d computes every type: the same tiles in f64 and i32 (quick's 8 x 4 fit doubles too),
-  // each with DTYPE last; a family that computes f32 only enumerates nothing for them, saying why.
+  // each with DTYPE last; a family that computes f32 only (multistage) enumerates nothing for them,
+  // saying why.
   const auto f64 = list("--template blocktile2d --candidates --dtype f64");
   EXPECT_EQ(f64.exit_code, 0) << f64.err;
   EXPECT_EQ(std::count(f64.out.begin(), f64.out.end(), '\n'), nn) << f64.out;
@@ -144,7 +145,22 @@ TEST(SpaceList, LayoutsAndBatchingAreShownAndLayoutChoosesTheCandidates) {
   };
   EXPECT_EQ(typed("i32"), 4 * nn);
   EXPECT_EQ(typed("all"), 3 * 4 * nn);
-  EXPECT_NE(list("--template warptile --dtype i32").out.find("an element type that was not asked for"), std::string::npos);
+  EXPECT_NE(list("--template multistage --dtype i32").out.find("an element type that was not asked for"), std::string::npos);
+  // warptile computes f32 and i32, the same tiles in both (4-byte elements), f64 not.
+  const auto warptile = [&](const std::string& dtype) {
+    const auto r = list("--template warptile --candidates --layout all --dtype " + dtype);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  };
+  const auto wt_f32 = warptile("f32"), wt_i32 = warptile("i32");
+  const auto wt_lines = std::count(wt_f32.begin(), wt_f32.end(), '\n');
+  EXPECT_GT(wt_lines, 0);
+  EXPECT_EQ(std::count(wt_i32.begin(), wt_i32.end(), '\n'), wt_lines) << wt_i32;
+  EXPECT_NE(wt_i32.find(",TRANS_A=1,TRANS_B=1,DTYPE=2]  cmt_sgemm_warptile<"), std::string::npos) << wt_i32;
+  EXPECT_NE(wt_f32.find(",TRANS_A=0,TRANS_B=0,DTYPE=0]  cmt_sgemm_warptile<"), std::string::npos) << wt_f32;
+  EXPECT_EQ(warptile("all"), warptile("f32,i32"));
+  EXPECT_NE(list("--template warptile --dtype f64").out.find("an element type that was not asked for"), std::string::npos);
+  EXPECT_NE(list("--template warptile").out.find("types f32, i32\n"), std::string::npos);
   EXPECT_EQ(json.at("templates").at(0).at("dtypes"), nlohmann::json({"f32", "f64", "i32"}));
   const auto bad_type = list("--dtype f16");
   EXPECT_EQ(bad_type.exit_code, 2);

@@ -65,6 +65,11 @@ TEST(SourceBundle, AnEditedHeaderChangesOnlyTheTemplatesThatIncludeIt) {
   EXPECT_EQ(changed_by("cmt_warp_tile.cuh"),
             (std::set<std::string>{"clusterk", "clusterk_deep", "multistage", "warptile"}));
   EXPECT_EQ(changed_by("warptile.cuh"), (std::set<std::string>{"warptile"}));
+  // The element types: the typed families, and the warp-tiled ones through cmt_warp_tile.cuh.
+  EXPECT_EQ(changed_by("cmt_elem.cuh"),
+            (std::set<std::string>{"blocktile2d", "clusterk", "clusterk_deep", "multistage", "warptile"}));
+  EXPECT_EQ(changed_by("cmt_smem_elem.cuh"),
+            (std::set<std::string>{"clusterk", "clusterk_deep", "multistage", "warptile"}));
   const auto common = changed_by("cmt_common.cuh");
   EXPECT_EQ(common.size(), before.size()) << "every family includes cmt_common.cuh";
 }
