@@ -372,7 +372,8 @@ INSTANTIATE_TEST_SUITE_P(TypesAndLayouts, TypedTemplates, ::testing::ValuesIn(ty
 // warptile points in INT32: the 128x128 tiles of the 2048^3 winners (16- and 4-byte loads, with and
 // without thin edges), 128x256 (the 4096^3 winner's shape, its most registers) and 128x64 tiles of
 // 64 to 512 threads, and 96x96 tiles of 288 threads (passes of loads that do not divide the tiles),
-// all with thin edges.
+// all with thin edges. Some of them spill in INT32 as in FP32 (the 64x64 warp tiles with thin edges,
+// 128x256): the tuner skips such builds, but they must compute the same results.
 constexpr const char* k_warptile_i32_preset = R"(name = "warptile-i32"
 description = "warptile points validated in INT32"
 [[templates.warptile]]
@@ -437,7 +438,6 @@ struct WarptileI32Kernels {
     while (auto compiled = compiler.next()) {
       const Candidate& cand = *compiled->candidate;
       EXPECT_TRUE(compiled->binary.ok) << cand.id() << ":\n" << compiled->binary.log;
-      if (compiled->binary.spill_stores >= 0) EXPECT_EQ(compiled->binary.spill_stores, 0) << cand.id();
       EXPECT_EQ(cand.tmpl->dtype_of(cand.values), DType::i32) << cand.id();
       if (compiled->binary.ok) built.emplace_back(compiled->index, compiled->binary);
     }
