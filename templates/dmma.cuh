@@ -152,6 +152,31 @@ struct CmtDmmaOperand {
   }
 };
 
+// Warp-tile row (of A) or column (of B and C) of lane row or column `lane_x` (0..7) in fragment v of
+// 8: in order, or PAIRED (fragments v and v ^ 1 interleaved, so a lane's two are adjacent).
+template <bool PAIRED>
+CMT_DEVICE int cmt_dmma_x(int v, int lane_x) {
+  return PAIRED ? 16 * (v / 2) + 2 * lane_x + v % 2 : 8 * v + lane_x;
+}
+
+// FRAG_VEC = 2: one 16-byte fragment read of an operand's stage (x0: the warp tile's first row or
+// column; k16: the 16 k; u0: the first sub-step of f). PAIRED: sub-step u + e of fragments v, v + 1,
+// side by side in ring row k16 + 4 (u0 + u + e) + t. Otherwise sub-steps u, u + 1 of fragment v + e,
+// side by side in its k-contiguous row (k = 4 t + sub-step).
+template <class Op, bool PAIRED, int U, int V>
+CMT_DEVICE void cmt_dmma_read_pair(double (&f)[U][V], unsigned stage, int x0, int k16, int u0, int u, int e, int v, int g,
+                                   int t) {
+  if constexpr (PAIRED) {
+    const double2 d = cmt_load_shared_f64x2(stage + Op::at_row(k16 + 4 * (u0 + u + e) + t, x0 + cmt_dmma_x<true>(v, g)));
+    f[u + e][v] = d.x;
+    f[u + e][v + 1] = d.y;
+  } else {
+    const double2 d = cmt_load_shared_f64x2(stage + Op::offset(x0 + cmt_dmma_x<false>(v + e, g), k16 + 4 * t + u0 + u));
+    f[u][v + e] = d.x;
+    f[u + 1][v + e] = d.y;
+  }
+}
+
 template <int BM, int BN, int BK, int WM, int WN, int MMA, int STAGES, int VEC, int FRAG_VEC, int PAD, int SWIZZLE,
           int CLUSTER_K, int TRANS_A, int TRANS_B, int DTYPE>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1) CMT_CLUSTER_Z(CLUSTER_K)
@@ -217,11 +242,6 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1) CMT_CLUSTER_Z(C
       OpB::copy(bs, b_tile + cmt_offset(k0, 0, ldb), ldb, k_left, n_left, tid, b_fill);
   };
 
-  // Warp-tile row of lane row g in A's v-th fragment of 8 rows (fragment v / (MMA_M / 8), half
-  // v % (MMA_M / 8)), and column of lane column ln in B's fragment j: paired orders when PAIR_M / PAIR_N.
-  auto row_of = [&](int v, int gg) { return PAIR_M ? 16 * (v / 2) + 2 * gg + v % 2 : 8 * v + gg; };
-  auto col_of = [&](int j, int ln) { return PAIR_N ? 16 * (j / 2) + 2 * ln + j % 2 : 8 * j + ln; };
-
   double acc[MI][NI][C_REGS];
 #pragma unroll
   for (int i = 0; i < MI; ++i)
@@ -245,29 +265,11 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1) CMT_CLUSTER_Z(C
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
 #pragma unroll
-            for (int v = 0; v < AV; v += 2) {  // sub-step u + e of fragments v, v + 1 (or u, u + 1 of v + e)
-              if constexpr (PAIR_M) {
-                const double2 d = cmt_load_shared_f64x2(as + OpA::at_row(k16 + 4 * (u0 + u + e) + t, warp_m + row_of(v, g)));
-                af[u + e][v] = d.x;
-                af[u + e][v + 1] = d.y;
-              } else {
-                const double2 d = cmt_load_shared_f64x2(as + OpA::offset(warp_m + row_of(v + e, g), k16 + 4 * t + u0 + u));
-                af[u][v + e] = d.x;
-                af[u + 1][v + e] = d.y;
-              }
-            }
+            for (int v = 0; v < AV; v += 2)
+              cmt_dmma_read_pair<OpA, PAIR_M>(af, as, warp_m, k16, u0, u, e, v, g, t);
 #pragma unroll
-            for (int j = 0; j < NI; j += 2) {
-              if constexpr (PAIR_N) {
-                const double2 d = cmt_load_shared_f64x2(bs + OpB::at_row(k16 + 4 * (u0 + u + e) + t, warp_n + col_of(j, g)));
-                bf[u + e][j] = d.x;
-                bf[u + e][j + 1] = d.y;
-              } else {
-                const double2 d = cmt_load_shared_f64x2(bs + OpB::offset(warp_n + col_of(j + e, g), k16 + 4 * t + u0 + u));
-                bf[u][j + e] = d.x;
-                bf[u + 1][j + e] = d.y;
-              }
-            }
+            for (int j = 0; j < NI; j += 2)
+              cmt_dmma_read_pair<OpB, PAIR_N>(bf, bs, warp_n, k16, u0, u, e, j, g, t);
           }
 #pragma unroll
         for (int s = 0; s < U / MK4; ++s)  // instruction s takes sub-steps s MK4 .. s MK4 + MK4 - 1
@@ -337,13 +339,13 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1) CMT_CLUSTER_Z(C
     const int i = q / (NI * (C_REGS / 2)), c = (q / (C_REGS / 2)) % NI, h = q % (C_REGS / 2);
     Pair p;
     p.i = i;
-    p.row = block_m + warp_m + row_of(i * (MMA_M / 8) + h, g);
+    p.row = block_m + warp_m + cmt_dmma_x<PAIR_M>(i * (MMA_M / 8) + h, g);
     if (PAIR_N) {
       p.j0 = c - c % 2, p.j1 = p.j0 + 1, p.r0 = p.r1 = 2 * h + c % 2;
     } else {
       p.j0 = p.j1 = c, p.r0 = 2 * h, p.r1 = 2 * h + 1;
     }
-    p.col = block_n + warp_n + col_of(p.j0, 2 * t + p.r0 % 2);
+    p.col = block_n + warp_n + cmt_dmma_x<PAIR_N>(p.j0, 2 * t + p.r0 % 2);
     return p;
   };
   auto store_pair = [&](const Pair& pr, double s0, double s1) {
