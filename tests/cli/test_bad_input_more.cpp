@@ -336,6 +336,49 @@ TEST(BadInputMore, LogFileNamingADatabaseIsRefusedAndTheDatabaseKept) {
   EXPECT_EQ(test::read_file(dir / "t.db"), before);
 }
 
+// SQLite's side files of the database in use, whether or not they exist, however spelt; and a side
+// file of any other SQLite database: SQLite deletes a -wal or -shm (the log would be lost) and takes
+// a -journal with log lines in it for a hot journal.
+TEST(BadInputMore, LogFileNamingASideFileOfTheDatabaseIsRefusedWhetherOrNotItExists) {
+  test::TempDir dir;
+  build_tuned_database(dir / "t.db");
+  build_tuned_database(dir / "other.db");
+  fs::create_directory(dir / "sub");
+  const std::string before_db = test::read_file(dir / "t.db");
+  const std::string db = (dir / "t.db").string();
+  for (const std::string suffix : {"-wal", "-shm", "-journal"}) {
+    for (const bool exists : {false, true}) {
+      SCOPED_TRACE(suffix + (exists ? ", existing" : ", missing"));
+      if (exists) test::write_file(dir / ("t.db" + suffix), "not a log");
+      const std::vector<std::string> before = entries(dir.path());
+      for (const std::string& log : {"t.db" + suffix, "./sub/../t.db" + suffix, db + suffix})
+        expect_line(run_split(dir, fmt::format("--log-file {} query --db {} --size 1024", log, db)), k_usage,
+                    fmt::format("--log-file {}: is the {} file of the database {}, which SQLite deletes or replays; "
+                                "name another log file",
+                                log, suffix, db));
+      expect_line(run_split(dir, fmt::format("--log-file other.db{} query --db t.db --size 1024", suffix)), k_usage,
+                  fmt::format("--log-file other.db{0}: is the {0} file of the SQLite database other.db, which SQLite "
+                              "deletes or replays; name another log file",
+                              suffix));
+      EXPECT_EQ(entries(dir.path()), before) << "a file was created or removed";
+      if (exists) EXPECT_EQ(test::read_file(dir / ("t.db" + suffix)), "not a log");
+      fs::remove(dir / ("t.db" + suffix));
+    }
+  }
+  EXPECT_EQ(test::read_file(dir / "t.db"), before_db);
+  // --db given globally, for a command that only reads.
+  expect_line(run_split(dir, "--log-file t.db-shm --db t.db db info"), k_usage,
+              fmt::format("--log-file t.db-shm: is the -shm file of the database {}, which SQLite deletes or replays; "
+                          "name another log file",
+                          "t.db"));
+  // The database a tune is about to create counts too.
+  expect_line(run_split(dir, "--log-file new.db-wal tune --db new.db --sizes 64"), k_usage,
+              "--log-file new.db-wal: is the -wal file of the database new.db, which SQLite deletes or replays; name "
+              "another log file");
+  EXPECT_FALSE(fs::exists(dir / "new.db"));
+  EXPECT_FALSE(fs::exists(dir / "new.db-wal"));
+}
+
 // --- Empty values that used to read as "not given" --------------------------------------------
 
 TEST(BadInputMore, EmptyArchAndHeaderAreErrors) {

@@ -99,13 +99,39 @@ TEST_F(ExportSafety, OutNamingAnotherSqliteFileIsRefused) {
   EXPECT_EQ(test::read_file(dir / "other.db"), other);
 }
 
-TEST_F(ExportSafety, OutNamingTheDatabaseJournalIsRefused) {
-  test::write_file(dir / "tune.db-wal", "not a header");   // SQLite's companion files of the database
-  expect_refused(export_with("--out tune.db-wal"),
-                 fmt::format("--out tune.db-wal: is the wal file of the database {}; refusing to overwrite it with a "
-                             "header",
-                             db.string()));
-  EXPECT_EQ(test::read_file(dir / "tune.db-wal"), "not a header");
+// SQLite's side files of the database are refused whether or not they exist (SQLite deletes a -wal
+// or -shm left by a header, and takes a -journal for a hot journal), however the name is spelt; so
+// is a side-file name beside any other SQLite database.
+TEST_F(ExportSafety, OutNamingASideFileOfTheDatabaseIsRefusedWhetherOrNotItExists) {
+  fs::create_directory(dir / "sub");
+  fs::create_directory_symlink(".", dir / "here");   // a folder link back to the database's folder
+  Database(dir / "other.db").exec("CREATE TABLE t (x)");
+  for (const std::string suffix : {"-wal", "-shm", "-journal"}) {
+    for (const bool exists : {false, true}) {
+      SCOPED_TRACE(suffix + (exists ? ", existing" : ", missing"));
+      if (exists) test::write_file(dir / ("tune.db" + suffix), "not a header");
+      const std::vector<std::string> before = entries(dir.path());
+      const std::string refusal = fmt::format(
+          "is the {} file of the database {}, which SQLite deletes or replays; refusing to write a header there",
+          suffix, db.string());
+      // Every spelling while the file is missing; two once it exists (equivalent() saw those before).
+      std::vector<std::string> outs = {"tune.db" + suffix, (dir / ("tune.db" + suffix)).string()};
+      if (!exists) outs.insert(outs.end(), {"./tune.db" + suffix, "sub/../tune.db" + suffix, "here/tune.db" + suffix});
+      for (const std::string& out : outs)
+        expect_refused(export_with("--out " + out), fmt::format("--out {}: {}", out, refusal));
+      expect_refused(export_with("--check --out " + outs.front()), fmt::format("--out {}: {}", outs.front(), refusal));
+      expect_refused(export_with("--out other.db" + suffix),
+                     fmt::format("--out other.db{0}: is the {0} file of the SQLite database other.db, which SQLite "
+                                 "deletes or replays; refusing to write a header there",
+                                 suffix));
+      EXPECT_EQ(entries(dir.path()), before) << "a file was created or removed";
+      if (exists) EXPECT_EQ(test::read_file(dir / ("tune.db" + suffix)), "not a header");
+      fs::remove(dir / ("tune.db" + suffix));
+    }
+  }
+  // A name that only ends like a side file, with no SQLite database beside it, is a header like any.
+  const auto ok = export_with("--out tuned-journal");
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
 }
 
 TEST_F(ExportSafety, OutNamingAFolderIsRefused) {
@@ -181,6 +207,33 @@ TEST_F(ExportSafety, KeywordNamespaceIsRefusedAndNothingWritten) {
   const auto ok = export_with("--out tuned.cuh --namespace app::klass");
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
   EXPECT_NE(test::read_file(dir / "tuned.cuh").find("namespace klass {"), std::string::npos);
+}
+
+// Macros where the header is compiled (NULL, EOF from <cuda_runtime.h>'s includes, CUDART_VERSION),
+// reserved names, keywords and non-identifiers: one line, exit 2, no file. The macros come from nvcc
+// at build time (tuner/header_macros.cmake).
+TEST_F(ExportSafety, NamespaceThatCannotBeANamespaceIsRefusedAndNothingWritten) {
+  const std::vector<std::string> before = entries(dir.path());
+  const auto line = [](const std::string& name, const std::string& why) {
+    return fmt::format("--namespace '{}': '{}' {}, so the header would not compile; give identifiers joined by ::",
+                       name, name, why);
+  };
+  const std::string macro = "is a macro where the header is compiled (nvcc's own, or from <cuda_runtime.h>)";
+  for (const char* name : {"NULL", "EOF", "CUDART_VERSION", "stdout"})
+    expect_refused(export_with(fmt::format("--out tuned.cuh --namespace {}", name)), line(name, macro));
+  expect_refused(export_with("--out tuned.cuh --namespace app::NULL"),
+                 "--namespace 'app::NULL': 'NULL' " + macro + ", so the header would not compile; give identifiers "
+                 "joined by ::");
+  expect_refused(export_with("--out tuned.cuh --namespace __x"), line("__x", "is reserved to the compiler (it contains __)"));
+  expect_refused(export_with("--out tuned.cuh --namespace _Foo"),
+                 line("_Foo", "is reserved to the compiler (_ followed by an uppercase letter)"));
+  expect_refused(export_with("--out tuned.cuh --namespace int"), line("int", "is a C++ keyword"));
+  expect_refused(export_with("--out tuned.cuh --namespace 1abc"),
+                 line("1abc", "is not a C++ identifier (a letter or _, then letters, digits and _)"));
+  EXPECT_EQ(entries(dir.path()), before) << "a file was created or removed";
+  const auto ok = export_with("--out tuned.cuh --namespace Null::eof");   // not macros: case matters
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(test::read_file(dir / "tuned.cuh").find("namespace Null {\nnamespace eof {"), std::string::npos);
 }
 
 TEST_F(ExportSafety, SourceEditedInTheDatabaseIsRefusedAndNothingWritten) {

@@ -45,6 +45,17 @@ TEST(ExportGuards, NamespaceRefusesReservedNames) {
   EXPECT_EQ(problem_of("_gemm::app"), "'_gemm' is reserved to the compiler (_ at global scope)");
 }
 
+// The macros come from nvcc at build time (tuner/header_macros.cmake), from the device and the host
+// pass: CUDA_DOUBLE_MATH_FUNCTIONS is the device pass's, EOF and stdout come from <cstdio>.
+TEST(ExportGuards, NamespaceRefusesMacrosOfTheHeadersIncludes) {
+  const std::string macro = "is a macro where the header is compiled (nvcc's own, or from <cuda_runtime.h>)";
+  for (const char* name : {"NULL", "EOF", "CUDART_VERSION", "CUDA_DOUBLE_MATH_FUNCTIONS", "stdout", "cudaStreamDefault"}) {
+    EXPECT_EQ(problem_of(name), fmt::format("'{}' {}", name, macro));
+    EXPECT_EQ(problem_of(fmt::format("app::{}", name)), fmt::format("'{}' {}", name, macro));
+  }
+  for (const char* name : {"Null", "eof", "cudart_version", "app::Stdout"}) EXPECT_EQ(problem_of(name), "<accepted>") << name;
+}
+
 TEST(ExportGuards, NamespaceRefusesWhatIsNoIdentifier) {
   EXPECT_EQ(problem_of(""), "'' is empty");
   EXPECT_EQ(problem_of("a::"), "ends with '::'");

@@ -64,5 +64,39 @@ TEST(Files, FailedWriteKeepsTheOldFileAndLeavesNoTemporary) {
   EXPECT_EQ(names, std::vector<std::string>{"x.cuh"}) << "the temporary file was left behind";
 }
 
+// A file of the database is recognised by its resolved path, whether or not it exists: relative or
+// absolute, through ./ and .., through a folder link, and through the database's own link.
+TEST(Files, DatabaseFileKindComparesResolvedPathsOfFilesThatNeedNotExist) {
+  test::TempDir dir;
+  fs::create_directory(dir / "real");
+  fs::create_directory(dir / "sub");
+  test::write_file(dir / "real" / "t.db", std::string("SQLite format 3\0", 16));
+  fs::create_symlink("real/t.db", dir / "link.db");       // the database used through a link
+  fs::create_directory_symlink("real", dir / "alias");    // a second name of its folder
+  const auto what = [&](const fs::path& file, const fs::path& db) {
+    const auto kind = database_file_kind(file, db);
+    return kind ? (kind->side_file ? "side: " : "db: ") + kind->what : std::string("none");
+  };
+  const fs::path db = dir / "real" / "t.db";
+  EXPECT_EQ(what(dir / "alias" / "t.db", db), "db: the database " + db.string() + " itself");
+  EXPECT_EQ(what(dir / "link.db", db), "db: the database " + db.string() + " itself");
+  for (const std::string suffix : {"-wal", "-shm", "-journal"}) {
+    const std::string side = "side: the " + suffix + " file of the database ";
+    EXPECT_EQ(what(dir / "sub" / ".." / "real" / ("t.db" + suffix), db), side + db.string());
+    EXPECT_EQ(what(dir / "alias" / ("t.db" + suffix), db), side + db.string());
+    // SQLite follows the database's link: its side files lie beside real/t.db (and, refused too in
+    // case, beside the link).
+    EXPECT_EQ(what(dir / "real" / ("t.db" + suffix), dir / "link.db"), side + (dir / "link.db").string());
+    EXPECT_EQ(what(dir / ("link.db" + suffix), dir / "link.db"), side + (dir / "link.db").string());
+    // Beside another SQLite database, with no database in use.
+    EXPECT_EQ(what(dir / "real" / ("t.db" + suffix), ""),
+              "side: the " + suffix + " file of the SQLite database " + (dir / "real" / "t.db").string());
+    EXPECT_EQ(what(dir / "sub" / ("t.db" + suffix), db), "none");   // no database beside it
+    EXPECT_FALSE(fs::exists(dir / "real" / ("t.db" + suffix)));
+  }
+  EXPECT_EQ(what(dir / "real" / "t.db-walrus", db), "none");
+  EXPECT_EQ(what(dir / "real" / "tuned.cuh", db), "none");
+}
+
 }  // namespace
 }  // namespace cmt

@@ -17,6 +17,7 @@
 #include <sqlite3.h>
 
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "core/log.hpp"
 #include "tune/protocol.hpp"
 #include "space/space.hpp"
@@ -270,6 +271,28 @@ nlohmann::json winner_json(const WinnerRecord& w) {
           {"requirements", w.requirements.to_string()}};
 }
 
+namespace {
+
+/// --log-file must not name a file of the database in use or a side file of any SQLite database,
+/// whether or not it exists: log lines appended to the database damage it, and SQLite deletes a
+/// -wal or -shm file (losing the log) or replays a -journal (damaging the database).
+void check_log_file(const GlobalOptions& global) {
+  if (global.log_file.empty() || is_stream_file(global.log_file)) return;   // /dev/stderr
+  std::filesystem::path db_file;
+  try {
+    db_file = database_path(global);
+  } catch (const UsageError&) {   // no default database (no HOME): only the side-file rule applies
+  }
+  const auto kind = database_file_kind(global.log_file, db_file);
+  if (!kind) return;
+  std::error_code ec;   // an existing database: setup_logging says "is a SQLite database, not a log"
+  if (!kind->side_file && std::filesystem::is_regular_file(global.log_file, ec) && is_sqlite_file(global.log_file)) return;
+  throw UsageError(fmt::format("--log-file {}: is {}{}; name another log file", global.log_file, kind->what,
+                                 kind->side_file ? ", which SQLite deletes or replays" : ""));
+}
+
+}  // namespace
+
 void print_json(const nlohmann::json& j) { fmt::print("{}\n", j.dump(2)); }   // fmt: a failed write throws with its errno
 
 int run(int argc, char** argv) {
@@ -311,6 +334,7 @@ int run(int argc, char** argv) {
     return k_exit_usage;
   }
   try {
+    check_log_file(global);
     setup_logging(global.verbose ? Verbosity::verbose : global.quiet ? Verbosity::quiet : Verbosity::normal,
                   global.log_file);
     return flushed_stdout(action ? action() : 0);

@@ -34,20 +34,9 @@ std::optional<std::string> read_if_exists(const std::filesystem::path& file) {
   return text.str();
 }
 
-/// Which of the database's own files `file` is (the database, or SQLite's -wal, -shm or -journal file
-/// next to it), however either path is spelt; nullopt when none. A header written over any of them
-/// would lose tuning results.
-std::optional<std::string> database_file_kind(const std::filesystem::path& file, const std::filesystem::path& db_file) {
-  std::error_code ec;   // equivalent() fails, so is false, when either file is missing
-  if (std::filesystem::equivalent(file, db_file, ec)) return "the database " + db_file.string() + " itself";
-  for (const char* suffix : {"-wal", "-shm", "-journal"})
-    if (std::filesystem::equivalent(file, db_file.string() + suffix, ec))
-      return fmt::format("the {} file of the database {}", suffix + 1, db_file.string());
-  return std::nullopt;
-}
-
 /// The file --out writes: through symbolic links, to their destination, which must be no folder, no
-/// file of the database and no SQLite database at all (--out naming a .db by mistake). A device or a
+/// file of the database (itself, or its -wal, -shm or -journal, whether or not they exist), no side
+/// file of another SQLite database, and no SQLite database at all (--out naming a .db by mistake). A device or a
 /// pipe (/dev/stdout) is written into as it is.
 std::filesystem::path output_destination(const std::filesystem::path& out, const std::filesystem::path& db_file) {
   if (is_stream_file(out)) return out;
@@ -61,8 +50,10 @@ std::filesystem::path output_destination(const std::filesystem::path& out, const
     throw refuse("is a folder; name the header file to write, e.g. tuned_sgemm.cuh");
   if (std::filesystem::exists(destination, ec) && !std::filesystem::is_regular_file(destination, ec))
     throw refuse("is neither a file nor a folder (a block device or a socket); refusing to write a header into it");
-  if (const auto kind = database_file_kind(destination, db_file))
-    throw refuse(fmt::format("is {}; refusing to overwrite it with a header", *kind));
+  if (const auto kind = database_file_kind(destination, db_file)) {
+    if (!kind->side_file) throw refuse(fmt::format("is {}; refusing to overwrite it with a header", kind->what));
+    throw refuse(fmt::format("is {}, which SQLite deletes or replays; refusing to write a header there", kind->what));
+  }
   if (is_sqlite_file(destination))
     throw refuse("is a SQLite database, not a header; refusing to overwrite it");
   return destination;

@@ -1,5 +1,5 @@
-// Files compiled into the binary at build time (tuner/embed_files.cmake): the database migrations
-// and the exported header's run-time code.
+// Files compiled into the binary at build time (tuner/embed_files.cmake): the database migrations,
+// the exported header's run-time code and the macros its includes define.
 #pragma once
 
 #include <string_view>
@@ -16,5 +16,8 @@ struct EmbeddedFile {
 const std::vector<EmbeddedFile>& embedded_migrations();
 /// tuner/export/runtime/*, sorted by name.
 const std::vector<EmbeddedFile>& embedded_header_runtime();
+/// One file, header_macros.txt: the sorted names of the macros that the exported header's includes
+/// define as nvcc sees them, one per line (tuner/header_macros.cmake); empty when the build had no nvcc.
+const std::vector<EmbeddedFile>& embedded_header_macros();
 
 }  // namespace cmt

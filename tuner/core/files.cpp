@@ -1,5 +1,6 @@
 #include "core/files.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -9,6 +10,7 @@
 #include <string_view>
 #include <system_error>
 #include <unistd.h>
+#include <vector>
 
 #include "core/error.hpp"
 
@@ -103,6 +105,52 @@ fs::path symlink_destination(const fs::path& file) {
     at = target.is_absolute() ? target : at.parent_path() / target;
   }
   return at;
+}
+
+fs::path resolved_path(const fs::path& file) {
+  fs::path at = file;
+  try {
+    at = symlink_destination(file);
+  } catch (const UsageError&) {   // a loop of links: weakly_canonical stops at it too
+  }
+  std::error_code ec;
+  fs::path absolute = fs::absolute(at, ec);
+  if (ec) absolute = at;
+  const fs::path resolved = fs::weakly_canonical(absolute, ec);
+  return ec ? absolute.lexically_normal() : resolved;
+}
+
+std::optional<DatabaseFile> database_file_kind(const fs::path& file, const fs::path& db_file) {
+  static constexpr const char* k_side_files[] = {"-wal", "-shm", "-journal"};
+  const fs::path target = resolved_path(file);
+  std::error_code ec;
+  if (!db_file.empty()) {
+    // SQLite names the side files after the database's path with its links followed; as spelt too,
+    // in case a build does not follow them.
+    std::vector<fs::path> bases = {resolved_path(db_file)};
+    const fs::path spelt = resolved_path(db_file.has_parent_path() ? db_file.parent_path() : ".") / db_file.filename();
+    if (spelt != bases.front()) bases.push_back(spelt);
+    // equivalent() finds a hard link too; it is false when either file is missing.
+    if (std::find(bases.begin(), bases.end(), target) != bases.end() || fs::equivalent(file, db_file, ec))
+      return DatabaseFile{false, fmt::format("the database {} itself", db_file.string())};
+    for (const fs::path& base : bases) {
+      for (const char* suffix : k_side_files)
+        if (target == fs::path(base.string() + suffix) || fs::equivalent(file, base.string() + suffix, ec))
+          return DatabaseFile{true, fmt::format("the {} file of the database {}", suffix, db_file.string())};
+    }
+  }
+  const std::string name = target.filename().string();
+  for (const char* suffix : k_side_files) {
+    const std::string_view s(suffix);
+    if (name.size() <= s.size() || name.compare(name.size() - s.size(), s.size(), s) != 0) continue;
+    const fs::path stem = target.parent_path() / name.substr(0, name.size() - s.size());
+    if (fs::is_regular_file(stem, ec) && is_sqlite_file(stem)) {   // regular: a pipe's read would wait
+      const bool link = fs::is_symlink(fs::symlink_status(file, ec));   // else named as the user spelt the folder
+      const fs::path shown = (link ? stem.parent_path() : file.parent_path()) / stem.filename();
+      return DatabaseFile{true, fmt::format("the {} file of the SQLite database {}", suffix, shown.string())};
+    }
+  }
+  return std::nullopt;
 }
 
 bool is_stream_file(const fs::path& file) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -23,6 +24,25 @@ bool is_sqlite_file(const std::filesystem::path& file);
 /// links (relative targets resolved against their link's folder), so that replacing it keeps the
 /// links. The result may not exist (a dangling link). UsageError for a loop of links.
 std::filesystem::path symlink_destination(const std::filesystem::path& file);
+
+/// The file `file` names, whether or not it exists: absolute, with every symbolic link in it followed
+/// (a dangling last link to its target, a loop as far as it goes) and "." and ".." removed, so two
+/// spellings of one file (relative and absolute, through a link, with ./ or ..) compare equal.
+std::filesystem::path resolved_path(const std::filesystem::path& file);
+
+/// A file of a SQLite database that a command must not write: the database, or a side file.
+struct DatabaseFile {
+  bool side_file = false;   // SQLite's -wal, -shm or -journal, which it deletes or replays
+  std::string what;         // "the database DB itself", "the -wal file of the database DB"
+};
+
+/// What `file` is of a SQLite database, compared by resolved path and whether or not it exists:
+/// "the database DB itself" (also a hard link to it) or "the -wal file of the database DB" (-shm,
+/// -journal) for db_file, the database in use (none when empty); for a name ending in -wal, -shm or
+/// -journal beside any other SQLite database X, "the -wal file of the SQLite database X". nullopt
+/// when none. Writing a side file loses what is written (SQLite deletes it, or replays it as a
+/// journal) or damages the database.
+std::optional<DatabaseFile> database_file_kind(const std::filesystem::path& file, const std::filesystem::path& db_file);
 
 /// Whether `file`, through any symbolic links, is a character device or a pipe (/dev/null,
 /// /dev/stdout, a FIFO): such a file is written into, never replaced, and never read back (a read

@@ -96,6 +96,49 @@ bool is_cpp_keyword(const std::string& word) {
   return k_keywords.count(word) > 0;
 }
 
+/// The header's #include lines: those of export/runtime/header_includes.h, which the build also
+/// preprocesses to list their macros.
+const std::vector<std::string>& header_include_lines() {
+  static const std::vector<std::string> k_lines = [] {
+    std::vector<std::string> out;
+    for (const EmbeddedFile& f : embedded_header_runtime()) {
+      if (f.name != "header_includes.h") continue;
+      std::istringstream lines{std::string(f.text)};
+      std::string line;
+      while (std::getline(lines, line))
+        if (line.rfind("#include ", 0) == 0) out.push_back(line);
+    }
+    if (out.empty()) throw std::logic_error("export/runtime/header_includes.h is not embedded or includes nothing");
+    return out;
+  }();
+  return k_lines;
+}
+
+/// The files the header includes, for messages: "<cuda_runtime.h>".
+std::string header_include_names() {
+  std::string out;
+  for (const std::string& line : header_include_lines()) out += (out.empty() ? "" : ", ") + line.substr(9);
+  return out;
+}
+
+/// The macros the header's includes define (embedded_header_macros), sorted.
+const std::vector<std::string_view>& header_include_macros() {
+  static const std::vector<std::string_view> k_macros = [] {
+    std::vector<std::string_view> out;
+    for (const EmbeddedFile& f : embedded_header_macros()) {
+      std::string_view text = f.text;
+      while (!text.empty()) {
+        const size_t end = std::min(text.find('\n'), text.size());
+        if (end > 0) out.push_back(text.substr(0, end));
+        text.remove_prefix(std::min(end + 1, text.size()));
+      }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }();
+  return k_macros;
+}
+
 /// Why one ::-separated part cannot name a namespace, or nullopt when it can. `global`: the part is
 /// declared at global scope, where every name starting with an underscore is the implementation's.
 std::optional<std::string> namespace_part_problem(const std::string& part, bool global) {
@@ -108,6 +151,8 @@ std::optional<std::string> namespace_part_problem(const std::string& part, bool 
   if (part.size() > 1 && part[0] == '_' && part[1] >= 'A' && part[1] <= 'Z')
     return std::string("is reserved to the compiler (_ followed by an uppercase letter)");
   if (global && part[0] == '_') return std::string("is reserved to the compiler (_ at global scope)");
+  if (std::binary_search(header_include_macros().begin(), header_include_macros().end(), std::string_view(part)))
+    return fmt::format("is a macro where the header is compiled (nvcc's own, or from {})", header_include_names());
   return std::nullopt;
 }
 
@@ -302,7 +347,8 @@ std::string render_header(const ExportModel& model, const std::string& name_spac
   out += "// Needs only the CUDA runtime (<cuda_runtime.h>, which also provides log/fabs); compile with nvcc, C++14 or newer";
   out += cp_async ? ",\n// for sm_80 or newer (the tuned kernels use cp.async).\n" : ".\n";
   out += "#pragma once\n\n";
-  out += "#include <cuda_runtime.h>\n\n";
+  for (const std::string& line : header_include_lines()) out += line + "\n";
+  out += "\n";
   if (cp_async) {
     out += "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800\n";
     out += "#error \"this header's tuned kernels use cp.async: compile it for sm_80 or newer (e.g. -arch=sm_80)\"\n";
