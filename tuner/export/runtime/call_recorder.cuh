@@ -4,8 +4,9 @@
 // namespace NS, after the tables and before header_api.cuh, whose detail::gemm calls it;
 // tests/cuda/test_header_runtime.cu compiles it as code. Host code only.
 //
-// Off (the variable unset or empty), a call costs one test of a pointer read once (a function-local
-// static, initialised thread-safely at the first call). On, a call looks its key up in a per-thread
+// Off (the variable unset or empty), a call costs one load and one predictable branch: the state
+// cached_recorder() reads is recording_off() once the first call has read the environment
+// (resolve_recorder, through call_recorder's thread-safe static initialisation). On, a call looks its key up in a per-thread
 // cache of the last few keys, and only a key new to the thread takes a mutex to insert it into the
 // process's set; a key new to the process is formatted there and queued, and a background thread
 // appends the queue to the file. No call waits for I/O. The rest of the queue is written at exit
@@ -296,6 +297,44 @@ inline CallRecorder* call_recorder() {
     const char* path = std::getenv(k_record_variable);
     return path == nullptr || *path == '\0' ? static_cast<CallRecorder*>(nullptr) : CallRecorder::open(path);
   }();
+  return recorder;
+}
+
+/// What the dispatch path tests: nullptr until a call has read the environment, then the recorder,
+/// or recording_off(). A static member of a template, so it is one object in the program (also
+/// across translation units, in C++14) and constant-initialised: reading it needs no guard.
+template <class Unused = void>
+struct RecorderCache {
+  static CallRecorder* state;
+};
+template <class Unused>
+CallRecorder* RecorderCache<Unused>::state = nullptr;
+
+/// The state that means recording is off.
+inline CallRecorder* recording_off() {
+  static char off;
+  return reinterpret_cast<CallRecorder*>(&off);
+}
+
+/// RecorderCache's state (acquire).
+inline CallRecorder* cached_recorder() {
+#if defined(__GNUC__) || defined(__clang__)
+  return __atomic_load_n(&RecorderCache<>::state, __ATOMIC_ACQUIRE);
+#else
+  return *static_cast<CallRecorder* const volatile*>(&RecorderCache<>::state);
+#endif
+}
+
+/// The recorder (nullptr: off), reading the environment at the first call and caching the answer
+/// for cached_recorder (threads racing here store the same value).
+inline CallRecorder* resolve_recorder() {
+  CallRecorder* recorder = call_recorder();
+  CallRecorder* state = recorder != nullptr ? recorder : recording_off();
+#if defined(__GNUC__) || defined(__clang__)
+  __atomic_store_n(&RecorderCache<>::state, state, __ATOMIC_RELEASE);
+#else
+  *static_cast<CallRecorder* volatile*>(&RecorderCache<>::state) = state;
+#endif
   return recorder;
 }
 

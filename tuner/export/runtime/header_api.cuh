@@ -249,6 +249,21 @@ inline unsigned launch_grid_z(const KernelInfo& info, int count) {
   return static_cast<unsigned>(info.grid_z * ((count + per_block - 1) / per_block));
 }
 
+/// Records a call (call_recorder.cuh); the first call of the process reads the environment. Out of
+/// line, so that the dispatch path, where recording is off, keeps its code as it was.
+template <class T>
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((noinline, cold))
+#endif
+void record_call(Op op_a, Op op_b, int M, int N, int K, const T* A, int lda, long long stride_a, const T* B, int ldb,
+                 long long stride_b, const T* C, int ldc, long long stride_c, int batch) {
+  CallRecorder* recorder = cached_recorder();
+  if (recorder == nullptr) recorder = resolve_recorder();
+  if (recorder == nullptr || recorder == recording_off()) return;
+  recorder->record(record_key(make_call(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch),
+                              stride_a, stride_b, stride_c));
+}
+
 /// Checks a row-major call, and runs it: C = alpha * op(A) * op(B) + beta * C, `batch` times, in
 /// elements of type T (float, double, or int with wrapping arithmetic). cudaErrorInvalidValue for bad
 /// arguments, cudaErrorNotSupported when no kernel of the header computes the type and layout (a
@@ -275,13 +290,15 @@ inline cudaError_t gemm(Op op_a, Op op_b, int M, int N, int K, T alpha, const T*
     return launch_scale(M, N, beta, C, ldc, stride_c, batch, stream);
   }
   if (A == nullptr || B == nullptr) return cudaErrorInvalidValue;
-  const Call call = make_call(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch);
-  // Before any CUDA call, so a call is recorded even where it then fails; off, one test of a pointer.
-  if (CallRecorder* recorder = call_recorder()) recorder->record(record_key(call, stride_a, stride_b, stride_c));
+  // Recorded before any CUDA call, so a call is recorded even where it then fails; off, this is one
+  // load and one branch (the first call reads the environment in record_call).
+  if (cached_recorder() != recording_off())
+    record_call(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch);
   int device = 0, table = -1;
   cudaError_t err = current_table(&device, &table);
   if (err != cudaSuccess) return err;
-  const int kernel = cached_select(table, call);
+  const int kernel =
+      cached_select(table, make_call(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch));
   if (kernel < 0) return cudaErrorNotSupported;
   err = prepare_kernel(device, kernel);
   if (err != cudaSuccess) return err;
