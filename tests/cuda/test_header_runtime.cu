@@ -3,7 +3,16 @@
 // selection and argument checks, none of which needs a GPU.
 #include <gtest/gtest.h>
 
-#include <cuda_runtime.h>
+#include "export/runtime/header_includes.h"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "core/types.hpp"
+#include "test_support.hpp"
 
 namespace rt {
 
@@ -97,6 +106,7 @@ inline const void* kernel_function(int index) {
 
 }  // namespace detail
 
+#include "export/runtime/call_recorder.cuh"
 #include "export/runtime/header_api.cuh"
 
 }  // namespace rt
@@ -370,6 +380,113 @@ TEST(HeaderRuntime, BroadcastAndAlignmentOfABatchCountTheirStrides) {
   // A stride of 10 floats (40 bytes) leaves every other matrix 8-byte aligned only.
   EXPECT_EQ(rt::detail::alignment_of(buffer, buffer, buffer, 10, 0, 64), 8);
   EXPECT_EQ(rt::detail::alignment_of(buffer, buffer, buffer, 64, 0, 64), 256);
+}
+
+// ---- recording calls (call_recorder.cuh) ----
+
+using rt::Op;
+
+/// The recorded line of a row-major call of T elements, through make_call as detail::gemm makes it.
+template <class T>
+std::string recorded_line(Op op_a, Op op_b, int M, int N, int K, const T* A, int lda, long long stride_a, const T* B,
+                          int ldb, long long stride_b, const T* C, int ldc, long long stride_c, int batch) {
+  const rt::detail::Call call =
+      rt::detail::make_call(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch);
+  char text[400];
+  const int n = rt::detail::record_line(rt::detail::record_key(call, stride_a, stride_b, stride_c), text, sizeof text);
+  EXPECT_GT(n, 0);
+  return std::string(text, static_cast<size_t>(n));
+}
+
+// The problem part of a line is cm-tune's own spelling of the problem the dispatch keys the call by:
+// parse_problem reads it back to the same shape, layout, batch, broadcast and type, and to_string
+// spells it the same way (so the exported entry is exactly the call's).
+TEST(HeaderRuntime, ARecordedLineSpellsTheProblemTheDispatchKeysTheCallBy) {
+  alignas(256) static float f[1 << 14];
+  alignas(256) static double d[1 << 14];
+  alignas(256) static int n[1 << 14];
+  struct Case {
+    std::string line;
+    int layout, batch, broadcast, dtype;
+  };
+  const std::vector<Case> cases = {
+      {recorded_line<float>(Op::N, Op::N, 1024, 1024, 1024, f, 1024, 0, f, 1024, 0, f, 1024, 0, 1),
+       0, 1, 0, 0},
+      {recorded_line<float>(Op::N, Op::T, 7, 9, 5, f + 1, 5, 0, f, 5, 0, f, 9, 0, 1), 1, 1, 0, 0},
+      // Packed strides and padded ones spell the same problem; only a 0 is spelled.
+      {recorded_line<float>(Op::T, Op::N, 64, 32, 16, f, 64, 64 * 16, f, 32, 16 * 32, f, 32, 64 * 32, 16), 2, 16, 0, 0},
+      {recorded_line<float>(Op::T, Op::N, 64, 32, 16, f, 64, 64 * 16 + 4, f, 32, 16 * 32 + 4, f, 32, 64 * 32 + 4, 16),
+       2, 16, 0, 0},
+      {recorded_line<double>(Op::T, Op::T, 30, 20, 10, d, 30, 0, d, 10, 200, d, 20, 600, 5), 3, 5, 1, 1},
+      {recorded_line<int>(Op::N, Op::N, 12, 8, 4, n, 4, 48, n, 8, 0, n, 8, 96, 1000), 0, 1000, 2, 2},
+      {recorded_line<int>(Op::N, Op::N, 12, 8, 4, n, 4, 0, n, 8, 0, n, 8, 96, 3), 0, 3, 3, 2},
+  };
+  EXPECT_EQ(cases[0].line, "1024x1024x1024  # lda=1024 ldb=1024 ldc=1024 align=256\n");
+  EXPECT_EQ(cases[1].line, "7x9x5:nt  # lda=5 ldb=5 ldc=9 align=4\n");
+  EXPECT_EQ(cases[2].line, "64x32x16:tn*16  # lda=64 ldb=32 ldc=32 sa=1024 sb=512 sc=2048 align=256\n");
+  EXPECT_EQ(cases[3].line, "64x32x16:tn*16  # lda=64 ldb=32 ldc=32 sa=1028 sb=516 sc=2052 align=16\n");
+  EXPECT_EQ(cases[4].line, "30x20x10:tt:f64*5:sa=0  # lda=30 ldb=10 ldc=20 sa=0 sb=200 sc=600 align=64\n");
+  EXPECT_EQ(cases[5].line, "12x8x4:i32*1000:sb=0  # lda=4 ldb=8 ldc=8 sa=48 sb=0 sc=96 align=64\n");
+  EXPECT_EQ(cases[6].line, "12x8x4:i32*3:sa=0:sb=0  # lda=4 ldb=8 ldc=8 sa=0 sb=0 sc=96 align=128\n");
+  for (const Case& c : cases) {
+    const std::string spec = c.line.substr(0, c.line.find("  #"));
+    const cmt::Problem p = cmt::parse_problem(spec, 1 << 20, 1 << 20);
+    EXPECT_EQ(p.to_string(), spec);
+    EXPECT_EQ((p.trans_a ? 2 : 0) + (p.trans_b ? 1 : 0), c.layout) << spec;
+    EXPECT_EQ(p.batch, c.batch) << spec;
+    EXPECT_EQ(rt::detail::broadcast_bits(p.batch, p.stride_a, p.stride_b), c.broadcast) << spec;
+    EXPECT_EQ(static_cast<int>(p.dtype), c.dtype) << spec;
+  }
+}
+
+std::vector<std::string> file_lines(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// Threads recording the same calls write each once; a second recorder on the file (a rerun of the
+// program) appends only calls the file does not hold yet.
+TEST(HeaderRuntime, TheRecorderWritesEachDistinctCallOnceAcrossThreadsAndRuns) {
+  cmt::test::TempDir dir;
+  const std::string path = (dir / "calls.txt").string();
+  const auto key = [](int i) {
+    const rt::detail::RecordKey k = {{100 + i, 64, 32, i % 4, 1, i % 3, 32, 64, 64, 0, 0, 0, 256}};
+    return k;
+  };
+  rt::detail::CallRecorder* first = rt::detail::CallRecorder::open(path.c_str());
+  ASSERT_NE(first, nullptr);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t)
+    threads.emplace_back([first, &key, t] {
+      for (int round = 0; round < 200; ++round)
+        for (int i = 0; i < 30; ++i) first->record(key((i * 7 + t + round) % 30));
+    });
+  for (auto& t : threads) t.join();
+  first->flush(10000);
+  std::vector<std::string> lines = file_lines(path);
+  EXPECT_EQ(lines.size(), 30u);
+  EXPECT_EQ(std::set<std::string>(lines.begin(), lines.end()).size(), 30u);
+
+  rt::detail::CallRecorder* rerun = rt::detail::CallRecorder::open(path.c_str());
+  ASSERT_NE(rerun, nullptr);
+  for (int i = 0; i <= 30; ++i) rerun->record(key(i));
+  rerun->flush(10000);
+  lines = file_lines(path);
+  ASSERT_EQ(lines.size(), 31u);
+  EXPECT_EQ(lines.back(), "130x64x32:tn  # lda=32 ldb=64 ldc=64 align=256");
+}
+
+TEST(HeaderRuntime, ARecordFileThatCannotBeOpenedWarnsOnceAndRecordsNothing) {
+  cmt::test::TempDir dir;
+  const std::string path = (dir / "no such folder" / "calls.txt").string();
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(rt::detail::CallRecorder::open(path.c_str()), nullptr);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(),
+            "cmtune: cannot record GEMM calls to '" + path +
+                "' ($CMTUNE_RECORD): No such file or directory; recording is off\n");
+  EXPECT_FALSE(std::filesystem::exists(dir / "no such folder"));
 }
 
 }  // namespace

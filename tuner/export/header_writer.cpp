@@ -344,10 +344,12 @@ std::string render_header(const ExportModel& model, const std::string& name_spac
   out += "// sgemm_colmajor(...) / sgemm_colmajor_strided_batched(...) for column-major (cuBLAS-style) callers.\n";
   out += "// dgemm(...) and igemm(...) are the same five calls for double and for int (32-bit, wrapping modulo\n";
   out += "// 2^32) operands.\n";
-  out += "// Needs only the CUDA runtime (<cuda_runtime.h>, which also provides log/fabs); compile with nvcc, C++14 or newer";
+  out += "// CMTUNE_RECORD=FILE in the environment appends each distinct call to FILE, for `cm-tune tune --sizes @FILE`.\n";
+  out += "// Needs only the CUDA runtime (<cuda_runtime.h>, which also provides log/fabs) and the C++ standard library;\n";
+  out += "// compile with nvcc, C++14 or newer";
   out += cp_async ? ",\n// for sm_80 or newer (the tuned kernels use cp.async).\n" : ".\n";
   out += "#pragma once\n\n";
-  for (const std::string& line : header_include_lines()) out += line + "\n";
+  out += runtime_file("header_includes.h");
   out += "\n";
   if (cp_async) {
     out += "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800\n";
@@ -385,6 +387,8 @@ std::string render_header(const ExportModel& model, const std::string& name_spac
   out += "// ---- end of dispatch rules ----\n\n";
   out += render_dispatch_tables(model);
   out += "\n}  // namespace detail\n\n";
+  out += runtime_file("call_recorder.cuh");
+  out += "\n";
   out += runtime_file("header_api.cuh");
   out += ns_close;
   return out;

@@ -1,7 +1,7 @@
 // The run-time half of an exported header: device identification, kernel selection, launching,
 // and the public API (sgemm, dgemm, igemm and their helpers). Pasted by `cm-tune export` inside the header's
-// namespace NS, after the generated tables (k_kernels, k_device_tables, kernel_function) and the
-// dispatch rules it calls; tests/cuda/test_header_runtime.cu compiles it as code.
+// namespace NS, after the generated tables (k_kernels, k_device_tables, kernel_function), the
+// dispatch rules it calls and the call recorder (call_recorder.cuh); tests/cuda/test_header_runtime.cu compiles it as code.
 
 namespace detail {
 
@@ -58,6 +58,13 @@ inline Call make_call(Op op_a, Op op_b, int M, int N, int K, const T* A, int lda
                      alignment_of(A, B, C, stride_a, stride_b, stride_c, static_cast<int>(sizeof(T))),
                      DTypeOf<T>::value};
   return call;
+}
+
+/// What the call recorder writes of a call with these batch strides (0 when the batch is 1).
+inline RecordKey record_key(const Call& c, long long stride_a, long long stride_b, long long stride_c) {
+  const RecordKey key = {{c.M, c.N, c.K, c.layout, c.batch, c.dtype, c.lda, c.ldb, c.ldc, stride_a, stride_b, stride_c,
+                          c.alignment}};
+  return key;
 }
 
 /// Whether a call may run a kernel: the kernel computes its element type and layout (and batch), and
@@ -242,10 +249,27 @@ inline unsigned launch_grid_z(const KernelInfo& info, int count) {
   return static_cast<unsigned>(info.grid_z * ((count + per_block - 1) / per_block));
 }
 
+/// Records a call (call_recorder.cuh); the first call of the process reads the environment. Out of
+/// line, so that the dispatch path, where recording is off, keeps its code as it was.
+template <class T>
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((noinline, cold))
+#endif
+void record_call(Op op_a, Op op_b, int M, int N, int K, const T* A, int lda, long long stride_a, const T* B, int ldb,
+                 long long stride_b, const T* C, int ldc, long long stride_c, int batch) {
+  CallRecorder* recorder = cached_recorder();
+  if (recorder == nullptr) recorder = resolve_recorder();
+  if (recorder == nullptr || recorder == recording_off()) return;
+  recorder->record(record_key(make_call(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch),
+                              stride_a, stride_b, stride_c));
+}
+
 /// Checks a row-major call, and runs it: C = alpha * op(A) * op(B) + beta * C, `batch` times, in
 /// elements of type T (float, double, or int with wrapping arithmetic). cudaErrorInvalidValue for bad
 /// arguments, cudaErrorNotSupported when no kernel of the header computes the type and layout (a
-/// generic template without them, and nothing tuned that serves the call).
+/// generic template without them, and nothing tuned that serves the call). A call that gets as far
+/// as choosing a kernel is recorded first when $CMTUNE_RECORD is set (call_recorder.cuh): every
+/// entry point comes here, the column-major ones as the row-major product they compute.
 template <class T>
 inline cudaError_t gemm(Op op_a, Op op_b, int M, int N, int K, T alpha, const T* A, int lda, long long stride_a,
                         const T* B, int ldb, long long stride_b, T beta, T* C, int ldc, long long stride_c, int batch,
@@ -266,6 +290,10 @@ inline cudaError_t gemm(Op op_a, Op op_b, int M, int N, int K, T alpha, const T*
     return launch_scale(M, N, beta, C, ldc, stride_c, batch, stream);
   }
   if (A == nullptr || B == nullptr) return cudaErrorInvalidValue;
+  // Recorded before any CUDA call, so a call is recorded even where it then fails; off, this is one
+  // load and one branch (the first call reads the environment in record_call).
+  if (cached_recorder() != recording_off())
+    record_call(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch);
   int device = 0, table = -1;
   cudaError_t err = current_table(&device, &table);
   if (err != cudaSuccess) return err;
