@@ -11,10 +11,16 @@ build="${CMTUNE_BUILD_DIR:-$root/build}"
 start=$SECONDS
 "$root/scripts/setup.sh"
 cd "$build"
+# The compile caches the tests share (NVRTC builds in a cm-tune database, nvcc outputs by content;
+# test_support.hpp): both runs use the main build's, so each kernel is compiled once per run.
+export CMTUNE_TEST_CACHE_DIR="${CMTUNE_TEST_CACHE_DIR:-$build/test-cache}"
 status=0
-ctest --output-on-failure -j"$(nproc)" "$@" || status=$?
+ctest --output-on-failure -j"$(nproc)" "$@" 2>&1 | tee "$build/ctest-main.log" || status=$?   # pipefail: ctest's
 echo "test: main run $([ "$status" -eq 0 ] && echo passed || echo FAILED) in $((SECONDS - start)) s"
 if [ "${CMTUNE_SANITIZED:-1}" != 0 ]; then
   "$root/scripts/test_sanitized.sh" "$@" || status=1
 fi
+# The ten slowest tests of the main run, for whoever keeps the suite fast.
+echo "test: the slowest tests of the main run (seconds):"
+grep -E "Test +#[0-9]+: .* sec$" "$build/ctest-main.log" | awk '{print $(NF-1), $4}' | sort -rn | head -10 | sed 's/^/  /'
 exit "$status"

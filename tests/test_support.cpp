@@ -1,5 +1,6 @@
 #include "test_support.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -8,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "core/hash.hpp"
 #include "core/source_bundle.hpp"
@@ -109,6 +111,75 @@ std::string nvcc_path() {
     if (const char* v = std::getenv(var); v && *v) return v;
   if (std::filesystem::exists("/usr/local/cuda/bin/nvcc")) return "/usr/local/cuda/bin/nvcc";
   return "nvcc";
+}
+
+fs::path shared_cache_dir() {
+  const char* env = std::getenv("CMTUNE_TEST_CACHE_DIR");
+  const fs::path dir = env && *env ? fs::path(env) : fs::path(CMTUNE_TEST_CACHE_DIR);
+  fs::create_directories(dir);
+  return dir;
+}
+
+fs::path shared_compile_cache() { return shared_cache_dir() / "nvrtc.db"; }
+
+namespace {
+
+/// nvcc's version line, read once: part of every nvcc cache key.
+const std::string& nvcc_version() {
+  static const std::string version = run_command("'" + nvcc_path() + "' --version").output;
+  return version;
+}
+
+/// Every file of the built-in templates folder, by relative path, hashed once per process.
+const std::string& templates_digest() {
+  static const std::string digest = [] {
+    std::vector<fs::path> files;
+    for (const auto& e : fs::recursive_directory_iterator(default_templates_dir()))
+      if (e.is_regular_file()) files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    Hasher h;
+    for (const auto& f : files) h.field(fs::relative(f, default_templates_dir()).string()).field(read_file(f));
+    return h.hex();
+  }();
+  return digest;
+}
+
+/// `text` with every occurrence of `from` replaced by `to`.
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+  if (from.empty()) return text;
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
+}
+
+}  // namespace
+
+CommandResult nvcc_cached(const std::string& args, const fs::path& source, const fs::path& output,
+                          const std::vector<fs::path>& inputs) {
+  Hasher key;
+  std::string keyed_args = replace_all(args, source.parent_path().string(), "<dir>");
+  for (size_t i = 0; i < inputs.size(); ++i)
+    keyed_args = replace_all(keyed_args, inputs[i].parent_path().string(), fmt::format("<input {}>", i));
+  key.field(keyed_args).field(nvcc_version()).field(templates_digest());
+  key.field(output.extension().string()).field(read_file(source));
+  for (const auto& f : inputs) key.field(f.filename().string()).field(read_file(f));
+  const fs::path cached = shared_cache_dir() / "nvcc" / (key.hex() + output.extension().string());
+  std::error_code ec;
+  if (fs::is_regular_file(cached, ec)) {
+    fs::copy_file(cached, output, fs::copy_options::overwrite_existing);
+    fs::permissions(output, fs::status(cached).permissions());
+    return {0, "(nvcc output from the test cache " + cached.string() + ")\n"};
+  }
+  CommandResult built = run_command(fmt::format("'{}' -std=c++17 {} -o '{}' '{}'", nvcc_path(), args, output.string(),
+                                                source.string()));
+  if (built.exit_code == 0) {
+    // Another test may store the same key at once: write aside, then rename over.
+    fs::create_directories(cached.parent_path());
+    const fs::path aside = cached.string() + ".tmp" + std::to_string(::getpid());
+    fs::copy_file(output, aside, fs::copy_options::overwrite_existing);
+    fs::rename(aside, cached);
+  }
+  return built;
 }
 
 /// A synthetic kernel source with one include (so the source_headers table is used too).

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/types.hpp"
@@ -81,6 +82,23 @@ void copy_builtin_templates(const std::filesystem::path& dest);
 Target sm90();
 /// nvcc: $CMTUNE_NVCC, else $CUDACXX, else /usr/local/cuda/bin/nvcc if present, else from PATH.
 std::string nvcc_path();
+
+/// The folder of the compile caches the tests share: $CMTUNE_TEST_CACHE_DIR, else test-cache/ in the
+/// build folder (created). scripts/test.sh points the sanitized run at the main run's, so the
+/// compilers (not instrumented) run once per kernel in a whole test run.
+std::filesystem::path shared_cache_dir();
+/// The compile cache (a cm-tune database) of the tests that NVRTC-compile the built-in templates: a
+/// cache hit is keyed, as in the product, by the source and its includes, the parameters, the arch,
+/// NVRTC's version and the options, so it is the build a compile would give.
+std::filesystem::path shared_compile_cache();
+/// Runs `nvcc -std=c++17 ARGS -o OUTPUT SOURCE` and returns what it printed, or copies OUTPUT from
+/// an earlier run of the same inputs without running nvcc: the key hashes ARGS, nvcc's version, the
+/// contents of SOURCE and of `inputs` (files it includes from outside the built-in templates, e.g.
+/// an exported header) and of every file of the built-in templates folder; the folders of SOURCE
+/// and of each input are keyed by position, not path (tests build in fresh temporary folders).
+/// Failed builds are not cached.
+CommandResult nvcc_cached(const std::string& args, const std::filesystem::path& source,
+                          const std::filesystem::path& output, const std::vector<std::filesystem::path>& inputs = {});
 
 /// Empty when a CUDA device is usable; otherwise why not (driver missing, no device). Defined in
 /// gpu_support.cpp, which only the test binaries that link the CUDA library carry.

@@ -66,7 +66,7 @@ enum class Parity {
 /// under the name NVRTC lowered it to (Parity::names; the sizes are printed).
 inline void expect_nvrtc_and_nvcc_agree(const std::vector<Candidate>& candidates, const std::filesystem::path& dir,
                                         Parity parity = Parity::machine_code) {
-  Store store(dir / "cache.db");
+  Store store(shared_compile_cache());
   const NvrtcCompiler nvrtc;
   CompileService service(store, nvrtc, "sm_90", 0);
   service.submit_all(candidates);
@@ -95,9 +95,8 @@ inline void expect_nvrtc_and_nvcc_agree(const std::vector<Candidate>& candidates
   std::string unit;
   for (const auto& s : sources) unit += fmt::format("#include \"{}\"\n", s);
   write_file(dir / "all.cu", unit + instantiations);
-  const auto built = run_command(fmt::format("'{}' -std=c++17 -O3 -arch=sm_90 -cubin -I'{}' -o '{}' '{}' 2>&1",
-                                             nvcc_path(), default_templates_dir().string(),
-                                             (dir / "all.cubin").string(), (dir / "all.cu").string()));
+  const auto built = nvcc_cached(fmt::format("-O3 -arch=sm_90 -cubin -I'{}'", default_templates_dir().string()),
+                                 dir / "all.cu", dir / "all.cubin");
   ASSERT_EQ(built.exit_code, 0) << built.output;
   const auto nvcc_text = elf_sections(read_file(dir / "all.cubin"), ".text.");
   for (const auto& [name, code] : nvrtc_text) {

@@ -42,13 +42,13 @@ TEST(Compile, EveryQuickCandidateCompilesForSm90) {
   const auto templates = load_templates({default_templates_dir()});
   const SearchSpace space = enumerate_space(templates, load_preset(resolve_preset("quick")), test::sm90());
   ASSERT_GT(space.candidates.size(), 5u);
-  test::TempDir dir;
-  Store store(dir / "cache.db");
+  // Through the tests' shared cache: a kernel another test compiled comes back as the same build.
+  Store store(test::shared_compile_cache());
   const CompileRun run = compile_all(store, space.candidates);
   EXPECT_EQ(run.failed, 0);
   for (const auto& f : run.failures) ADD_FAILURE() << f;
-  EXPECT_EQ(run.compiled, static_cast<int64_t>(space.candidates.size()));
-  EXPECT_EQ(store.count_binaries(), static_cast<int64_t>(space.candidates.size()));
+  EXPECT_EQ(run.compiled + run.hits, static_cast<int64_t>(space.candidates.size()));
+  EXPECT_GE(store.count_binaries(), static_cast<int64_t>(space.candidates.size()));
 }
 
 TEST(Compile, SyntaxErrorIsDataWithLog) {

@@ -73,9 +73,8 @@ void expect_all_compile_without_spills(const SearchSpace& space, const std::stri
 /// it inside ASSERT_NO_FATAL_FAILURE.
 void build_and_run_host_program(const fs::path& dir, const std::string& program, test::CommandResult& ran) {
   test::write_file(dir / "host.cu", program);
-  const auto built = test::run_command(fmt::format("'{}' -std=c++17 -arch=sm_90 -I'{}' -o '{}' '{}' 2>&1", test::nvcc_path(),
-                                                   default_templates_dir().string(), (dir / "host").string(),
-                                                   (dir / "host.cu").string()));
+  const auto built = test::nvcc_cached(fmt::format("-arch=sm_90 -I'{}'", default_templates_dir().string()),
+                                       dir / "host.cu", dir / "host");
   ASSERT_EQ(built.exit_code, 0) << built.output;
   ran = test::run_command("'" + (dir / "host").string() + "'");
 }
@@ -318,7 +317,7 @@ TEST(TemplateLayouts, EveryLayoutCompilesWithoutSpillsForSm90AndSm80) {
 
     size_t compiled = 0;
     ASSERT_NO_FATAL_FAILURE(
-        expect_all_compile_without_spills(space, arch, dir / (arch + ".db"), compiled, [&](const CompiledCandidate& c) {
+        expect_all_compile_without_spills(space, arch, test::shared_compile_cache(), compiled, [&](const CompiledCandidate& c) {
           if (c.candidate->tmpl->dtypes.size() > 1)  // the typed builds' registers, for the record
             std::printf("%s %s: %d registers, %d/%d spill stores/loads\n", arch.c_str(), c.candidate->id().c_str(),
                         c.binary.registers, c.binary.spill_stores, c.binary.spill_loads);
@@ -640,7 +639,7 @@ CLUSTER_K = [1, 4]
     EXPECT_EQ(instructions, expected) << arch;
 
     size_t compiled = 0;
-    ASSERT_NO_FATAL_FAILURE(expect_all_compile_without_spills(space, arch, dir / (arch + ".db"), compiled));
+    ASSERT_NO_FATAL_FAILURE(expect_all_compile_without_spills(space, arch, test::shared_compile_cache(), compiled));
     EXPECT_EQ(compiled, space.candidates.size()) << arch;
     EXPECT_EQ(compiled, arch == "sm_90" ? 72u : 24u) << arch;
   }
@@ -727,7 +726,7 @@ TEST(TemplateLayouts, WarptileInt32NeedsTheRegistersOfFloatOnASpreadOfTheDefault
   test::TempDir dir;
   size_t compiled = 0;
   ASSERT_NO_FATAL_FAILURE(
-      expect_all_compile_without_spills(space, "sm_90", dir / "types.db", compiled, [&](const CompiledCandidate& c) {
+      expect_all_compile_without_spills(space, "sm_90", test::shared_compile_cache(), compiled, [&](const CompiledCandidate& c) {
         const bool int32 = c.candidate->tmpl->dtype_of(c.candidate->values) == DType::i32;
         (int32 ? i32 : f32)[without_dtype(c.candidate->values)] = {
             c.binary.registers, c.binary.spill_stores + c.binary.spill_loads > 0, c.candidate->shape.threads};

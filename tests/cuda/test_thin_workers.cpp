@@ -45,12 +45,12 @@ const Candidate* find(const SearchSpace& space, int thin_edge, int thin_workers)
   return nullptr;
 }
 
-// Compiles `candidate` for sm_90 and sm_80 (an exported header may target either) into caches in
-// `dir` and expects both builds to succeed without spills.
-void expect_builds_without_spills(const Candidate& candidate, const std::filesystem::path& dir) {
+// Compiles `candidate` for sm_90 and sm_80 (an exported header may target either) through the
+// tests' shared compile cache and expects both builds to succeed without spills.
+void expect_builds_without_spills(const Candidate& candidate) {
   const std::vector<Candidate> one = {candidate};  // the service points into it while compiling
   for (const std::string arch : {"sm_90", "sm_80"}) {
-    Store store(dir / (arch + ".db"));
+    Store store(test::shared_compile_cache());
     const NvrtcCompiler nvrtc;
     CompileService service(store, nvrtc, arch, 1);
     service.submit_all(one);
@@ -91,7 +91,7 @@ TEST(ThinWorkers, BuildForSm90AndSm80WithoutSpills) {
   const SearchSpace space = enumerate_space(templates, load_preset(dir / "tw.toml"), test::sm90());
   const Candidate* workers = find(space, 4, 4);
   ASSERT_NE(workers, nullptr);
-  expect_builds_without_spills(*workers, dir.path());
+  expect_builds_without_spills(*workers);
 }
 
 // INLINE_THIN_ROWS = r needs THIN_EDGE >= r and PAD >= r (the thin rows ride in the A padding),
@@ -137,7 +137,7 @@ TEST(InlineThinRows, NeedThinEdgeAndPaddingAndBuildWithoutSpills) {
     if (r == 1 && value_of(c, "THIN_EDGE") == 4) inline_one = &c;
   }
   ASSERT_NE(inline_one, nullptr);
-  expect_builds_without_spills(*inline_one, dir.path());
+  expect_builds_without_spills(*inline_one);
 }
 
 }  // namespace

@@ -403,11 +403,6 @@ const TemplateDesc& fixture_blocktile2d();
 // nvcc
 // ---------------------------------------------------------------------------------------------
 
-/// Runs nvcc; the whole output comes back for failure messages.
-test::CommandResult nvcc(const std::string& arguments) {
-  return test::run_command(fmt::format("{} -std=c++17 {}", test::nvcc_path(), arguments));
-}
-
 std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
 
 // ---------------------------------------------------------------------------------------------
@@ -1188,7 +1183,7 @@ cudaError_t use(float* C, const float* A, const float* B, cudaStream_t s) {
   return app::gemm::sgemm(100, 200, 300, 1.0f, A, 300, B, 200, 0.5f, C, 200);
 }
 )");
-  const auto r = nvcc(fmt::format("-arch=sm_90 -c {} -o {}", quoted(dir / "use.cu"), quoted(dir / "use.o")));
+  const auto r = test::nvcc_cached("-arch=sm_90 -c", dir / "use.cu", dir / "use.o", {dir / "a.cuh", dir / "b.cuh"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
@@ -1205,8 +1200,9 @@ TEST(ExportNvcc, ExampleAndHarnessCompileAgainstAnExportedHeader) {
   }
   const fs::path root = default_templates_dir().parent_path();
   for (const fs::path source : {root / "examples" / "consumer" / "main.cu", root / "tests" / "consumer" / "harness.cu"}) {
-    const auto r = nvcc(fmt::format("-std=c++17 -arch=sm_90 -c '-DCMTUNE_HEADER_PATH=\"{}\"' -DCMTUNE_NS=cmtune {} -o {}",
-                                    (dir / "tuned_sgemm.cuh").string(), quoted(source), quoted(dir / "out.o")));
+    const auto r = test::nvcc_cached(fmt::format("-arch=sm_90 -c '-DCMTUNE_HEADER_PATH=\"{}\"' -DCMTUNE_NS=cmtune",
+                                                 (dir / "tuned_sgemm.cuh").string()),
+                                     source, dir / "out.o", {dir / "tuned_sgemm.cuh"});
     EXPECT_EQ(r.exit_code, 0) << source << ":\n" << r.output;
   }
 }
@@ -1249,8 +1245,8 @@ int main(int argc, char**) {
   program += tail;
   program += "  return 0;\n}\n";
   test::write_file(dir / "select.cu", program);
-  const auto build = nvcc(fmt::format("-arch={} -Xcompiler -Wall,-Wextra -I {} {} -o {}", arch, quoted(dir.path()),
-                                      quoted(dir / "select.cu"), quoted(dir / "select")));
+  const auto build = test::nvcc_cached(fmt::format("-arch={} -Xcompiler -Wall,-Wextra -I {}", arch, quoted(dir.path())),
+                                       dir / "select.cu", dir / "select", {dir / "tuned.cuh"});
   EXPECT_EQ(build.exit_code, 0) << build.output;
   if (build.exit_code != 0) return {};
   const auto run = test::run_command(quoted(dir / "select"));
@@ -1463,8 +1459,8 @@ cudaError_t use(double* dc, const double* da, const double* db, int* ic, const i
   return e;
 }
 )");
-  const auto sm90 = nvcc(fmt::format("-arch=sm_90 -c -I {} {} -o {}", quoted(dir.path()), quoted(dir / "use.cu"),
-                                     quoted(dir / "use.o")));
+  const auto sm90 = test::nvcc_cached(fmt::format("-arch=sm_90 -c -I {}", quoted(dir.path())), dir / "use.cu",
+                                      dir / "use.o", {dir / "tuned.cuh"});
   EXPECT_EQ(sm90.exit_code, 0) << sm90.output;
 }
 
