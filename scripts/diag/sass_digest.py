@@ -10,6 +10,8 @@ templates shows that it changed nothing.
 Usage: scripts/diag/sass_digest.py [--cm-tune BIN] [--arch sm_90] [--templates DIR] PRESET...
 """
 import argparse
+import ctypes
+import ctypes.util
 import hashlib
 import os
 import sqlite3
@@ -17,6 +19,32 @@ import struct
 import subprocess
 import sys
 import tempfile
+
+
+def unpack_cubin(stored):
+    """The cubin a `binaries.cubin` blob holds: a zstd frame (cm-tune compresses cubins) decompressed,
+    a cubin stored as it is (by an earlier cm-tune) unchanged."""
+    if stored[:4] != b"\x28\xb5\x2f\xfd":
+        return stored
+    try:
+        from compression import zstd  # Python 3.14
+        return zstd.decompress(stored)
+    except ImportError:
+        pass
+    lib = ctypes.CDLL(ctypes.util.find_library("zstd") or "libzstd.so.1")
+    lib.ZSTD_getFrameContentSize.restype = ctypes.c_ulonglong
+    lib.ZSTD_getFrameContentSize.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    lib.ZSTD_decompress.restype = ctypes.c_size_t
+    lib.ZSTD_decompress.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
+    lib.ZSTD_isError.argtypes = [ctypes.c_size_t]
+    size = lib.ZSTD_getFrameContentSize(stored, len(stored))
+    if size >= 2**64 - 2:  # ZSTD_CONTENTSIZE_UNKNOWN, ZSTD_CONTENTSIZE_ERROR
+        raise ValueError("damaged zstd frame header")
+    out = ctypes.create_string_buffer(size)
+    got = lib.ZSTD_decompress(out, size, stored, len(stored))
+    if lib.ZSTD_isError(got) or got != size:
+        raise ValueError("damaged zstd frame")
+    return out.raw
 
 
 def text_section(elf, name):
@@ -62,7 +90,7 @@ def main():
             if not ok:
                 lines.append(f"{template}[{params}] compile_error")
                 continue
-            code = text_section(bytes(cubin), ".text." + lowered)
+            code = text_section(unpack_cubin(bytes(cubin)), ".text." + lowered)
             if code is None:
                 sys.exit(f"sass_digest: {template}[{params}]: no .text section for {lowered}")
             lines.append(f"{template}[{params}] {hashlib.sha256(code).hexdigest()[:16]} {len(code)}")

@@ -26,11 +26,12 @@ constexpr int64_t k_cubin_bytes = 1024 * 1024;
 std::string build_database(const fs::path& file) {
   const std::string source = test::tuned_database(file, "GPU-db-command");
   Store store(file);
-  store.db().prepare("UPDATE binaries SET cubin = zeroblob(?)").bind(1, k_cubin_bytes).run();
   BinaryRecord b = *store.find_binary(hash_hex("binary-fast"));
   b.key = "unused";
   b.params = "V=2";
   store.put_binary(b);
+  // Both stored as an earlier cm-tune did, uncompressed, so the sizes below are exact.
+  store.db().prepare("UPDATE binaries SET cubin = zeroblob(?)").bind(1, k_cubin_bytes).run();
   TrialRecord t = *store.find_trial("trial-fast");
   t.trial_key = "trial-unused";
   t.binary_key = "unused";
@@ -68,8 +69,9 @@ TEST(DbCommand, CheckPrintsOneLinePerCheckAndExitsByTheResult) {
                 "ok    orphans          every row names existing rows",
                 "ok    winners          1 winner names a passing trial of its problem",
                 "ok    winner binaries  the 1 binary of winners is compiled, with its cubin and source",
+                "ok    cubins           2 cubins read back (0 compressed, 2 stored uncompressed by an earlier cm-tune)",
                 "ok    sources          1 source bundle matches its hash",
-                db.string() + ": all 6 checks passed"}));
+                db.string() + ": all 7 checks passed"}));
 
   Database(db).exec("UPDATE sources SET main_text = main_text || ' '");
   const test::CommandResult bad = db_command(db, "check");
@@ -77,16 +79,16 @@ TEST(DbCommand, CheckPrintsOneLinePerCheckAndExitsByTheResult) {
   EXPECT_NE(bad.output.find(fmt::format("FAIL  sources          source {} (template fast) does not match its hash\n", source)),
             std::string::npos)
       << bad.output;
-  EXPECT_NE(bad.output.find(db.string() + ": 1 of 6 checks failed\n"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find(db.string() + ": 1 of 7 checks failed\n"), std::string::npos) << bad.output;
 
   const test::CommandResult json = db_command(db, "check --json");
   EXPECT_EQ(json.exit_code, 1) << json.output;
   const nlohmann::json doc = nlohmann::json::parse(json.output);
   EXPECT_EQ(doc.at("ok"), false);
   EXPECT_EQ(doc.at("database"), db.string());
-  ASSERT_EQ(doc.at("checks").size(), 6u);
-  EXPECT_EQ(doc.at("checks")[5].at("name"), "sources");
-  EXPECT_EQ(doc.at("checks")[5].at("ok"), false);
+  ASSERT_EQ(doc.at("checks").size(), 7u);
+  EXPECT_EQ(doc.at("checks")[6].at("name"), "sources");
+  EXPECT_EQ(doc.at("checks")[6].at("ok"), false);
   EXPECT_EQ(doc.at("checks")[0].at("ok"), true);
 }
 
@@ -117,7 +119,22 @@ TEST(DbCommand, InfoSummarizesWhatIsStored) {
   EXPECT_EQ(doc.at("devices")[0].at("arch"), "sm_90");
   EXPECT_EQ(doc.at("trials_by_outcome").at("ok"), 2);
   EXPECT_EQ(doc.at("binaries").at("cubin_bytes"), 2 * k_cubin_bytes);
+  EXPECT_EQ(doc.at("binaries").at("cubin_raw_bytes"), 2 * k_cubin_bytes);
   EXPECT_EQ(doc.at("schema_version"), latest_schema_version());
+
+  // A cubin this cm-tune stored is compressed: info tells stored bytes from the cubins' own.
+  {
+    Store store(db);
+    BinaryRecord b = *store.find_binary("unused");
+    b.key = "compressed";
+    store.put_binary(b);   // 1 MiB of zeros: a few bytes compressed
+  }
+  const std::vector<std::string> after = lines(db_command(db, "info").output);
+  ASSERT_EQ(after.size(), 9u);
+  EXPECT_EQ(after[7], "binaries: 3 cubins (2.0 MiB stored, 3.0 MiB uncompressed), 0 failed compiles, 0 dropped by db vacuum");
+  const nlohmann::json doc2 = nlohmann::json::parse(db_command(db, "info --json").output);
+  EXPECT_EQ(doc2.at("binaries").at("cubin_raw_bytes"), 3 * k_cubin_bytes);
+  EXPECT_LT(doc2.at("binaries").at("cubin_bytes").get<int64_t>(), 2 * k_cubin_bytes + 1024);
 }
 
 TEST(DbCommand, VacuumDropsUnusedCubinsAndExportStaysTheSame) {

@@ -7,6 +7,7 @@
 
 #include "cuda/nvrtc_compiler.hpp"
 #include "space/space.hpp"
+#include "store/cubin_codec.hpp"
 #include "store/store.hpp"
 #include "test_support.hpp"
 #include "tune/compile_service.hpp"
@@ -16,6 +17,7 @@ namespace {
 
 struct CompileRun {
   int64_t hits = 0, compiled = 0, failed = 0;
+  int64_t cubins = 0, cubin_bytes = 0, packed_bytes = 0;   // the passing builds, as compiled and as stored
   std::vector<std::string> failures;
 };
 
@@ -30,6 +32,9 @@ CompileRun compile_all(Store& store, const std::vector<Candidate>& candidates, c
       EXPECT_FALSE(c->binary.cubin.empty()) << c->candidate->id();
       EXPECT_FALSE(c->binary.lowered_name.empty()) << c->candidate->id();
       EXPECT_GT(c->binary.registers, 0) << c->candidate->id() << " (ptxas -v not parsed)";
+      ++run.cubins;
+      run.cubin_bytes += static_cast<int64_t>(c->binary.cubin.size());
+      run.packed_bytes += static_cast<int64_t>(pack_cubin(c->binary.cubin).size());
     }
   }
   run.hits = service.stats().cache_hits;
@@ -49,6 +54,13 @@ TEST(Compile, EveryQuickCandidateCompilesForSm90) {
   for (const auto& f : run.failures) ADD_FAILURE() << f;
   EXPECT_EQ(run.compiled + run.hits, static_cast<int64_t>(space.candidates.size()));
   EXPECT_GE(store.count_binaries(), static_cast<int64_t>(space.candidates.size()));
+
+  // What the cache costs per kernel. At ca1d935 (line info, cubins stored uncompressed) these 43
+  // kernels took 196,600 bytes each, the default preset 572 MiB; without line info a cubin is
+  // 59,157 bytes, 12,350 as stored (zstd). The bounds leave room for the templates to grow.
+  ASSERT_EQ(run.cubins, static_cast<int64_t>(space.candidates.size()));
+  EXPECT_LT(run.cubin_bytes / run.cubins, 96 * 1024) << "cubins grew: line info or other debug sections?";
+  EXPECT_LT(run.packed_bytes / run.cubins, 20 * 1024) << "cubins are stored larger: not compressed?";
 }
 
 TEST(Compile, SyntaxErrorIsDataWithLog) {

@@ -69,6 +69,7 @@ int run_info(const GlobalOptions& global, const DbOptions& o) {
                 {"runs", info.runs},
                 {"binaries", {{"cubins", info.cubins},
                               {"cubin_bytes", info.cubin_bytes},
+                              {"cubin_raw_bytes", info.cubin_raw_bytes},
                               {"failed_compiles", info.failed_compiles},
                               {"dropped_cubins", info.dropped_cubins}}},
                 {"sources", info.sources}});
@@ -88,8 +89,13 @@ int run_info(const GlobalOptions& global, const DbOptions& o) {
   fmt::print("trials: {}{}\n", info.trials, outcomes.empty() ? "" : " (" + outcomes + ")");
   fmt::print("winners: {}\n", info.winners);
   fmt::print("runs: {}\n", info.runs);
+  // Stored bytes, and the cubins' own size where compression made them smaller.
+  const std::string cubin_bytes =
+      info.cubin_raw_bytes == info.cubin_bytes
+          ? bytes_text(info.cubin_bytes)
+          : fmt::format("{} stored, {} uncompressed", bytes_text(info.cubin_bytes), bytes_text(info.cubin_raw_bytes));
   fmt::print("binaries: {} ({}), {}, {} dropped by db vacuum\n", plural(info.cubins, "cubin", "cubins"),
-             bytes_text(info.cubin_bytes), plural(info.failed_compiles, "failed compile", "failed compiles"),
+             cubin_bytes, plural(info.failed_compiles, "failed compile", "failed compiles"),
              info.dropped_cubins);
   fmt::print("sources: {}\n", info.sources);
   return k_exit_success;

@@ -12,7 +12,7 @@ namespace cmt {
 class NvrtcCompiler final : public Compiler {
  public:
   std::string version() const override;
-  /// --gpu-architecture=ARCH, C++17, line info, and ptxas -v for the resource report.
+  /// --gpu-architecture=ARCH, C++17 and ptxas -v for the resource report; no line info (its size).
   std::vector<std::string> options(const std::string& arch) const override;
   CompileOutput compile(const CompileRequest& request) const override;
 };

@@ -6,6 +6,7 @@
 #include <system_error>
 
 #include "core/error.hpp"
+#include "store/cubin_codec.hpp"
 #include "store/lock_holder.hpp"
 
 namespace fs = std::filesystem;
@@ -122,6 +123,32 @@ CheckResult check_winner_binaries(Store& store) {
                                              binaries));
 }
 
+CheckResult check_cubins(Database& db) {
+  // Every stored cubin, not only the winners': a tune would stop at a damaged one it reuses.
+  Statement s = db.prepare(
+      "SELECT key, template_name, params, cubin FROM binaries WHERE ok = 1 AND length(cubin) > 0 "
+      "ORDER BY template_name, params");
+  std::vector<std::string> problems;
+  int64_t packed = 0, plain = 0;
+  while (s.step()) {
+    const std::vector<char> stored = s.column_blob(3);
+    if (!is_packed_cubin({stored.data(), stored.size()})) {
+      ++plain;   // written before cubins were compressed: read as it is
+      continue;
+    }
+    ++packed;
+    try {
+      unpack_cubin(stored);
+    } catch (const CubinCodecError& e) {
+      problems.push_back(
+          fmt::format("the cubin of {}[{}] (binary {}) is damaged: {}", s.column_text(1), s.column_text(2), s.column_text(0), e.what()));
+    }
+  }
+  return verdict("cubins", problems,
+                 fmt::format("{} read back ({} compressed, {} stored uncompressed by an earlier cm-tune)",
+                             packed + plain == 1 ? "1 cubin" : fmt::format("{} cubins", packed + plain), packed, plain));
+}
+
 CheckResult check_sources(Store& store) {
   Statement s = store.db().prepare("SELECT hash FROM sources ORDER BY hash");
   std::vector<std::string> problems;
@@ -148,6 +175,7 @@ std::vector<CheckResult> check_database(Store& store) {
       {"orphans", [&] { return check_orphans(store.db()); }},
       {"winners", [&] { return check_winners(store.db()); }},
       {"winner binaries", [&] { return check_winner_binaries(store); }},
+      {"cubins", [&] { return check_cubins(store.db()); }},
       {"sources", [&] { return check_sources(store); }},
   };
   std::vector<CheckResult> out;
@@ -206,6 +234,14 @@ DatabaseInfo database_info(Store& store) {
   info.cubin_bytes = binaries.column_int(1);
   info.failed_compiles = binaries.column_int(2);
   info.dropped_cubins = binaries.column_int(3);
+  // A zstd frame states its size in its first bytes (ZSTD_FRAMEHEADERSIZE_MAX is 18).
+  Statement sizes = db.prepare("SELECT substr(cubin, 1, 18), length(cubin) FROM binaries WHERE ok = 1 AND length(cubin) > 0");
+  while (sizes.step()) {
+    const std::vector<char> prefix = sizes.column_blob(0);
+    const int64_t stored = sizes.column_int(1);
+    const int64_t raw = unpacked_cubin_size({prefix.data(), prefix.size()}, stored);
+    info.cubin_raw_bytes += raw < 0 ? stored : raw;   // damaged: db check names it
+  }
   info.sources = query_count(db, "SELECT count(*) FROM sources");
   return info;
 }

@@ -21,7 +21,8 @@ struct CheckResult {
 /// Every check, in this order: "integrity" (PRAGMA integrity_check), "schema" (the version against
 /// this binary's latest), "orphans" (rows naming a missing row: PRAGMA foreign_key_check),
 /// "winners" (each names a passing trial of its own device and problem, of the same kernel),
-/// "winner binaries" (each winner's binary is compiled, its cubin kept, its source stored) and
+/// "winner binaries" (each winner's binary is compiled, its cubin kept, its source stored), "cubins"
+/// (each stored cubin decompresses; rows stored uncompressed by an earlier cm-tune are counted) and
 /// "sources" (each source bundle still hashes to its hash). Only reads.
 std::vector<CheckResult> check_database(Store& store);
 
@@ -42,7 +43,8 @@ struct DatabaseInfo {
   int64_t winners = 0;
   int64_t runs = 0;
   int64_t cubins = 0;           // compiled binaries with their cubin
-  int64_t cubin_bytes = 0;
+  int64_t cubin_bytes = 0;       // as stored (compressed)
+  int64_t cubin_raw_bytes = 0;   // decompressed: the cubins themselves
   int64_t failed_compiles = 0;  // cached compile failures
   int64_t dropped_cubins = 0;   // binaries whose cubin `db vacuum` dropped
   int64_t sources = 0;

@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/source_bundle.hpp"
 #include "core/hash.hpp"
+#include "store/cubin_codec.hpp"
 
 namespace fs = std::filesystem;
 
@@ -503,6 +504,14 @@ std::optional<BinaryRecord> Store::find_binary(const std::string& key) {
   if (!s.step()) return std::nullopt;
   BinaryRecord binary = read_binary(s);
   if (::cmt::cubin_dropped(binary)) return std::nullopt;
+  try {
+    binary.cubin = unpack_cubin(binary.cubin);
+  } catch (const CubinCodecError& e) {
+    throw DatabaseError(fmt::format("database {}: the cubin of {}[{}] (binary {}) is damaged: {}; cm-tune db check "
+                                    "lists every damaged cubin",
+                                    file().string(), binary.template_name, binary.params, key, e.what()),
+                        0);
+  }
   return binary;
 }
 
@@ -541,7 +550,7 @@ void Store::put_binary(const BinaryRecord& binary) {
                                          k_binary_columns, placeholders(k_binary_columns)));
   Binder b(s);
   b(binary.key)(binary.template_name)(binary.params)(binary.arch)(binary.nvrtc_version)(binary.options);
-  b(binary.source_hash).boolean(binary.ok)(binary.log)(binary.cubin)(binary.lowered_name);
+  b(binary.source_hash).boolean(binary.ok)(binary.log)(pack_cubin(binary.cubin))(binary.lowered_name);
   b(binary.registers)(binary.spill_stores)(binary.spill_loads)(binary.compile_seconds).boolean(binary.batched);
   b.boolean(binary.takes_batch_count)(utc_now());
   s.run();

@@ -54,12 +54,15 @@ class Store {
   int schema_version();
 
   // Compile cache. A binary whose cubin `db vacuum` dropped keeps its row (export maps trials to
-  // their source bundles through it) but is no longer found: the next compile replaces it.
+  // their source bundles through it) but is no longer found: the next compile replaces it. Cubins
+  // are stored as zstd frames (store/cubin_codec.hpp); the records hold them decompressed.
+  /// The binary, its cubin decompressed (or read as it is from a row written before compression).
+  /// DatabaseError, naming the binary, when its stored cubin does not decompress.
   std::optional<BinaryRecord> find_binary(const std::string& key);
   /// Whether `db vacuum` dropped the cubin of binary `key` (false for a key not stored). Reads only
   /// the columns of every schema version, so `db check` can ask it of an older database.
   bool cubin_dropped(const std::string& key);
-  void put_binary(const BinaryRecord& binary);          // insert or replace
+  void put_binary(const BinaryRecord& binary);          // insert or replace; the cubin compressed
   int64_t count_binaries();
   /// Every cached binary's source bundle hash, by binary key (no cubins read).
   std::map<std::string, std::string> binary_sources();
