@@ -70,8 +70,8 @@ Identity check_identity(Database& db, int known_version, bool allow_empty) {
 
 /// Turns foreign key enforcement off for its lifetime and restores the previous setting.
 /// Migrations that rebuild a table (create new, copy, drop old, rename) need this; the pragma
-/// cannot change inside a transaction, hence around all of them. Each migration runs
-/// foreign_key_check before it commits instead.
+/// cannot change inside a transaction, hence around it. Each migration runs foreign_key_check
+/// after its script instead.
 class ForeignKeysOff {
  public:
   explicit ForeignKeysOff(Database& db) : m_db(db), m_was_on(pragma_int(db, "foreign_keys") != 0) {
@@ -427,26 +427,33 @@ void migrate(Database& db, const std::vector<Migration>& migrations) {
   const int known = migrations.empty() ? 0 : migrations.back().version;
   check_identity(db, known, true);
 
-  ForeignKeysOff foreign_keys_off(db);
-  for (const Migration& m : migrations) {
-    if (m.version <= pragma_int(db, "user_version")) continue;
+  // Every missing step, and the version and application_id, commit together: a process killed
+  // half-way (a signal while it creates the database) leaves the schema it found, never a partial
+  // one that only some later step would complete.
+  if (pragma_int(db, "user_version") < known) {
+    ForeignKeysOff foreign_keys_off(db);
     Transaction transaction(db);
-    // Another process may have applied it while we waited for the write lock.
-    if (m.version <= pragma_int(db, "user_version")) continue;
-    try {
-      db.exec(m.sql);
-    } catch (const InfraError& e) {
-      throw InfraError(e.library(), fmt::format("migration {:04}_{}: {}", m.version, m.name, e.call()),
-                       e.library_message(), __FILE__, __LINE__);
+    // Another process may have migrated while we waited for the write lock.
+    const int64_t found = pragma_int(db, "user_version");
+    for (const Migration& m : migrations) {
+      if (m.version <= found) continue;
+      try {
+        db.exec(m.sql);
+      } catch (const InfraError& e) {
+        throw InfraError(e.library(), fmt::format("migration {:04}_{}: {}", m.version, m.name, e.call()),
+                         e.library_message(), __FILE__, __LINE__);
+      }
+      Statement violations = db.prepare("PRAGMA foreign_key_check");
+      if (violations.step())
+        throw InfraError("SQLite", fmt::format("migration {:04}_{}: PRAGMA foreign_key_check", m.version, m.name),
+                         fmt::format("foreign key violation in table {}", violations.column_text(0)), __FILE__,
+                         __LINE__);
     }
-    Statement violations = db.prepare("PRAGMA foreign_key_check");
-    if (violations.step())
-      throw InfraError("SQLite", fmt::format("migration {:04}_{}: PRAGMA foreign_key_check", m.version, m.name),
-                       fmt::format("foreign key violation in table {}", violations.column_text(0)), __FILE__,
-                       __LINE__);
-    // Pragmas that write the header are part of the transaction: version and data commit together.
-    db.exec(fmt::format("PRAGMA application_id = {}", k_application_id));
-    db.exec(fmt::format("PRAGMA user_version = {}", m.version));
+    if (found < known) {
+      // Pragmas that write the header are part of the transaction: version and data commit together.
+      db.exec(fmt::format("PRAGMA application_id = {}", k_application_id));
+      db.exec(fmt::format("PRAGMA user_version = {}", known));
+    }
     transaction.commit();
   }
   // A newer cm-tune may have migrated past us concurrently.

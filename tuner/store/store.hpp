@@ -27,7 +27,8 @@ constexpr int32_t k_application_id = 0x434D5455;
 const std::vector<Migration>& builtin_migrations();
 /// Highest schema version this binary knows.
 int latest_schema_version();
-/// Applies missing migrations in order, each in a transaction, setting PRAGMA user_version.
+/// Applies the missing migrations in order and sets PRAGMA user_version, all in one transaction, so
+/// a process killed half-way leaves the database as it found it.
 /// Throws UsageError when the database is newer than this binary or is not a cm-tune database.
 void migrate(Database& db, const std::vector<Migration>& migrations);
 
