@@ -157,6 +157,8 @@ std::vector<CheckResult> check_database(Store& store) {
       out.push_back(check());
     } catch (const InfraError& e) {
       out.push_back({name, false, fmt::format("SQLite: {}", e.library_message())});
+    } catch (const DamagedDatabaseError& e) {
+      out.push_back({name, false, e.what_is_wrong()});
     }
   }
   return out;

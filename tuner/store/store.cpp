@@ -45,7 +45,8 @@ struct Identity {
 
 /// Refuses files that are not cm-tune databases, cm-tune databases newer than known_version, and,
 /// unless allow_empty, files with nothing in them yet. Only reads, so a refused file is left
-/// exactly as it was. A file that is not SQLite at all fails with DatabaseError (SQLITE_NOTADB).
+/// exactly as it was. A file that is not SQLite at all fails with DatabaseError (SQLITE_NOTADB), a
+/// damaged one with DamagedDatabaseError.
 Identity check_identity(Database& db, int known_version, bool allow_empty) {
   const std::string file = db.file().string();
   // One statement, so one snapshot: another process may be creating the schema meanwhile, and
@@ -61,6 +62,9 @@ Identity check_identity(Database& db, int known_version, bool allow_empty) {
     throw DatabaseError(fmt::format("database {} is empty (no cm-tune data yet); run cm-tune tune first", file), 0);
   if (id.application_id != k_application_id && !empty)
     throw UsageError(fmt::format("{} is not a cm-tune database", file));
+  // cm-tune never writes a negative version: the header was overwritten.
+  if (id.version < 0)
+    throw DamagedDatabaseError(db.file(), fmt::format("its schema version reads {}", id.version), SQLITE_CORRUPT);
   if (id.version > known_version)
     throw UsageError(fmt::format("database {} has schema version {}, newer than this cm-tune (knows up to {}); "
                                  "upgrade cm-tune",
