@@ -31,11 +31,8 @@ CheckResult verdict(std::string name, const std::vector<std::string>& problems, 
 }
 
 CheckResult check_integrity(Database& db) {
-  Statement s = db.prepare("PRAGMA integrity_check");
-  std::vector<std::string> problems;
-  while (s.step())
-    if (const std::string line = s.column_text(0); line != "ok") problems.push_back(line);
-  return verdict("integrity", problems, "ok");
+  constexpr int k_limit = 100;   // SQLite's own default
+  return verdict("integrity", integrity_problems(db, false, k_limit), "ok");
 }
 
 CheckResult check_schema(Store& store) {

@@ -1,11 +1,11 @@
 #include "store/store.hpp"
 
-#include <map>
-
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
 #include <fmt/format.h>
+#include <map>
 #include <sqlite3.h>
 #include <stdexcept>
 
@@ -70,6 +70,18 @@ Identity check_identity(Database& db, int known_version, bool allow_empty) {
                                  "upgrade cm-tune",
                                  file, id.version, known_version));
   return id;
+}
+
+/// Throws DamagedDatabaseError when PRAGMA quick_check finds the file damaged, naming the first
+/// problem it reports. It reads every page once (docs/RELIABILITY.md has what that costs).
+void refuse_if_damaged(Database& db) {
+  constexpr int k_limit = 20;
+  const std::vector<std::string> problems = integrity_problems(db, true, k_limit);
+  if (problems.empty()) return;
+  std::string what = problems.front().rfind("SQLite: ", 0) == 0 ? problems.front() : "quick_check: " + problems.front();
+  if (problems.size() > 1)
+    what += fmt::format(" and {}{} more", problems.size() - 1, problems.size() >= k_limit ? " or" : "");
+  throw DamagedDatabaseError(db.file(), what, SQLITE_CORRUPT);
 }
 
 /// Turns foreign key enforcement off for its lifetime and restores the previous setting.
@@ -397,6 +409,27 @@ bool cubin_dropped(const BinaryRecord& b) {
 
 }  // namespace
 
+std::vector<std::string> integrity_problems(Database& db, bool quick, int limit) {
+  Statement s = db.prepare(fmt::format("PRAGMA {}({})", quick ? "quick_check" : "integrity_check", limit));
+  std::vector<std::string> problems;
+  try {
+    while (s.step()) {
+      // A row may hold several problems, one a line, after a line "*** in database main ***".
+      const std::string text = s.column_text(0);
+      for (size_t pos = 0; pos < text.size();) {
+        const size_t end = std::min(text.find('\n', pos), text.size());
+        const std::string line = text.substr(pos, end - pos);
+        pos = end + 1;
+        if (!line.empty() && line != "ok" && line != "*** in database main ***") problems.push_back(printable(line));
+      }
+    }
+  } catch (const DamagedDatabaseError& e) {
+    // SQLite may stop at a page it cannot read; what it reported before says more than its error.
+    if (problems.empty()) problems.push_back(e.what_is_wrong());
+  }
+  return problems;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Migrations
 
@@ -494,9 +527,17 @@ Store::Store(const fs::path& file, OpenMode mode, OlderSchema older) : m_db(file
   // Processes opening a new file at the same moment race to set it up, and SQLite answers some of
   // the losers SQLITE_BUSY without waiting (switching to WAL reads the file, then wants to write
   // it). Every step below may be repeated, so the whole setup is.
+  bool checked_pages = false;
   m_db.retry_while_busy([&] {
     // Check before anything writes: switching to WAL would already modify a foreign file.
-    check_identity(m_db, latest, mode == OpenMode::create);
+    const Identity id = check_identity(m_db, latest, mode == OpenMode::create);
+    // A write into a damaged file can spread the damage (a page written over another, the free
+    // list corrupted), and its own commit may succeed: once per open for writing, it is checked
+    // first. A new file has no pages to check.
+    if (!checked_pages && id.objects > 0) {
+      refuse_if_damaged(m_db);
+      checked_pages = true;
+    }
     m_db.exec("PRAGMA foreign_keys = ON");
     // WAL lets export and report read while a tune writes; NORMAL sync is durable across process
     // crashes in WAL mode and keeps one-commit-per-trial cheap.
