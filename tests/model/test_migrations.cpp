@@ -1,12 +1,17 @@
-// Schema migrations: versioning, refusal of foreign and newer databases, transactional steps.
+// Schema migrations: versioning, refusal of foreign and newer databases, all steps in one transaction.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <optional>
+#include <sqlite3.h>
 #include <string>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
 
 #include "core/error.hpp"
+#include "store/maintenance.hpp"
 #include "store/sqlite.hpp"
 #include "store/store.hpp"
 #include "test_support.hpp"
@@ -212,8 +217,9 @@ TEST(Migration, FailingMigrationIsRolledBack) {
     EXPECT_NE(e.call().find("migration 0002_broken"), std::string::npos) << e.call();
     EXPECT_NE(e.library_message().find("no_such_table"), std::string::npos) << e.library_message();
   }
-  EXPECT_EQ(query_int(db, "PRAGMA user_version"), 1);
-  EXPECT_TRUE(has_table(db, "a"));
+  // Every step runs in one transaction: the first step, which succeeded, is rolled back too.
+  EXPECT_EQ(query_int(db, "PRAGMA user_version"), 0);
+  EXPECT_FALSE(has_table(db, "a"));
   EXPECT_FALSE(has_table(db, "b"));
 
   // A fixed migration then applies normally.
@@ -221,6 +227,63 @@ TEST(Migration, FailingMigrationIsRolledBack) {
   cmt::migrate(db, {first, fixed});
   EXPECT_EQ(query_int(db, "PRAGMA user_version"), 2);
   EXPECT_TRUE(has_table(db, "b"));
+}
+
+/// SQL function pause_here(): tells the test over the pipe in its user data that the migration got
+/// there, then waits to be killed.
+void pause_here(sqlite3_context* context, int, sqlite3_value**) {
+  const int fd = *static_cast<const int*>(sqlite3_user_data(context));
+  const char byte = 'p';
+  if (::write(fd, &byte, 1) != 1) ::_exit(3);
+  while (true) ::pause();
+}
+
+TEST(Migration, ProcessKilledHalfWayLeavesNoSchemaAndTheNextOpenCreatesIt) {
+  TempDir dir;
+  const fs::path file = dir / "killed.db";
+  // The built-in migrations as Store applies them to a new file, with a pause after 0003: a process
+  // killed there used to leave schema version 3, which `db check` and every read then refused.
+  std::vector<Migration> migrations = cmt::builtin_migrations();
+  ASSERT_GE(migrations.size(), 4u);
+  migrations[2].sql += "\nSELECT pause_here();";
+  int paused[2];
+  ASSERT_EQ(::pipe(paused), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(paused[0]);
+    try {
+      Database db(file);
+      sqlite3_create_function(db.handle(), "pause_here", 0, SQLITE_UTF8, &paused[1], pause_here, nullptr, nullptr);
+      db.exec("PRAGMA journal_mode = WAL");
+      cmt::migrate(db, migrations);
+    } catch (...) {
+    }
+    ::_exit(1);   // only reached when it did not pause
+  }
+  ::close(paused[1]);
+  char byte = 0;
+  const bool got_there = ::read(paused[0], &byte, 1) == 1;
+  ::close(paused[0]);
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(got_there) << "the migrating process ended before the pause";
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+
+  // What any process sees now: no schema at all, so a read says the file is empty.
+  {
+    Database db(file, cmt::OpenMode::read);
+    EXPECT_EQ(query_int(db, "PRAGMA user_version"), 0);
+    EXPECT_EQ(query_int(db, "SELECT count(*) FROM sqlite_master"), 0);
+  }
+  EXPECT_EQ(usage_error_of([&] { Store store(file, cmt::OpenMode::read, cmt::OlderSchema::accept); }),
+            "database " + file.string() + " is empty (no cm-tune data yet); run cm-tune tune first");
+  // The next run that creates the database creates all of it, and every check passes.
+  Store store(file);
+  EXPECT_EQ(store.schema_version(), cmt::latest_schema_version());
+  for (const cmt::CheckResult& check : cmt::check_database(store))
+    EXPECT_TRUE(check.ok) << check.name << ": " << check.detail;
 }
 
 TEST(Migration, ForeignKeyViolationAbortsMigration) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <string>
 #include <sys/stat.h>
 #include <vector>
@@ -98,6 +99,61 @@ TEST(StoreAccess, NonSqliteFileIsOneLineInEveryMode) {
               file.string() + " is not a cm-tune database (not an SQLite file)");
   EXPECT_EQ(test::read_file(file), text);
   EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"notes.txt"});
+}
+
+TEST(StoreAccess, NegativeSchemaVersionIsDamageInEveryMode) {
+  // A flipped header byte made user_version negative: compile then re-ran migration 0001 over the
+  // existing tables (exit 4), and a read said "schema version -16777211, older than ...".
+  test::TempDir dir;
+  const fs::path file = dir / "t.db";
+  make_database(file);
+  { Database(file).exec("PRAGMA user_version = -16777211"); }
+  const std::string before = test::read_file(file);
+  for (const OpenMode mode : {OpenMode::create, OpenMode::write, OpenMode::read})
+    EXPECT_EQ(database_error([&] { Store store(file, mode); }),
+              "database " + file.string() +
+                  " is damaged (its schema version reads -16777211); restore it from a backup, or remove it and tune "
+                  "again");
+  EXPECT_EQ(test::read_file(file), before);
+}
+
+TEST(StoreAccess, DamagedPagesAreRefusedBeforeAWriteAndMetByAReadThatTouchesThem) {
+  test::TempDir dir;
+  const fs::path file = dir / "t.db";
+  make_database(file);
+  int64_t root = 0, page = 0;
+  {
+    Database db(file, OpenMode::read);
+    Statement s = db.prepare(
+        "SELECT (SELECT rootpage FROM sqlite_master WHERE name = 'devices'), (SELECT page_size FROM pragma_page_size)");
+    ASSERT_TRUE(s.step());
+    root = s.column_int(0);
+    page = s.column_int(1);
+  }
+  std::string bytes = test::read_file(file);
+  ASSERT_GT(root, 1);
+  for (int64_t i = 0; i < 64; ++i) bytes[static_cast<size_t>((root - 1) * page + i)] = '\xa5';
+  test::write_file(file, bytes);
+  const std::string advice = "; restore it from a backup, or remove it and tune again";
+  // Opening to write runs quick_check first, which names the page (in SQLite's words, e.g.
+  // "btreeInitPage() returns error code 11").
+  for (const OpenMode mode : {OpenMode::create, OpenMode::write}) {
+    const std::string message = database_error([&] { Store store(file, mode); });
+    EXPECT_EQ(message.rfind(fmt::format("database {} is damaged (quick_check: Page {}: ", file.string(), root), 0), 0u)
+        << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    EXPECT_TRUE(message.size() > advice.size() && message.substr(message.size() - advice.size()) == advice) << message;
+  }
+  EXPECT_EQ(test::read_file(file), bytes);
+  // A read opens (it does not check every page) and meets the damage where it reads.
+  Store store(file, OpenMode::read);
+  EXPECT_EQ(database_error([&] { store.devices(); }),
+            fmt::format("database {} is damaged (SQLite: database disk image is malformed){}", file.string(), advice));
+  try {
+    store.devices();
+  } catch (const DamagedDatabaseError& e) {
+    EXPECT_EQ(e.what_is_wrong(), "SQLite: database disk image is malformed");
+  }
 }
 
 TEST(StoreAccess, ReadModeWritesNothing) {

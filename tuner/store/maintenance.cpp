@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <functional>
+#include <optional>
 #include <system_error>
 
 #include "core/error.hpp"
@@ -32,11 +33,8 @@ CheckResult verdict(std::string name, const std::vector<std::string>& problems, 
 }
 
 CheckResult check_integrity(Database& db) {
-  Statement s = db.prepare("PRAGMA integrity_check");
-  std::vector<std::string> problems;
-  while (s.step())
-    if (const std::string line = s.column_text(0); line != "ok") problems.push_back(line);
-  return verdict("integrity", problems, "ok");
+  constexpr int k_limit = 100;   // SQLite's own default
+  return verdict("integrity", integrity_problems(db, false, k_limit), "ok");
 }
 
 CheckResult check_schema(Store& store) {
@@ -185,8 +183,36 @@ std::vector<CheckResult> check_database(Store& store) {
       out.push_back(check());
     } catch (const InfraError& e) {
       out.push_back({name, false, fmt::format("SQLite: {}", e.library_message())});
+    } catch (const DamagedDatabaseError& e) {
+      out.push_back({name, false, e.what_is_wrong()});
     }
   }
+  return out;
+}
+
+std::vector<CheckResult> check_database(const fs::path& file) {
+  std::optional<DamagedDatabaseError> damage;
+  try {
+    // An older schema is what the schema check reports, not a reason to refuse.
+    Store store(file, OpenMode::read, OlderSchema::accept);
+    return check_database(store);
+  } catch (const DamagedDatabaseError& e) {
+    damage = e;
+  }
+  // Too damaged to open as a cm-tune database (the schema or the header cannot be read): the
+  // integrity check says what SQLite finds, the others cannot run.
+  Database db(file, OpenMode::read);
+  CheckResult integrity;
+  try {
+    integrity = check_integrity(db);
+  } catch (const DamagedDatabaseError& e) {   // the pragma itself cannot be prepared
+    integrity = {"integrity", false, e.what_is_wrong()};
+  }
+  if (integrity.ok) integrity = {"integrity", false, damage->what_is_wrong()};
+  std::vector<CheckResult> out{integrity};
+  for (const char* name : {"schema", "orphans", "winners", "winner binaries", "sources"})
+    out.push_back(
+        {name, false, fmt::format("not checked: the database cannot be opened ({})", damage->what_is_wrong())});
   return out;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -25,6 +26,10 @@ struct CheckResult {
 /// (each stored cubin decompresses; rows stored uncompressed by an earlier cm-tune are counted) and
 /// "sources" (each source bundle still hashes to its hash). Only reads.
 std::vector<CheckResult> check_database(Store& store);
+/// check_database of the file, opened to read (an older schema accepted). A file too damaged to
+/// open fails "integrity" with what SQLite finds, and every other check as not checked; other
+/// DatabaseErrors (missing, empty, not a database) are thrown.
+std::vector<CheckResult> check_database(const std::filesystem::path& file);
 
 /// What a database holds, for `db info`.
 struct DatabaseInfo {

@@ -143,6 +143,12 @@ std::string locked_message(const fs::path& file, const std::string& who, millise
 
 bool DatabaseError::busy() const { return (m_code & 0xff) == SQLITE_BUSY; }
 
+DamagedDatabaseError::DamagedDatabaseError(const fs::path& file, const std::string& what_is_wrong, int sqlite_code)
+    : DatabaseError(fmt::format("database {} is damaged ({}); restore it from a backup, or remove it and tune again",
+                                file.string(), what_is_wrong),
+                    sqlite_code),
+      m_what_is_wrong(what_is_wrong) {}
+
 milliseconds lock_timeout() {
   const char* text = std::getenv("CMTUNE_LOCK_TIMEOUT");
   if (!text || !*text) return k_default_lock_timeout;
@@ -310,6 +316,10 @@ void Database::fail(int code, const std::string& call, const std::string& messag
       // A read-only connection that tries to write is cm-tune's mistake, not the user's.
       if (m_mode == OpenMode::read) break;
       throw DatabaseError(fmt::format("cannot write database {}: {}", name, why_not_writable(m_file, message)), code);
+    case SQLITE_CORRUPT:
+      // A truncated file, a damaged page or header: nothing the user can fix by other input, but
+      // no failure of the machinery either, and the raw statement would not say which file.
+      throw DamagedDatabaseError(m_file, "SQLite: " + message, code);
     case SQLITE_NOTADB:
       throw DatabaseError(fmt::format("{} is not a cm-tune database (not an SQLite file)", name), code);
     case SQLITE_CANTOPEN: {

@@ -1,7 +1,7 @@
 // A thin RAII layer over the SQLite C API. A failure the user's situation causes (the file is
 // locked by another process past the lock timeout, read-only where a write is needed, not a
-// database, a folder or a device) throws DatabaseError, one line naming the file; every other
-// failure throws InfraError with the SQL call, file:line and sqlite3_errmsg.
+// database, damaged, a folder or a device) throws DatabaseError, one line naming the file; every
+// other failure throws InfraError with the SQL call, file:line and sqlite3_errmsg.
 #pragma once
 
 #include <chrono>
@@ -31,8 +31,8 @@ enum class OpenMode {
 };
 
 /// A database the user's situation makes unusable: locked by another process past the lock
-/// timeout, read-only where a write is needed, not a database, a folder or a device. One line
-/// naming the file; a UsageError, so the command line exits with the usage code.
+/// timeout, read-only where a write is needed, not a database, damaged, a folder or a device. One
+/// line naming the file; a UsageError, so the command line exits with the usage code.
 class DatabaseError : public UsageError {
  public:
   DatabaseError(const std::string& message, int sqlite_code, bool timed_out = false)
@@ -47,6 +47,20 @@ class DatabaseError : public UsageError {
  private:
   int m_code;
   bool m_timed_out;
+};
+
+/// A database file SQLite finds damaged (SQLITE_CORRUPT: a truncated file, a damaged page or
+/// header), or one that fails PRAGMA quick_check before a write. One line naming the file, what is
+/// wrong and what to do; a DatabaseError, so the command line exits with the usage code.
+class DamagedDatabaseError : public DatabaseError {
+ public:
+  /// `what_is_wrong`: SQLite's words, e.g. "SQLite: database disk image is malformed".
+  DamagedDatabaseError(const std::filesystem::path& file, const std::string& what_is_wrong, int sqlite_code);
+  /// What is wrong, without the file and the advice: "SQLite: database disk image is malformed".
+  const std::string& what_is_wrong() const { return m_what_is_wrong; }
+
+ private:
+  std::string m_what_is_wrong;
 };
 
 /// How long a connection waits for another process's lock: $CMTUNE_LOCK_TIMEOUT seconds (0 fails

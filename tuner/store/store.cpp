@@ -1,11 +1,11 @@
 #include "store/store.hpp"
 
-#include <map>
-
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
 #include <fmt/format.h>
+#include <map>
 #include <sqlite3.h>
 #include <stdexcept>
 
@@ -46,7 +46,8 @@ struct Identity {
 
 /// Refuses files that are not cm-tune databases, cm-tune databases newer than known_version, and,
 /// unless allow_empty, files with nothing in them yet. Only reads, so a refused file is left
-/// exactly as it was. A file that is not SQLite at all fails with DatabaseError (SQLITE_NOTADB).
+/// exactly as it was. A file that is not SQLite at all fails with DatabaseError (SQLITE_NOTADB), a
+/// damaged one with DamagedDatabaseError.
 Identity check_identity(Database& db, int known_version, bool allow_empty) {
   const std::string file = db.file().string();
   // One statement, so one snapshot: another process may be creating the schema meanwhile, and
@@ -62,6 +63,9 @@ Identity check_identity(Database& db, int known_version, bool allow_empty) {
     throw DatabaseError(fmt::format("database {} is empty (no cm-tune data yet); run cm-tune tune first", file), 0);
   if (id.application_id != k_application_id && !empty)
     throw UsageError(fmt::format("{} is not a cm-tune database", file));
+  // cm-tune never writes a negative version: the header was overwritten.
+  if (id.version < 0)
+    throw DamagedDatabaseError(db.file(), fmt::format("its schema version reads {}", id.version), SQLITE_CORRUPT);
   if (id.version > known_version)
     throw UsageError(fmt::format("database {} has schema version {}, newer than this cm-tune (knows up to {}); "
                                  "upgrade cm-tune",
@@ -69,10 +73,22 @@ Identity check_identity(Database& db, int known_version, bool allow_empty) {
   return id;
 }
 
+/// Throws DamagedDatabaseError when PRAGMA quick_check finds the file damaged, naming the first
+/// problem it reports. It reads every page once (docs/RELIABILITY.md has what that costs).
+void refuse_if_damaged(Database& db) {
+  constexpr int k_limit = 20;
+  const std::vector<std::string> problems = integrity_problems(db, true, k_limit);
+  if (problems.empty()) return;
+  std::string what = problems.front().rfind("SQLite: ", 0) == 0 ? problems.front() : "quick_check: " + problems.front();
+  if (problems.size() > 1)
+    what += fmt::format(" and {}{} more", problems.size() - 1, problems.size() >= k_limit ? " or" : "");
+  throw DamagedDatabaseError(db.file(), what, SQLITE_CORRUPT);
+}
+
 /// Turns foreign key enforcement off for its lifetime and restores the previous setting.
 /// Migrations that rebuild a table (create new, copy, drop old, rename) need this; the pragma
-/// cannot change inside a transaction, hence around all of them. Each migration runs
-/// foreign_key_check before it commits instead.
+/// cannot change inside a transaction, hence around it. Each migration runs foreign_key_check
+/// after its script instead.
 class ForeignKeysOff {
  public:
   explicit ForeignKeysOff(Database& db) : m_db(db), m_was_on(pragma_int(db, "foreign_keys") != 0) {
@@ -394,6 +410,27 @@ bool cubin_dropped(const BinaryRecord& b) {
 
 }  // namespace
 
+std::vector<std::string> integrity_problems(Database& db, bool quick, int limit) {
+  Statement s = db.prepare(fmt::format("PRAGMA {}({})", quick ? "quick_check" : "integrity_check", limit));
+  std::vector<std::string> problems;
+  try {
+    while (s.step()) {
+      // A row may hold several problems, one a line, after a line "*** in database main ***".
+      const std::string text = s.column_text(0);
+      for (size_t pos = 0; pos < text.size();) {
+        const size_t end = std::min(text.find('\n', pos), text.size());
+        const std::string line = text.substr(pos, end - pos);
+        pos = end + 1;
+        if (!line.empty() && line != "ok" && line != "*** in database main ***") problems.push_back(printable(line));
+      }
+    }
+  } catch (const DamagedDatabaseError& e) {
+    // SQLite may stop at a page it cannot read; what it reported before says more than its error.
+    if (problems.empty()) problems.push_back(e.what_is_wrong());
+  }
+  return problems;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Migrations
 
@@ -428,26 +465,33 @@ void migrate(Database& db, const std::vector<Migration>& migrations) {
   const int known = migrations.empty() ? 0 : migrations.back().version;
   check_identity(db, known, true);
 
-  ForeignKeysOff foreign_keys_off(db);
-  for (const Migration& m : migrations) {
-    if (m.version <= pragma_int(db, "user_version")) continue;
+  // Every missing step, and the version and application_id, commit together: a process killed
+  // half-way (a signal while it creates the database) leaves the schema it found, never a partial
+  // one that only some later step would complete.
+  if (pragma_int(db, "user_version") < known) {
+    ForeignKeysOff foreign_keys_off(db);
     Transaction transaction(db);
-    // Another process may have applied it while we waited for the write lock.
-    if (m.version <= pragma_int(db, "user_version")) continue;
-    try {
-      db.exec(m.sql);
-    } catch (const InfraError& e) {
-      throw InfraError(e.library(), fmt::format("migration {:04}_{}: {}", m.version, m.name, e.call()),
-                       e.library_message(), __FILE__, __LINE__);
+    // Another process may have migrated while we waited for the write lock.
+    const int64_t found = pragma_int(db, "user_version");
+    for (const Migration& m : migrations) {
+      if (m.version <= found) continue;
+      try {
+        db.exec(m.sql);
+      } catch (const InfraError& e) {
+        throw InfraError(e.library(), fmt::format("migration {:04}_{}: {}", m.version, m.name, e.call()),
+                         e.library_message(), __FILE__, __LINE__);
+      }
+      Statement violations = db.prepare("PRAGMA foreign_key_check");
+      if (violations.step())
+        throw InfraError("SQLite", fmt::format("migration {:04}_{}: PRAGMA foreign_key_check", m.version, m.name),
+                         fmt::format("foreign key violation in table {}", violations.column_text(0)), __FILE__,
+                         __LINE__);
     }
-    Statement violations = db.prepare("PRAGMA foreign_key_check");
-    if (violations.step())
-      throw InfraError("SQLite", fmt::format("migration {:04}_{}: PRAGMA foreign_key_check", m.version, m.name),
-                       fmt::format("foreign key violation in table {}", violations.column_text(0)), __FILE__,
-                       __LINE__);
-    // Pragmas that write the header are part of the transaction: version and data commit together.
-    db.exec(fmt::format("PRAGMA application_id = {}", k_application_id));
-    db.exec(fmt::format("PRAGMA user_version = {}", m.version));
+    if (found < known) {
+      // Pragmas that write the header are part of the transaction: version and data commit together.
+      db.exec(fmt::format("PRAGMA application_id = {}", k_application_id));
+      db.exec(fmt::format("PRAGMA user_version = {}", known));
+    }
     transaction.commit();
   }
   // A newer cm-tune may have migrated past us concurrently.
@@ -484,9 +528,17 @@ Store::Store(const fs::path& file, OpenMode mode, OlderSchema older) : m_db(file
   // Processes opening a new file at the same moment race to set it up, and SQLite answers some of
   // the losers SQLITE_BUSY without waiting (switching to WAL reads the file, then wants to write
   // it). Every step below may be repeated, so the whole setup is.
+  bool checked_pages = false;
   m_db.retry_while_busy([&] {
     // Check before anything writes: switching to WAL would already modify a foreign file.
-    check_identity(m_db, latest, mode == OpenMode::create);
+    const Identity id = check_identity(m_db, latest, mode == OpenMode::create);
+    // A write into a damaged file can spread the damage (a page written over another, the free
+    // list corrupted), and its own commit may succeed: once per open for writing, it is checked
+    // first. A new file has no pages to check.
+    if (!checked_pages && id.objects > 0) {
+      refuse_if_damaged(m_db);
+      checked_pages = true;
+    }
     m_db.exec("PRAGMA foreign_keys = ON");
     // WAL lets export and report read while a tune writes; NORMAL sync is durable across process
     // crashes in WAL mode and keeps one-commit-per-trial cheap.

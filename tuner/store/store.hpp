@@ -27,9 +27,15 @@ constexpr int32_t k_application_id = 0x434D5455;
 const std::vector<Migration>& builtin_migrations();
 /// Highest schema version this binary knows.
 int latest_schema_version();
-/// Applies missing migrations in order, each in a transaction, setting PRAGMA user_version.
+/// Applies the missing migrations in order and sets PRAGMA user_version, all in one transaction, so
+/// a process killed half-way leaves the database as it found it.
 /// Throws UsageError when the database is newer than this binary or is not a cm-tune database.
 void migrate(Database& db, const std::vector<Migration>& migrations);
+
+/// What PRAGMA integrity_check (with quick, quick_check) finds wrong, one line each and at most
+/// `limit`; empty for a sound file. Where SQLite stops at damage it cannot read past before it
+/// names a problem, its error is the line ("SQLite: database disk image is malformed").
+std::vector<std::string> integrity_problems(Database& db, bool quick, int limit);
 
 /// What a Store opened to read does with a schema older than this binary's: refuse it (the typed
 /// calls expect the latest schema, and a read never migrates), or accept it (`db check` reports it).
@@ -41,9 +47,10 @@ std::filesystem::path default_database_path();
 class Store {
  public:
   /// Opens the file as `mode` says (DatabaseError for a file that cannot be used so). create and
-  /// write enable WAL and foreign keys and migrate to the latest schema; only create sets up an
-  /// empty file. read writes nothing, and refuses an empty file and, unless `older` accepts it, a
-  /// schema older than this binary's.
+  /// write refuse a damaged file (PRAGMA quick_check, DamagedDatabaseError) before they write,
+  /// enable WAL and foreign keys and migrate to the latest schema; only create sets up an empty
+  /// file. read writes nothing, and refuses an empty file and, unless `older` accepts it, a schema
+  /// older than this binary's; damage it meets is a DamagedDatabaseError too.
   explicit Store(const std::filesystem::path& file, OpenMode mode = OpenMode::create,
                  OlderSchema older = OlderSchema::refuse);
 
