@@ -3,13 +3,11 @@
 // locks are POSIX locks, which a process never conflicts with itself on.
 #pragma once
 
-#include <chrono>
+#include <fcntl.h>
 #include <filesystem>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <sys/wait.h>
-#include <thread>
 #include <unistd.h>
 
 #include "store/sqlite.hpp"
@@ -23,12 +21,13 @@ class DatabaseHolder {
     write_lock,   ///< BEGIN IMMEDIATE: the write lock, as a writer between its first write and commit
   };
 
-  /// Forks a child that opens `file`, takes the hold and keeps it until release() (or, given
-  /// hold_for, that long); returns once the child holds it.
-  DatabaseHolder(const std::filesystem::path& file, Hold hold,
-                 std::optional<std::chrono::milliseconds> hold_for = std::nullopt) {
+  /// Forks a child that opens `file`, takes the hold and keeps it until wait(); returns once the
+  /// child holds it. (No hold for a fixed time: a test releases it on an event it has seen.)
+  DatabaseHolder(const std::filesystem::path& file, Hold hold) {
     int ready[2], release[2];
-    if (::pipe(ready) != 0 || ::pipe(release) != 0) throw std::runtime_error("pipe failed");
+    // Close-on-exec: a process the test starts (cm-tune) must not hold the release pipe open, or
+    // closing it here would not reach the holder.
+    if (::pipe2(ready, O_CLOEXEC) != 0 || ::pipe2(release, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
     m_pid = ::fork();
     if (m_pid < 0) throw std::runtime_error("fork failed");
     if (m_pid == 0) {
@@ -40,12 +39,8 @@ class DatabaseHolder {
         db.exec(hold == Hold::write_lock ? "BEGIN IMMEDIATE" : "SELECT count(*) FROM sqlite_master");
         const char byte = 'r';
         if (::write(ready[1], &byte, 1) != 1) code = 2;
-        if (hold_for) {
-          std::this_thread::sleep_for(*hold_for);
-        } else {
-          char ignored;
-          while (::read(release[0], &ignored, 1) > 0) {
-          }
+        char ignored;
+        while (::read(release[0], &ignored, 1) > 0) {
         }
       } catch (const std::exception&) {
         code = 1;

@@ -19,6 +19,7 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/log.hpp"
+#include "core/stop_signal.hpp"
 #include "tune/protocol.hpp"
 #include "space/space.hpp"
 #include "cuda/nvrtc_compiler.hpp"
@@ -296,6 +297,8 @@ void check_log_file(const GlobalOptions& global) {
 void print_json(const nlohmann::json& j) { fmt::print("{}\n", j.dump(2)); }   // fmt: a failed write throws with its errno
 
 int run(int argc, char** argv) {
+  // main() caught SIGINT and SIGTERM before anything ran (a signal is only noted); commands that
+  // do not poll stop_signal() give them back once the command is known.
   CLI::App app{"cm-tune: an autotuner for CUDA GEMM kernels (FP32, FP64, INT32)", "cm-tune"};
   app.set_version_flag("--version", version_text());
   app.require_subcommand(1);
@@ -324,6 +327,7 @@ int run(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    release_stop_signals();
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {   // --help, --version
       std::ostringstream text;   // printed with fmt, which says why a write failed; std::cout does not
       const int code = app.exit(e, text, text);
@@ -333,6 +337,7 @@ int run(int argc, char** argv) {
     fmt::print(stderr, "cm-tune: error: {}\n", parse_error_line(app, e));
     return k_exit_usage;
   }
+  if (!global.stops_on_signal) release_stop_signals();
   try {
     check_log_file(global);
     setup_logging(global.verbose ? Verbosity::verbose : global.quiet ? Verbosity::quiet : Verbosity::normal,

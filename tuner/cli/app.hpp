@@ -25,6 +25,7 @@ struct GlobalOptions {
   std::string db;                               // --db; empty: default_database_path()
   std::vector<std::string> template_dirs;       // --templates; empty: built-in folder
   std::string command_line;                     // argv joined, recorded with each run
+  bool stops_on_signal = false;                 // the command polls stop_signal() (compile, tune)
 };
 
 /// --config and --template: which search space a command works on (list, compile, tune).

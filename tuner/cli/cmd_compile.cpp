@@ -8,6 +8,7 @@
 #include "cli/progress.hpp"
 #include "cli/sizes.hpp"
 #include "core/error.hpp"
+#include "core/stop_signal.hpp"
 #include "cuda/device.hpp"
 #include "cuda/nvrtc_compiler.hpp"
 #include "space/space.hpp"
@@ -66,6 +67,12 @@ int run_compile(const GlobalOptions& global, const CompileOptions& opts) {
   if (!opts.layout.empty()) target.layouts = layout_list(opts.layout);
   if (!opts.dtype.empty()) target.dtypes = parse_dtype_list(opts.dtype);
   const SearchSpace space = enumerate_space(templates, preset, target, only);
+  // A SIGINT or SIGTERM is only noted (catch_stop_signals() is the first thing cm-tune does) and
+  // polled here: what is compiling finishes and is stored, what is queued is dropped.
+  if (stop_signal()) {
+    spdlog::warn("stopped by {} before compiling anything", stop_signal_name());
+    return 128 + stop_signal();
+  }
   Store store(database_path(global));
 
   const auto start = std::chrono::steady_clock::now();
@@ -73,21 +80,25 @@ int run_compile(const GlobalOptions& global, const CompileOptions& opts) {
   CompileService service(store, compiler, arch, opts.jobs);
   spdlog::info("compiling {} candidates of '{}' for {} with NVRTC {} on {} threads", space.candidates.size(),
                preset.name, arch, nvrtc_version_string(), opts.jobs > 0 ? opts.jobs : hardware_threads());
-  service.submit_all(space.candidates);
+  for (size_t i = 0; i < space.candidates.size() && !stop_signal(); ++i) service.submit(space.candidates[i], i);
   Progress progress("compile", static_cast<int64_t>(space.candidates.size()));
   int64_t done = 0;
   std::vector<CompiledCandidate> failures;
   while (auto result = service.next()) {
+    if (stop_signal()) service.cancel();
+    if (result->cancelled) continue;
     ++done;
     progress.update(done, fmt::format("({} cached, {} failed)", service.stats().cache_hits, service.stats().failed));
     if (!result->binary.ok) failures.push_back(std::move(*result));
   }
   progress.finish();
+  const int stopped_by = stop_signal();
   // In the space's order, not the threads' completion order: the same preset reports the same first failure.
   std::sort(failures.begin(), failures.end(), [](const auto& a, const auto& b) { return a.index < b.index; });
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const CompileStats& st = service.stats();
-  const double rate = wall > 0 ? static_cast<double>(st.total) / wall : 0.0;
+  const int64_t finished = st.total - st.cancelled;   // compiled, failed or found in the cache
+  const double rate = wall > 0 ? static_cast<double>(finished) / wall : 0.0;
 
   if (opts.json) {
     nlohmann::json fails = nlohmann::json::array();
@@ -95,7 +106,9 @@ int run_compile(const GlobalOptions& global, const CompileOptions& opts) {
       fails.push_back({{"candidate", f.candidate->id()}, {"log", f.binary.log}});
     print_json({{"arch", arch},
                 {"preset", preset.name},
-                {"candidates", st.total},
+                {"candidates", space.candidates.size()},
+                {"finished", finished},
+                {"stopped_by", stopped_by ? nlohmann::json(stop_signal_name()) : nlohmann::json()},
                 {"compiled", st.compiled},
                 {"cache_hits", st.cache_hits},
                 {"failed", st.failed},
@@ -104,11 +117,17 @@ int run_compile(const GlobalOptions& global, const CompileOptions& opts) {
                 {"failures", fails}});
   } else {
     fmt::print("compiled {} ({} fresh, {} cache hits), failed {}, in {:.1f} s: {:.1f} candidates/s\n",
-               st.total - st.failed, st.compiled, st.cache_hits, st.failed, wall, rate);
+               finished - st.failed, st.compiled, st.cache_hits, st.failed, wall, rate);
     for (size_t i = 0; i < failures.size() && i < k_failures_shown; ++i)
       fmt::print("  FAILED {}\n{}", failures[i].candidate->id(), first_lines(failures[i].binary.log, 4));
     if (failures.size() > k_failures_shown)
       fmt::print("  ... and {} more failed (--json lists every one)\n", failures.size() - k_failures_shown);
+  }
+  if (stopped_by) {
+    spdlog::warn("stopped by {}: interrupted after {} of {} candidates; everything compiled is kept, and rerunning "
+                 "the same command continues",
+                 stop_signal_name(), finished, space.candidates.size());
+    return 128 + stopped_by;  // 130 for SIGINT, 143 for SIGTERM, as shells report
   }
   // The exit status says whether the cache now holds what was asked for (README "Exit codes"): every
   // candidate, or with --allow-failures at least one. Failures are cached too, so a rerun says the same.
@@ -140,7 +159,10 @@ void add_compile_command(CLI::App& app, GlobalOptions& global, Action& action) {
                 "Exit 0 when some candidates fail to compile (still 1 when none compiles)");
   sub->add_flag("--json", opts->json, "Machine-readable summary");
   add_db_option(*sub, global);
-  sub->callback([&action, &global, opts] { action = [&global, opts] { return run_compile(global, *opts); }; });
+  sub->callback([&action, &global, opts] {
+    global.stops_on_signal = true;
+    action = [&global, opts] { return run_compile(global, *opts); };
+  });
 }
 
 }  // namespace cmt::cli

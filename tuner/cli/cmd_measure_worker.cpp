@@ -7,6 +7,7 @@
 
 #include "cli/app.hpp"
 #include "core/error.hpp"
+#include "core/stop_signal.hpp"
 #include "cuda/device.hpp"
 #include "measure/gpu_measurer.hpp"
 #include "tune/worker_loop.hpp"
@@ -21,8 +22,7 @@ int run_measure_worker() {
                      "and 4; it is not run by hand");
   // Ctrl-C reaches the whole process group: the tuner decides when to stop, and this process
   // finishes the request in flight. It dies with the tuner, and ends when its input closes.
-  std::signal(SIGINT, SIG_IGN);
-  std::signal(SIGTERM, SIG_IGN);
+  ignore_stop_signals();
   const pid_t parent = ::getppid();
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) return 0;

@@ -152,6 +152,10 @@ int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const
         device.index, device.name, device.free_memory_bytes / 1073741824.0));
   }
 
+  if (stop_signal()) {  // noted during start-up (catch_stop_signals() is the first thing cm-tune does)
+    spdlog::warn("stopped by {} before tuning anything", stop_signal_name());
+    return 128 + stop_signal();
+  }
   Store store(database_path(global));
   TuneRequest req;
   req.device = device;
@@ -166,7 +170,6 @@ int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const
   req.command_line = command_line;
   req.calibrate = !opts.no_calibrate;
   if (opts.kernel_timeout > 0) req.kernel_timeout_s = opts.kernel_timeout;
-  catch_stop_signals();
   req.should_stop = [] { return stop_signal() != 0; };
 
   spdlog::info("tuning {} candidates of '{}' x {} problems on device {} ({}, {}), database {}", space.candidates.size(),
@@ -189,7 +192,7 @@ int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const
                100.0 * (ws.startup_seconds + ws.transport_seconds) / std::max(summary.wall_seconds, 1e-9));
   if (summary.interrupted)
     spdlog::warn("stopped by {}: {}; everything measured is committed, and rerunning the same command continues",
-                 stop_signal() == SIGTERM ? "SIGTERM" : "SIGINT", summary.stop_reason);
+                 stop_signal_name(), summary.stop_reason);
   else if (!summary.stop_reason.empty())
     spdlog::warn("stopped early: {}", summary.stop_reason);
 
@@ -268,6 +271,7 @@ void add_tune_command(CLI::App& app, GlobalOptions& global, Action& action) {
   sub->add_flag("--json", opts->json, "Machine-readable summary on stdout");
   add_db_option(*sub, global);
   sub->callback([&action, &global, opts] {
+    global.stops_on_signal = true;
     action = [&global, opts] { return run_tune_command(global, *opts, global.command_line); };
   });
 }

@@ -86,7 +86,8 @@ void CompileService::submit(const Candidate& cand, size_t index) {
     const CompileRequest req{cand.tmpl->name_expression(cand.values), &bundle, m_arch, m_options};
     CompileOutput out;
     bool cacheable = true;
-    if (m_cancelled) {
+    const bool cancelled = m_cancelled;
+    if (cancelled) {
       out.log = "not compiled: the run stopped first";
       cacheable = false;
     } else {
@@ -105,7 +106,7 @@ void CompileService::submit(const Candidate& cand, size_t index) {
     rec.spill_stores = out.spill_stores;
     rec.spill_loads = out.spill_loads;
     rec.compile_seconds = out.seconds;
-    m_done.push(CompiledCandidate{index, &cand, std::move(rec), false, cacheable});
+    m_done.push(CompiledCandidate{index, &cand, std::move(rec), false, cacheable, cancelled});
   });
 }
 
@@ -119,7 +120,9 @@ std::optional<CompiledCandidate> CompileService::next() {
   auto done = m_done.pop();
   --m_pending;
   m_stats.cpu_seconds += done->binary.compile_seconds;
-  if (done->binary.ok)
+  if (done->cancelled)
+    ++m_stats.cancelled;
+  else if (done->binary.ok)
     ++m_stats.compiled;
   else
     ++m_stats.failed;

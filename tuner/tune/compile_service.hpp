@@ -23,6 +23,7 @@ struct CompiledCandidate {
   BinaryRecord binary;               // ok, log, cubin, lowered name, resources
   bool cache_hit = false;
   bool cacheable = true;             // false for failures of the machinery (not of the source)
+  bool cancelled = false;            // not compiled: cancel() came first (not cacheable, not a failure)
 };
 
 struct CompileStats {
@@ -30,6 +31,7 @@ struct CompileStats {
   int64_t cache_hits = 0;
   int64_t compiled = 0;              // fresh compiles that succeeded
   int64_t failed = 0;                // compile errors, cached or fresh
+  int64_t cancelled = 0;             // not compiled: cancel() came before their turn
   double cpu_seconds = 0.0;          // summed compile time of fresh compiles
 };
 
