@@ -144,9 +144,9 @@ void check_every_command(Damage damage) {
   const test::CommandResult check = test::run_command(cmtune("db check", db));
   EXPECT_EQ(check.exit_code, k_failure) << check.output;
   EXPECT_EQ(check.output.rfind("FAIL  integrity        ", 0), 0u) << check.output;
-  EXPECT_EQ(line_count(check.output), 7u) << check.output;
+  EXPECT_EQ(line_count(check.output), 8u) << check.output;
   EXPECT_NE(check.output.find(fmt::format("\n{}: ", db.string())), std::string::npos) << check.output;
-  EXPECT_NE(check.output.find(" of 6 checks failed\n"), std::string::npos) << check.output;
+  EXPECT_NE(check.output.find(" of 7 checks failed\n"), std::string::npos) << check.output;
   EXPECT_EQ(check.output.find("cm-tune: error"), std::string::npos) << check.output;
   EXPECT_TRUE(test::read_file(db) == bytes) << "db check wrote the database";
 }
@@ -177,9 +177,9 @@ TEST(DbDamage, CheckOfAFileItCannotOpenFailsEveryCheck) {
   EXPECT_EQ(r.exit_code, k_failure) << r.output;
   const std::string malformed = "SQLite: database disk image is malformed";
   std::string expected = fmt::format("FAIL  {:<15}  {}\n", "integrity", malformed);
-  for (const char* name : {"schema", "orphans", "winners", "winner binaries", "sources"})
+  for (const char* name : {"schema", "orphans", "winners", "winner binaries", "cubins", "sources"})
     expected += fmt::format("FAIL  {:<15}  not checked: the database cannot be opened ({})\n", name, malformed);
-  expected += db.string() + ": 6 of 6 checks failed\n";
+  expected += db.string() + ": 7 of 7 checks failed\n";
   EXPECT_EQ(r.output, expected);
   // --json says the same.
   const test::CommandResult json = test::run_command(cmtune("db check --json", db));
@@ -199,7 +199,7 @@ TEST(DbDamage, EmptyFileLeftByAKilledRunIsSetUpByTheNextRun) {
   EXPECT_EQ(compile.exit_code, 0) << compile.output;
   const test::CommandResult check = test::run_command(cmtune("db check", db));
   EXPECT_EQ(check.exit_code, 0) << check.output;
-  EXPECT_NE(check.output.find(db.string() + ": all 6 checks passed\n"), std::string::npos) << check.output;
+  EXPECT_NE(check.output.find(db.string() + ": all 7 checks passed\n"), std::string::npos) << check.output;
 }
 
 }  // namespace

@@ -218,7 +218,7 @@ TEST_F(ExportSafety, NamespaceThatCannotBeANamespaceIsRefusedAndNothingWritten) 
     return fmt::format("--namespace '{}': '{}' {}, so the header would not compile; give identifiers joined by ::",
                        name, name, why);
   };
-  const std::string macro = "is a macro where the header is compiled (nvcc's own, or from <cuda_runtime.h> or another of its ";
+  const std::string macro = "is a macro where the header is compiled (nvcc's own, or from <cuda_runtime.h> or another of the header's includes)";
   for (const char* name : {"NULL", "EOF", "CUDART_VERSION", "stdout"})
     expect_refused(export_with(fmt::format("--out tuned.cuh --namespace {}", name)), line(name, macro));
   expect_refused(export_with("--out tuned.cuh --namespace app::NULL"),

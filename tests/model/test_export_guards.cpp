@@ -48,7 +48,7 @@ TEST(ExportGuards, NamespaceRefusesReservedNames) {
 // The macros come from nvcc at build time (tuner/header_macros.cmake), from the device and the host
 // pass: CUDA_DOUBLE_MATH_FUNCTIONS is the device pass's, EOF and stdout come from <cstdio>.
 TEST(ExportGuards, NamespaceRefusesMacrosOfTheHeadersIncludes) {
-  const std::string macro = "is a macro where the header is compiled (nvcc's own, or from <cuda_runtime.h> or another of its ";
+  const std::string macro = "is a macro where the header is compiled (nvcc's own, or from <cuda_runtime.h> or another of the header's includes)";
   for (const char* name : {"NULL", "EOF", "CUDART_VERSION", "CUDA_DOUBLE_MATH_FUNCTIONS", "stdout", "cudaStreamDefault"}) {
     EXPECT_EQ(problem_of(name), fmt::format("'{}' {}", name, macro));
     EXPECT_EQ(problem_of(fmt::format("app::{}", name)), fmt::format("'{}' {}", name, macro));

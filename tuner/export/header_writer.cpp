@@ -114,11 +114,11 @@ const std::vector<std::string>& header_include_lines() {
   return k_lines;
 }
 
-/// The files the header includes, for messages: "<cuda_runtime.h> or another of its 19 includes".
+/// The files the header includes, for messages: "<cuda_runtime.h> or another of the header's includes".
 std::string header_include_names() {
   const auto& lines = header_include_lines();
   const std::string first = lines.front().substr(9);
-  return lines.size() == 1 ? first : fmt::format("{} or another of its {} includes", first, lines.size() - 1);
+  return lines.size() == 1 ? first : first + " or another of the header's includes";
 }
 
 /// The macros the header's includes define (embedded_header_macros), sorted.

@@ -166,18 +166,26 @@ CheckResult check_sources(Store& store) {
 
 }  // namespace
 
-std::vector<CheckResult> check_database(Store& store) {
-  const std::vector<std::pair<std::string, std::function<CheckResult()>>> checks = {
-      {"integrity", [&] { return check_integrity(store.db()); }},
-      {"schema", [&] { return check_schema(store); }},
-      {"orphans", [&] { return check_orphans(store.db()); }},
-      {"winners", [&] { return check_winners(store.db()); }},
-      {"winner binaries", [&] { return check_winner_binaries(store); }},
-      {"cubins", [&] { return check_cubins(store.db()); }},
-      {"sources", [&] { return check_sources(store); }},
+namespace {
+
+/// The checks of db check, in the order they run and print.
+std::vector<std::pair<std::string, std::function<CheckResult()>>> database_checks(Store* store) {
+  return {
+      {"integrity", [=] { return check_integrity(store->db()); }},
+      {"schema", [=] { return check_schema(*store); }},
+      {"orphans", [=] { return check_orphans(store->db()); }},
+      {"winners", [=] { return check_winners(store->db()); }},
+      {"winner binaries", [=] { return check_winner_binaries(*store); }},
+      {"cubins", [=] { return check_cubins(store->db()); }},
+      {"sources", [=] { return check_sources(*store); }},
   };
+}
+
+}  // namespace
+
+std::vector<CheckResult> check_database(Store& store) {
   std::vector<CheckResult> out;
-  for (const auto& [name, check] : checks) {
+  for (const auto& [name, check] : database_checks(&store)) {
     // A damaged file can fail a check's query itself: that check fails, the others still run.
     try {
       out.push_back(check());
@@ -210,9 +218,10 @@ std::vector<CheckResult> check_database(const fs::path& file) {
   }
   if (integrity.ok) integrity = {"integrity", false, damage->what_is_wrong()};
   std::vector<CheckResult> out{integrity};
-  for (const char* name : {"schema", "orphans", "winners", "winner binaries", "sources"})
-    out.push_back(
-        {name, false, fmt::format("not checked: the database cannot be opened ({})", damage->what_is_wrong())});
+  for (const auto& [name, check] : database_checks(nullptr))
+    if (name != integrity.name)
+      out.push_back(
+          {name, false, fmt::format("not checked: the database cannot be opened ({})", damage->what_is_wrong())});
   return out;
 }
 
