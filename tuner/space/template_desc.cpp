@@ -1,3 +1,4 @@
+#include <array>
 #include "space/template_desc.hpp"
 
 #include <algorithm>
@@ -433,23 +434,39 @@ bool TemplateDesc::applies_to(const ParamValues& values, const Target& target, c
 
 int64_t TemplateDesc::eval_at(const Expr& expr, const ParamValues& values, const Target& target, const Problem* problem,
                               std::string_view key) const {
-  // Derived values are computed when first named, at most once per evaluation.
-  std::vector<std::optional<int64_t>> derived_values(derived.size());
-  ExprLookup lookup = [&](std::string_view ident) -> std::optional<int64_t> {
-    if (problem) {
-      if (ident == "M") return problem->m;
-      if (ident == "N") return problem->n;
-      if (ident == "K") return problem->k;
-      if (ident == "BATCH") return problem->batch;
+  // Derived values are computed when first named, at most once per evaluation. Enumeration calls
+  // this for every constraint of every grid point (millions in the full preset), so it allocates
+  // nothing: the cache lives on the stack for up to k_inline derived values, and the lookup captures
+  // one pointer, which std::function stores without allocating.
+  constexpr size_t k_inline = 32;
+  std::array<std::optional<int64_t>, k_inline> inline_values{};
+  std::vector<std::optional<int64_t>> spilled_values(derived.size() > k_inline ? derived.size() : 0);
+  struct State {
+    const TemplateDesc* desc;
+    const ParamValues* values;
+    const Target* target;
+    const Problem* problem;
+    std::optional<int64_t>* derived_values;
+    const ExprLookup* lookup;
+  } state{this, &values, &target, problem,
+          derived.size() > k_inline ? spilled_values.data() : inline_values.data(), nullptr};
+  const ExprLookup lookup = [s = &state](std::string_view ident) -> std::optional<int64_t> {
+    if (s->problem) {
+      if (ident == "M") return s->problem->m;
+      if (ident == "N") return s->problem->n;
+      if (ident == "K") return s->problem->k;
+      if (ident == "BATCH") return s->problem->batch;
     }
-    if (auto v = find_param(values, ident)) return v;
+    if (auto v = find_param(*s->values, ident)) return v;
+    const auto& derived = s->desc->derived;
     for (size_t i = 0; i < derived.size(); ++i) {
       if (derived[i].name != ident) continue;
-      if (!derived_values[i]) derived_values[i] = derived[i].expr.eval(lookup);
-      return derived_values[i];
+      if (!s->derived_values[i]) s->derived_values[i] = derived[i].expr.eval(*s->lookup);
+      return s->derived_values[i];
     }
-    return target.lookup(ident);
+    return s->target->lookup(ident);
   };
+  state.lookup = &lookup;
   try {
     return expr.eval(lookup);
   } catch (const UsageError& e) {
