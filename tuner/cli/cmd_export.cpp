@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "export/header_writer.hpp"
+#include "export/model_check.hpp"
 
 namespace cmt::cli {
 
@@ -23,6 +24,8 @@ struct ExportCommandOptions {
   std::string name_space = "cmtune";
   std::string dtype = "all";
   bool check = false;
+  bool regret = false;   // the held-out check's table, one row per problem
+  bool json = false;
 };
 
 std::optional<std::string> read_if_exists(const std::filesystem::path& file) {
@@ -57,6 +60,91 @@ std::filesystem::path output_destination(const std::filesystem::path& out, const
   if (is_sqlite_file(destination))
     throw refuse("is a SQLite database, not a header; refusing to overwrite it");
   return destination;
+}
+
+std::string kernel_label(const ExportModel& model, int kernel) {
+  if (kernel < 0) return "(none: no kernel computes it)";
+  const ExportKernel& k = model.kernels.at(static_cast<size_t>(kernel));
+  return fmt::format("{}[{}]", k.template_name, k.params);
+}
+
+/// "NVIDIA H100 80GB HBM3, f64 " where the model has several tables or the table several types or
+/// one other than f32; empty otherwise.
+std::string check_label(const ExportModel& model, const std::vector<HeldOutCheck>& checks, const HeldOutCheck& c) {
+  const bool types = c.dtype != DType::f32 || std::count_if(checks.begin(), checks.end(), [&](const HeldOutCheck& x) {
+                                                 return x.device == c.device;
+                                               }) > 1;
+  std::string label;
+  if (model.devices.size() > 1) label = model.devices[c.device].name;
+  if (types) label += (label.empty() ? "" : ", ") + std::string(dtype_name(c.dtype));
+  return label.empty() ? "" : label + " ";
+}
+
+/// The summary line of one table's held-out check.
+std::string check_summary(const ExportModel& model, const std::vector<HeldOutCheck>& checks, const HeldOutCheck& c) {
+  if (c.model_error.count == 0 && c.regret.count == 0)
+    return fmt::format("{}held-out check (leave one shape out, {} shape{}): no kernel was measured at two of them, so "
+                       "there is nothing to check",
+                       check_label(model, checks, c), c.problems.size(), c.problems.size() == 1 ? "" : "s");
+  const std::string error =
+      c.model_error.count == 0
+          ? "model error: no kernel was measured at two shapes"
+          : fmt::format("model error median {:.1f}%, 90th pct {:.1f}%, max {:.1f}%", 100 * c.model_error.median,
+                        100 * c.model_error.p90, 100 * c.model_error.max);
+  const std::string regret = c.regret.count == 0 ? "dispatch regret: no chosen kernel was measured where it was chosen"
+                                                 : fmt::format("dispatch regret median {:.2f}, 90th pct {:.2f}, max {:.2f}",
+                                                               c.regret.median, c.regret.p90, c.regret.max);
+  const std::string unmeasured =
+      c.unmeasured_choices == 0 ? ""
+                                : fmt::format(" ({} shape{}: the chosen kernel was not measured there)",
+                                              c.unmeasured_choices, c.unmeasured_choices == 1 ? "" : "s");
+  return fmt::format("{}held-out check (leave one shape out, {} shape{}): {}; {}{}", check_label(model, checks, c),
+                     c.problems.size(), c.problems.size() == 1 ? "" : "s", error, regret, unmeasured);
+}
+
+/// One row per left-out problem: the kernel chosen without it, the best measured one, the regret.
+void print_check_table(const ExportModel& model, const HeldOutCheck& c) {
+  size_t problem_width = 7, kernel_width = 16;
+  for (const HeldOutProblem& p : c.problems) {
+    problem_width = std::max(problem_width, p.problem.to_string().size());
+    kernel_width = std::max({kernel_width, kernel_label(model, p.chosen).size(), kernel_label(model, p.best).size()});
+  }
+  fmt::print("  {:<{}} {:<{}} {:>10}  {:<{}} {:>10} {:>7} {:>12}\n", "problem", problem_width, "chosen without it",
+             kernel_width, "its us", "fastest measured", kernel_width, "its us", "regret", "model error");
+  for (const HeldOutProblem& p : c.problems)
+    fmt::print("  {:<{}} {:<{}} {:>10}  {:<{}} {:>10.1f} {:>7} {:>12}\n", p.problem.to_string(), problem_width,
+               kernel_label(model, p.chosen), kernel_width,
+               p.chosen_us ? fmt::format("{:.1f}", *p.chosen_us) : "not meas.", kernel_label(model, p.best),
+               kernel_width, p.best_us, p.regret ? fmt::format("{:.2f}", *p.regret) : "-",
+               p.chosen_error ? fmt::format("{:.1f}%", 100 * *p.chosen_error) : "-");
+}
+
+nlohmann::json optional_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
+
+nlohmann::json spread_json(const Spread& s) {
+  if (s.count == 0) return {{"count", 0}, {"median", nullptr}, {"p90", nullptr}, {"max", nullptr}};
+  return {{"count", s.count}, {"median", s.median}, {"p90", s.p90}, {"max", s.max}};
+}
+
+nlohmann::json check_json(const ExportModel& model, const HeldOutCheck& c) {
+  nlohmann::json problems = nlohmann::json::array();
+  for (const HeldOutProblem& p : c.problems)
+    problems.push_back({{"problem", p.problem.to_string()},
+                        {"chosen", p.chosen >= 0 ? nlohmann::json(kernel_label(model, p.chosen)) : nlohmann::json()},
+                        {"chosen_predicted_us", optional_json(p.chosen_predicted_us)},
+                        {"chosen_us", optional_json(p.chosen_us)},
+                        {"chosen_measured", p.chosen_us.has_value()},
+                        {"chosen_error", optional_json(p.chosen_error)},
+                        {"best", p.best >= 0 ? nlohmann::json(kernel_label(model, p.best)) : nlohmann::json()},
+                        {"best_us", p.best_us},
+                        {"regret", optional_json(p.regret)}});
+  return {{"device", model.devices.at(c.device).name},
+          {"dtype", dtype_name(c.dtype)},
+          {"shapes", c.problems.size()},
+          {"model_error", spread_json(c.model_error)},
+          {"regret", spread_json(c.regret)},
+          {"unmeasured_choices", c.unmeasured_choices},
+          {"problems", problems}};
 }
 
 int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
@@ -103,12 +191,21 @@ int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
                   "layout)",
                   model.devices.size(), model.devices.size() == 1 ? "" : "s", problems, problems == 1 ? "" : "s",
                   model.kernels.size(), model.kernels.size() == 1 ? "" : "s", generics, generics == 1 ? "" : "s");
-  if (existing && *existing == header) {
-    fmt::print("{} unchanged: {}\n", out.string(), summary);  // not rewritten, so builds stay up to date
+  const bool unchanged = existing && *existing == header;
+  if (!unchanged) write_file_atomically(destination, header);   // replaces the link's destination, so the link stays
+  // Not rewritten when unchanged, so builds that depend on it stay up to date.
+  const std::vector<HeldOutCheck> checks = check_held_out(model);
+  if (o.json) {
+    nlohmann::json held_out = nlohmann::json::array();
+    for (const HeldOutCheck& c : checks) held_out.push_back(check_json(model, c));
+    print_json({{"out", out.string()}, {"written", !unchanged}, {"summary", summary}, {"held_out", held_out}});
     return 0;
   }
-  write_file_atomically(destination, header);   // replaces the link's destination, so the link stays
-  fmt::print("wrote {}: {}\n", out.string(), summary);
+  fmt::print(unchanged ? "{} unchanged: {}\n" : "wrote {}: {}\n", out.string(), summary);
+  for (const HeldOutCheck& c : checks) {
+    fmt::print("{}\n", check_summary(model, checks, c));
+    if (o.regret) print_check_table(model, c);
+  }
   return 0;
 }
 
@@ -128,6 +225,10 @@ void add_export_command(CLI::App& app, GlobalOptions& global, Action& action) {
       ->capture_default_str();
   sub->add_flag("--check", o->check,
                 "Write nothing; exit 1 if the file differs from what would be exported now (0 if identical)");
+  sub->add_flag("--regret", o->regret,
+                "After the held-out check's summary, its table: per problem, the kernel the dispatch chooses with "
+                "that problem left out, its measured time, the fastest measured kernel, the regret and the model error");
+  sub->add_flag("--json", o->json, "Machine-readable output (the held-out check with every problem's row)");
   add_db_option(*sub, global);
   sub->callback([&action, &global, o] { action = [&global, o] { return run_export(global, *o); }; });
 }

@@ -8,6 +8,7 @@
 #include "cli/sizes.hpp"
 #include "core/error.hpp"
 #include "export/dispatch.hpp"
+#include "export/model_check.hpp"
 #include "tune/ranking.hpp"
 
 namespace cmt::cli {
@@ -63,6 +64,11 @@ int run_query(const GlobalOptions& global, const QueryOptions& o) {
   for (const auto& pr : choice.predictions)
     if (!chosen_us && pr.kernel == choice.kernel) chosen_us = pr.us;
 
+  // How far the chosen kernel's model missed on shapes it was not fitted on (leave one shape out).
+  std::vector<double> held_out_errors;
+  for (const HeldOutPoint& point : kernel_held_out(model, 0, choice.kernel)) held_out_errors.push_back(point.relative_error);
+  const Spread held_out = spread_of(held_out_errors);
+
   // The top trials of this exact problem, in the order tune chooses winners by.
   std::vector<TrialRecord> top = ranked_passing(store.trials(device.id, p));
   if (static_cast<int>(top.size()) > o.top) top.resize(static_cast<size_t>(std::max(0, o.top)));
@@ -91,7 +97,9 @@ int run_query(const GlobalOptions& global, const QueryOptions& o) {
                               {"params", chosen.params},
                               {"name_expression", chosen.name_expression},
                               {"requirements", chosen.requirements.to_string()},
-                              {"predicted_us", chosen_us ? nlohmann::json(*chosen_us) : nlohmann::json()}}},
+                              {"predicted_us", chosen_us ? nlohmann::json(*chosen_us) : nlohmann::json()},
+                              {"held_out_error_median", held_out.count ? nlohmann::json(held_out.median) : nlohmann::json()},
+                              {"held_out_points", held_out.count}}},
                 {"dispatch_reason", choice.why},
                 {"predictions", predictions},
                 {"cublas_tflops", baseline ? nlohmann::json(baseline->gflops / 1e3) : nlohmann::json()},
@@ -100,8 +108,13 @@ int run_query(const GlobalOptions& global, const QueryOptions& o) {
   }
   fmt::print("{} on {} ({})\n", p.to_string(), device.name, device.uuid);
   fmt::print("dispatch: {}\n", choice.why);
+  const std::string held_out_text =
+      held_out.count == 0 ? "; its model has no held-out error (measured at one shape)"
+                          : fmt::format("; its model's held-out error: median {:.1f}% over {} shape{}", 100 * held_out.median,
+                                        held_out.count, held_out.count == 1 ? "" : "s");
   fmt::print("  {}{}, requirements: {}\n", kernel_label(choice.kernel),
-             chosen_us ? fmt::format("  predicted {:.1f} us ({:.2f} TF/s)", *chosen_us, tflops_at(*chosen_us)) : "",
+             chosen_us ? fmt::format("  predicted {:.1f} us ({:.2f} TF/s{})", *chosen_us, tflops_at(*chosen_us), held_out_text)
+                       : "",
              chosen.requirements.to_string());
   if (!runners_up.empty()) {
     fmt::print("\nrunners-up by predicted time (of {} modelled kernels; {} the call can run):\n", choice.predictions.size(),

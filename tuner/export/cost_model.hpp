@@ -10,14 +10,7 @@
 
 namespace cmt {
 
-/// One measurement of a kernel: a problem, its time in microseconds, and how much the fit should
-/// heed it. export_model weighs a point by (fastest time at the problem / this time)^2: the model
-/// must be right where its kernel competes, and only roughly where another kernel wins by far.
-struct ModelPoint {
-  Problem problem;
-  double us = 0;
-  double weight = 1.0;
-};
+/// (ModelPoint, one measurement a model is fitted on, is in export/export_model.hpp: devices keep them.)
 
 /// Fits one kernel's model to its points (at least one; several of one problem keep the fastest).
 /// Non-negative coefficients minimising the weighted squared relative error, over every subset of the

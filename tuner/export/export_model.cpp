@@ -174,12 +174,13 @@ void keep_better(Store& store, std::optional<WinnerRecord>& current, const Winne
   if (challenger && holder && ranks_before(*challenger, *holder)) current = candidate;
 }
 
-/// The cost models of a device table: per exported kernel measured on one of its devices, fitted to
-/// every passing trial of it there (its re-timed median where it has one) of the types `wanted` takes.
+/// Fits the cost models of a device table (dev.models; dev.model_points, what each was fitted on):
+/// per exported kernel measured on one of its devices, fitted to every passing trial of it there (its
+/// re-timed median where it has one) of the types `wanted` takes.
 /// A kernel computes one element type, so its trials are all of that type, and each point is weighed
 /// against the fastest trial of its own problem (type included).
 template <class Wanted>
-std::vector<ExportKernelModel> fit_device_models(Store& store, const ExportDevice& dev,
+void fit_device_models(Store& store, ExportDevice& dev,
                                                  const std::map<KernelKey, int>& index_of,
                                                  std::vector<ExportKernel>& kernels,
                                                  const std::map<std::string, std::string>& binary_sources,
@@ -221,11 +222,13 @@ std::vector<ExportKernelModel> fit_device_models(Store& store, const ExportDevic
                             resident_blocks(sm, t.shape.threads, t.registers, t.smem_bytes > 0 ? t.smem_bytes : t.shape.dynamic_smem));
     }
   }
-  std::vector<ExportKernelModel> models;
-  for (auto& [index, kernel_points] : points)
-    models.push_back(fit_kernel_model(std::move(kernel_points), kernels[static_cast<size_t>(index)].shape, index,
-                                      blocks_per_sm.at(index), dev.sm_count));
-  return models;
+  dev.models.clear();
+  dev.model_points.clear();
+  for (auto& [index, kernel_points] : points) {
+    dev.models.push_back(fit_kernel_model(kernel_points, kernels[static_cast<size_t>(index)].shape, index,
+                                          blocks_per_sm.at(index), dev.sm_count));
+    dev.model_points.push_back(std::move(kernel_points));
+  }
 }
 
 }  // namespace
@@ -437,7 +440,7 @@ ExportModel build_export_model(Store& store, const ExportOptions& options, const
       e.portable = pe.portable ? index_of.at(*pe.portable) : -1;
       dev.entries.push_back(e);
     }
-    dev.models = fit_device_models(store, dev, index_of, model.kernels, binary_sources, wanted);
+    fit_device_models(store, dev, index_of, model.kernels, binary_sources, wanted);
     model.devices.push_back(std::move(dev));
   }
 

@@ -49,6 +49,15 @@ struct ExportKernelModel {
   double rms_relative_error = 0;       // of the fit on those points
 };
 
+/// One measurement of a kernel: a problem, its time in microseconds, and how much the fit should
+/// heed it. export_model weighs a point by (fastest time at the problem / this time)^2: the model
+/// must be right where its kernel competes, and only roughly where another kernel wins by far.
+struct ModelPoint {
+  Problem problem;
+  double us = 0;
+  double weight = 1.0;
+};
+
 /// One dispatch table: the database devices sharing (name, compute capability, SM count).
 struct ExportDevice {
   std::string name;
@@ -58,6 +67,9 @@ struct ExportDevice {
   std::vector<DeviceRecord> records;   // merged database devices, sorted by uuid
   std::vector<ExportEntry> entries;    // sorted by problem
   std::vector<ExportKernelModel> models;  // one per kernel measured on this device, by kernel index
+  /// What each model was fitted on, parallel to models (export/cost_model.hpp, fit_kernel_model): the
+  /// held-out check (export/model_check.hpp) refits them without one problem. Not in the header.
+  std::vector<std::vector<ModelPoint>> model_points;
 };
 
 /// A source bundle flattened into one text.
