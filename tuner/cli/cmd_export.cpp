@@ -11,6 +11,7 @@
 #include "cli/sizes.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "export/dispatch.hpp"
 #include "export/header_writer.hpp"
 
 namespace cmt::cli {
@@ -59,6 +60,18 @@ std::filesystem::path output_destination(const std::filesystem::path& out, const
   return destination;
 }
 
+/// Per device table, the element types and layouts (and batches) that no tuned kernel serves: every
+/// such call runs the generic default kernel of its type and layout. Nothing for a table that serves
+/// them all.
+void print_unserved_calls(const ExportModel& model) {
+  for (size_t d = 0; d < model.devices.size(); ++d) {
+    const std::string unserved = unserved_calls(model, d);
+    if (!unserved.empty())
+      fmt::print("{}: no tuned kernel serves {}; those calls run the generic default kernels\n", model.devices[d].name,
+                 unserved);
+  }
+}
+
 int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
   check_namespace_name(o.name_space);
   const std::vector<DType> dtypes = parse_dtype_list(o.dtype);
@@ -105,10 +118,11 @@ int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
                   model.kernels.size(), model.kernels.size() == 1 ? "" : "s", generics, generics == 1 ? "" : "s");
   if (existing && *existing == header) {
     fmt::print("{} unchanged: {}\n", out.string(), summary);  // not rewritten, so builds stay up to date
-    return 0;
+  } else {
+    write_file_atomically(destination, header);   // replaces the link's destination, so the link stays
+    fmt::print("wrote {}: {}\n", out.string(), summary);
   }
-  write_file_atomically(destination, header);   // replaces the link's destination, so the link stays
-  fmt::print("wrote {}: {}\n", out.string(), summary);
+  print_unserved_calls(model);
   return 0;
 }
 
