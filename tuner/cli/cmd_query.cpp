@@ -93,6 +93,8 @@ int run_query(const GlobalOptions& global, const QueryOptions& o) {
                               {"requirements", chosen.requirements.to_string()},
                               {"predicted_us", chosen_us ? nlohmann::json(*chosen_us) : nlohmann::json()}}},
                 {"dispatch_reason", choice.why},
+                {"dispatch_kind", choice.reason},
+                {"served", choice.served},
                 {"predictions", predictions},
                 {"cublas_tflops", baseline ? nlohmann::json(baseline->gflops / 1e3) : nlohmann::json()},
                 {"top", rows}});
