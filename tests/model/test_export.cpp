@@ -780,6 +780,12 @@ TEST(ExportCli, DtypeChoosesWhichTypesWinnersGoIntoTheTables) {
   ASSERT_EQ(all.exit_code, 0) << all.err;
   EXPECT_EQ(all.err, "") << "no warning: every type is exported";
   EXPECT_NE(all.out.find("12 generic defaults, one per type and layout"), std::string::npos) << all.out;
+  // Per table, the types and layouts no tuned kernel serves (every fixture kernel is batched).
+  EXPECT_NE(all.out.find("\nNVIDIA A100-SXM4-40GB: no tuned kernel serves f32 nt, tn, tt; f64 nt, tn, tt; i32 (any "
+                         "layout); those calls run the generic default kernels\nNVIDIA H100 80GB HBM3: no tuned kernel "
+                         "serves f32 tt; f64 nt, tt; i32 tn, tt; those calls run the generic default kernels\n"),
+            std::string::npos)
+      << all.out;
   const std::string every = test::read_file(dir / "all.cuh");
   EXPECT_NE(every.find(f.dm.name_expression), std::string::npos) << "the f64 winner";
   EXPECT_NE(every.find(f.b2_i32.name_expression), std::string::npos) << "the i32 winner";
@@ -789,6 +795,10 @@ TEST(ExportCli, DtypeChoosesWhichTypesWinnersGoIntoTheTables) {
   // f32 alone: no tuned f64 or i32 kernel, but dgemm and igemm are there, on the generic defaults.
   const auto f32 = cmtune("export --dtype f32 --out f32.cuh");
   ASSERT_EQ(f32.exit_code, 0) << f32.err;
+  EXPECT_NE(f32.out.find("\nNVIDIA H100 80GB HBM3: no tuned kernel serves f32 tt; f64, i32 (any layout); those calls "
+                         "run the generic default kernels\n"),
+            std::string::npos)
+      << f32.out;
   const std::string only = test::read_file(dir / "f32.cuh");
   EXPECT_EQ(only.find(f.dm.name_expression), std::string::npos);
   EXPECT_EQ(only.find(f.b2_i32.name_expression), std::string::npos);
@@ -803,6 +813,98 @@ TEST(ExportCli, DtypeChoosesWhichTypesWinnersGoIntoTheTables) {
   EXPECT_EQ(stale.exit_code, 1);
   EXPECT_NE(stale.err.find("--dtype f32`"), std::string::npos) << stale.err;
   EXPECT_EQ(cmtune("export --dtype f32 --check --out f32.cuh").exit_code, 0);
+}
+
+// export names, per table, the types and layouts no tuned kernel serves (nothing when all are), and
+// query says of a call that runs the generic default whether no tuned kernel computes it or it misses
+// their requirements, in text and JSON.
+TEST(ExportCli, SaysWhichCallsNoTunedKernelServes) {
+  test::TempDir dir;
+  RealFixture f;
+  {
+    DbBuilder db(dir / "t.db");
+    f.build(db);   // f32 only; H100: nn, nt and tn (with requirements), all batched; A100: nn
+  }
+  const auto cmtune = [&](const std::string& db, const std::string& args) {
+    return test::run_split(dir, fmt::format("--db {} {}", quoted(dir / db), args));
+  };
+  // The lines of export's output that name unserved calls (the held-out check's lines come before).
+  const auto unserved_lines = [](const std::string& out) {
+    std::istringstream in(out);
+    std::string text;
+    for (std::string line; std::getline(in, line);)
+      if (line.find(": no tuned kernel serves ") != std::string::npos) text += line + "\n";
+    return text;
+  };
+  const auto exported = cmtune("t.db", "export --out t.cuh");
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_EQ(unserved_lines(exported.out),
+            "NVIDIA A100-SXM4-40GB: no tuned kernel serves f32 nt, tn, tt; f64, i32 (any layout); those calls run the "
+            "generic default kernels\n"
+            "NVIDIA H100 80GB HBM3: no tuned kernel serves f32 tt; f64, i32 (any layout); those calls run the generic "
+            "default kernels\n");
+  const auto one = cmtune("t.db", "export --device A100 --out a.cuh");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(std::count(one.out.begin(), one.out.end(), '\n'), 3) << "one table: wrote, held-out check, unserved: "
+                                                                   << one.out;
+  EXPECT_EQ(unserved_lines(one.out),
+            "NVIDIA A100-SXM4-40GB: no tuned kernel serves f32 nt, tn, tt; f64, i32 (any layout); those calls run the "
+            "generic default kernels\n");
+
+  const auto query = [&](const std::string& args) {
+    const auto r = cmtune("t.db", fmt::format("query --device {} {}", k_h100_uuid, args));
+    EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.err;
+    return r.out;
+  };
+  const auto query_json = [&](const std::string& args) {
+    const std::string out = query(args + " --json");
+    const auto at = [&](const std::string& key) {
+      const std::regex field("\"" + key + "\": (\"[^\"]*\"|true|false)");
+      std::smatch m;
+      return std::regex_search(out, m, field) ? m[1].str() : "(missing in " + out + ")";
+    };
+    return std::vector<std::string>{at("served"), at("dispatch_kind"), at("dispatch_reason"), at("template")};
+  };
+  // Served: the tuned problem's winner.
+  EXPECT_EQ(query_json("--size 1024"),
+            (std::vector<std::string>{"true", "\"tuned\"", "\"tuned for this problem: its measured winner runs\"",
+                                      "\"multistage\""}));
+  // Not served: no tuned kernel computes f32 tt, or f64.
+  const std::string tt = "generic default: no tuned kernel of this table computes f32 tt (tune --layout tt, or the "
+                         "calls you record, to serve it)";
+  EXPECT_EQ(query_json("--size 1024 --layout tt"),
+            (std::vector<std::string>{"false", "\"not_served\"", "\"" + tt + "\"", "\"blocktile2d\""}));
+  EXPECT_NE(query("--size 1024 --layout tt").find("\ndispatch: " + tt + "\n  blocktile2d["), std::string::npos)
+      << query("--size 1024 --layout tt");
+  EXPECT_NE(query("--size 512 --dtype f64 --batch 4")
+                .find("dispatch: generic default: no tuned kernel of this table computes f64 nn (tune --dtype f64 "
+                      "--batch 4, or the calls you record, to serve it)\n"),
+            std::string::npos);
+  // Served, but the tight call's lda and ldb (1023) miss the requirements of the only TN kernel.
+  const std::string missed = "generic default: the call misses the requirements of every modelled kernel that "
+                             "computes f32 tn";
+  EXPECT_EQ(query_json("--size 1023 --layout tn"),
+            (std::vector<std::string>{"true", "\"requirements_missed\"", "\"" + missed + "\"", "\"blocktile2d\""}));
+  EXPECT_NE(query("--size 1023 --layout tn").find("\ndispatch: " + missed + "\n"), std::string::npos);
+
+  // A table with a winner of every type and layout: export says nothing more.
+  {
+    DbBuilder db(dir / "all.db");
+    db.add_device(k_h100_uuid, k_h100, 9, 0, 132);
+    const auto without_requirements = [](const LaunchShape&, const Requirements& r) { return r.none(); };
+    for (int d = 0; d < k_header_dtypes; ++d)
+      for (int l = 0; l < 4; ++l) {
+        const std::string params =
+            fmt::format("BM=128,BN=64,BK=16,TM=8,TN=4,TRANS_A={},TRANS_B={},DTYPE={}", l / 2, l % 2, d);
+        const KernelSpec k = real_kernel(db, f.templates, "blocktile2d", params, without_requirements);
+        db.add_winner(k_h100_uuid, Problem::make(256, 256, 256, l >= 2, l % 2 == 1, 1, static_cast<DType>(d)),
+                      "overall", k, 0.01);
+      }
+  }
+  const auto served = cmtune("all.db", "export --out all.cuh");
+  ASSERT_EQ(served.exit_code, 0) << served.err;
+  EXPECT_EQ(served.out.find("no tuned kernel serves"), std::string::npos) << served.out;
+  EXPECT_EQ(served.out.rfind("wrote all.cuh: ", 0), 0u) << served.out;
 }
 
 TEST(ExportCli, DatabaseWithoutWinnersIsAUsageError) {
@@ -918,6 +1020,98 @@ TEST(DispatchChoice, NothingUsableOrNoDeviceRunsTheGenericDefault) {
   call.alignment = 4;
   EXPECT_EQ(chosen(model, call), "generic");
   EXPECT_EQ(choose_kernel(model, 5, tight_call({64, 64, 64})).kernel, k_generic_kernel_index);
+}
+
+TEST(DispatchChoice, SaysWhenNoTunedKernelComputesTheTypeLayoutOrBatch) {
+  ExportModel model = sample_model();
+  // sample_model's kernels are all f32 nn and unbatched; a generic default for f32 tt, batched.
+  ExportKernel generic_tt = kernel_named("generic_tt", 64, 64, {4, 1});
+  generic_tt.layout = "tt";
+  generic_tt.batched = true;
+  model.kernels.push_back(generic_tt);
+  model.generic_kernels[0][3] = 4;
+  EXPECT_EQ(unserved_calls(model, 0), "f32 nn batched, nt, tn, tt; f64, i32 (any layout)");
+  EXPECT_TRUE(table_serves(model, 0, DType::f32, "nn", false));
+  EXPECT_FALSE(table_serves(model, 0, DType::f32, "nn", true));
+  EXPECT_FALSE(table_serves(model, 0, DType::f32, "tt", false));
+
+  DispatchChoice c = choose_kernel(model, 0, tight_call({1000, 1000, 1000}));
+  EXPECT_TRUE(c.served);
+  EXPECT_EQ(c.reason, "tuned");
+  c = choose_kernel(model, 0, tight_call({2000, 2000, 2000}));
+  EXPECT_TRUE(c.served);
+  EXPECT_EQ(c.reason, "predicted");
+  CallShape call = tight_call({1000, 1000, 1000});
+  call.lda = 1001;
+  EXPECT_EQ(choose_kernel(model, 0, call).reason, "tuned_portable");
+  call = tight_call({4000, 4000, 4000});
+  call.alignment = 4;   // no portable kernel tuned there
+  EXPECT_EQ(choose_kernel(model, 0, call).reason, "requirements_missed");
+
+  // A layout no tuned kernel computes: its generic default, and the reason says how to serve it.
+  c = choose_kernel(model, 0, tight_call(Problem::make(2000, 2000, 2000, true, true)));
+  EXPECT_EQ(c.kernel, 4);
+  EXPECT_FALSE(c.served);
+  EXPECT_EQ(c.reason, "not_served");
+  EXPECT_EQ(c.why, "generic default: no tuned kernel of this table computes f32 tt (tune --layout tt, or the calls you "
+                   "record, to serve it)");
+  c = choose_kernel(model, 0, tight_call(Problem::make(64, 64, 64, true, true, 8)));
+  EXPECT_EQ(c.why, "generic default: no tuned kernel of this table computes f32 tt (tune --layout tt --batch 8, or the "
+                   "calls you record, to serve it)");
+  // A batch of a layout served only unbatched; no generic kernel takes it either: refused.
+  c = choose_kernel(model, 0, tight_call(Problem::make(64, 64, 64, false, false, 8)));
+  EXPECT_EQ(c.kernel, -1);
+  EXPECT_EQ(c.reason, "not_served");
+  EXPECT_EQ(c.why, "refused: no tuned kernel of this table computes batched f32 nn (tune --batch 8, or the calls you "
+                   "record, to serve it); no generic kernel computes it either");
+  c = choose_kernel(model, 0, tight_call(Problem::make(64, 64, 64, false, false, 1, DType::f64)));
+  EXPECT_EQ(c.reason, "not_served");
+  EXPECT_NE(c.why.find("computes f64 nn (tune --dtype f64, or"), std::string::npos) << c.why;
+
+  // Served, but the call misses every modelled kernel's requirements; or served by entries only.
+  ExportModel only_big = model;
+  only_big.devices[0].models.resize(1);   // big needs 16-byte alignment
+  call = tight_call({2000, 2000, 2000});
+  call.alignment = 4;
+  c = choose_kernel(only_big, 0, call);
+  EXPECT_EQ(c.kernel, k_generic_kernel_index);
+  EXPECT_TRUE(c.served);
+  EXPECT_EQ(c.reason, "requirements_missed");
+  EXPECT_EQ(c.why, "generic default: the call misses the requirements of every modelled kernel that computes f32 nn");
+  ExportModel unmodelled = model;
+  unmodelled.devices[0].models.clear();
+  c = choose_kernel(unmodelled, 0, tight_call({2000, 2000, 2000}));
+  EXPECT_EQ(c.kernel, k_generic_kernel_index);
+  EXPECT_TRUE(c.served);
+  EXPECT_EQ(c.reason, "not_modelled");
+  EXPECT_EQ(c.why, "generic default: tuned kernels compute f32 nn, but none has a cost model on this device");
+  // No table for the device.
+  c = choose_kernel(model, 5, tight_call({64, 64, 64}));
+  EXPECT_FALSE(c.served);
+  EXPECT_EQ(c.reason, "no_table");
+
+  // A table with a batched kernel of every type and layout serves everything: nothing to say.
+  ExportModel all;
+  all.kernels.push_back(kernel_named("generic", 64, 64, {4, 1}));
+  ExportDevice dev;
+  dev.name = "GPU";
+  dev.sm_count = 100;
+  for (int d = 0; d < k_header_dtypes; ++d)
+    for (const std::string_view layout : k_layout_names) {
+      ExportKernel k = kernel_named(fmt::format("k{}{}", d, layout), 64, 64, {4, 1});
+      k.dtype = static_cast<DType>(d);
+      k.layout = std::string(layout);
+      k.batched = true;
+      dev.models.push_back(model_of(static_cast<int>(all.kernels.size()), {1, 1, 0, 0}, 1, 4096));
+      all.kernels.push_back(k);
+    }
+  all.devices.push_back(dev);
+  EXPECT_EQ(unserved_calls(all, 0), "");
+  // Only entries name the f64 kernels (no models): they serve all the same.
+  all.devices[0].models.erase(all.devices[0].models.begin() + 4, all.devices[0].models.begin() + 8);
+  EXPECT_EQ(unserved_calls(all, 0), "f64 (any layout)");
+  for (int i = 5; i < 9; ++i) all.devices[0].entries.push_back({{64, 64, 64}, i, -1});
+  EXPECT_EQ(unserved_calls(all, 0), "");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1089,12 +1283,15 @@ struct SelectCase {
 };
 
 /// Builds a host program from the header `dir`/tuned.cuh (exported from `model`) with nvcc for
-/// `arch`, which prints detail::select for every case and then runs `tail` (more output lines); runs
-/// it, and checks every choice against choose_kernel(): the same kernel, computing the call's layout
-/// and element type, batched for a batch. Returns the lines after the cases.
+/// `arch`, which prints detail::select and detail::select_explained (its kernel and reason) for every
+/// case and then runs `tail` (more output lines); runs it, and checks every choice against
+/// choose_kernel(): the same kernel, computing the call's layout and element type, batched for a
+/// batch, and the same reason (DispatchReason), counted by name into `reasons`. Returns the lines after
+/// the cases.
 std::vector<std::string> check_header_selection(const test::TempDir& dir, const ExportModel& model,
                                                 const std::vector<SelectCase>& cases, const std::string& arch,
-                                                const std::string& tail) {
+                                                const std::string& tail,
+                                                std::map<std::string, int>* reasons = nullptr) {
   std::string program = "#include \"tuned.cuh\"\n#include <cstdio>\n\n";
   program += "struct Case { int table, layout, batch, broadcast, m, n, k, lda, ldb, ldc, alignment, dtype; };\n";
   program += "static const Case k_cases[] = {\n";
@@ -1111,10 +1308,13 @@ int main(int argc, char**) {
     return cmtune::sgemm(1, 1, 1, 1.0f, nullptr, 1, nullptr, 1, 0.0f, nullptr, 1) == cudaSuccess &&
            cmtune::dgemm(1, 1, 1, 1.0, nullptr, 1, nullptr, 1, 0.0, nullptr, 1) == cudaSuccess &&
            cmtune::igemm(1, 1, 1, 1, nullptr, 1, nullptr, 1, 0, nullptr, 1) == cudaSuccess;
-  for (const Case& c : k_cases)
-    std::printf("%d\n", cmtune::detail::select(c.table, cmtune::detail::Call{c.layout, c.batch, c.broadcast, c.m, c.n,
-                                                                            c.k, c.lda, c.ldb, c.ldc, c.alignment,
-                                                                            c.dtype}));
+  for (const Case& c : k_cases) {
+    const cmtune::detail::Call call{c.layout, c.batch, c.broadcast, c.m, c.n, c.k, c.lda, c.ldb, c.ldc, c.alignment,
+                                    c.dtype};
+    cmtune::DispatchReason reason = cmtune::DispatchReason::tuned;
+    const int explained = cmtune::detail::select_explained(c.table, call, &reason);
+    std::printf("%d %d %s\n", cmtune::detail::select(c.table, call), explained, cmtune::dispatch_reason_name(reason));
+  }
 )";
   program += tail;
   program += "  return 0;\n}\n";
@@ -1134,17 +1334,25 @@ int main(int argc, char**) {
       ADD_FAILURE() << "output ended early:\n" << run.output;
       return {};
     }
-    const int index = std::stoi(line);
+    std::istringstream fields(line);
+    int index = -2, explained = -2;
+    std::string reason;
+    fields >> index >> explained >> reason;
+    if (reasons != nullptr) ++(*reasons)[reason];
+    EXPECT_EQ(explained, index) << line << ": select_explained chooses as select does";
     EXPECT_GE(index, -1);
     EXPECT_LT(index, static_cast<int>(model.kernels.size()));
     if (index < -1 || index >= static_cast<int>(model.kernels.size())) return {};
     const auto name = [&](int i) { return i < 0 ? std::string("(refused)") : model.kernels[static_cast<size_t>(i)].name_expression; };
     const CallShape call{c.p, c.lda, c.ldb, c.ldc, c.alignment};
     const size_t table = c.table < 0 ? model.devices.size() : static_cast<size_t>(c.table);
-    const std::string expected = name(choose_kernel(model, table, call).kernel);
-    if (name(index) != expected && ++mismatches <= 10)
-      ADD_FAILURE() << fmt::format("table {} {} lda={} ldb={} ldc={} alignment={}: header picks {}, choose_kernel {}",
-                                   c.table, c.p.to_string(), c.lda, c.ldb, c.ldc, c.alignment, name(index), expected);
+    const DispatchChoice choice = choose_kernel(model, table, call);
+    const std::string expected = name(choice.kernel);
+    if ((name(index) != expected || reason != choice.reason) && ++mismatches <= 10)
+      ADD_FAILURE() << fmt::format("table {} {} lda={} ldb={} ldc={} alignment={}: header picks {} ({}), "
+                                   "choose_kernel {} ({})",
+                                   c.table, c.p.to_string(), c.lda, c.ldb, c.ldc, c.alignment, name(index), reason,
+                                   expected, choice.reason);
     // Whatever runs computes the call's layout and type, and takes its batch.
     EXPECT_GE(index, 0) << c.p.to_string() << ": blocktile2d serves every layout, type and batch, so nothing is refused";
     if (index < 0) continue;
@@ -1224,7 +1432,30 @@ TEST(ExportNvcc, HeaderSelectionMatchesChooseKernelAndCompilesForSm80) {
     if (problems[i].m * problems[i].n < (int64_t{1} << 24)) operand_shapes.push_back(problems[i]);
   add_operand_cases(cases, operand_shapes, DType::f32, 2);
 
+  std::map<std::string, int> reasons;
   const std::vector<std::string> rest = check_header_selection(dir, model, cases, "sm_80", R"(
+  // Why, for calls of the H100 table (1) that no tuned kernel computes, and one that misses the
+  // requirements of the only TN kernel (lda, ldb 1023).
+  const auto why = [](int table, int layout, int batch, int m, int n, int k, int lda, int ldb, int ldc, int dtype) {
+    cmtune::DispatchReason reason = cmtune::DispatchReason::tuned;
+    const int kernel = cmtune::detail::select_explained(
+        table, cmtune::detail::Call{layout, batch, 0, m, n, k, lda, ldb, ldc, 256, dtype}, &reason);
+    const bool generic = kernel == cmtune::detail::k_generic_kernels[dtype][layout];
+    std::printf("why %s%s\n", cmtune::dispatch_reason_name(reason), generic ? " generic" : "");
+  };
+  why(1, 3, 1, 1024, 1024, 1024, 1024, 1024, 1024, 0);   // f32 tt
+  why(1, 0, 1, 1024, 1024, 1024, 1024, 1024, 1024, 1);   // f64 nn
+  why(1, 2, 1, 1023, 1023, 1023, 1023, 1023, 1023, 0);   // f32 tn, lda % 4 != 0
+  why(1, 0, 1, 1024, 1024, 1024, 1024, 1024, 1024, 0);   // the tuned f32 nn problem
+  why(-1, 0, 1, 1024, 1024, 1024, 1024, 1024, 1024, 0);  // no table
+  if (argc > 6) {   // the public API with the reason compiles for each type (it needs a GPU to answer)
+    const char* name = nullptr;
+    cmtune::DispatchReason reason;
+    static const double d[1] = {};
+    static const int i[1] = {};
+    return cmtune::kernel_name(cmtune::Op::T, cmtune::Op::T, 8, 8, 8, d, 8, 0, d, 8, 0, d, 8, 0, 1, &name, &reason) +
+           cmtune::kernel_name(8, 8, 8, i, 8, i, 8, i, 8, &name, &reason);
+  }
   using cmtune::detail::match_device_table;
   std::printf("match %d %d %d %d %d\n", match_device_table("NVIDIA H100 80GB HBM3", 9, 0, 132),
               match_device_table("NVIDIA A100-SXM4-40GB", 8, 0, 108), match_device_table("NVIDIA H100 PCIe", 9, 0, 114),
@@ -1233,9 +1464,17 @@ TEST(ExportNvcc, HeaderSelectionMatchesChooseKernelAndCompilesForSm80) {
   std::printf("align %d %d %d %d\n", cmtune::detail::alignment_of(buffer, buffer, buffer) >= 16 ? 16 : 0,
               cmtune::detail::alignment_of(buffer + 1, buffer, buffer), cmtune::detail::alignment_of(buffer + 2, buffer, buffer + 4),
               cmtune::detail::alignment_of(nullptr, nullptr, nullptr));
-)");
-  // Exact H100 -> 1, exact A100 -> 0, another cc 9.0 device -> first cc 9.0 table, V100 -> none.
-  EXPECT_EQ(rest, (std::vector<std::string>{"match 1 0 1 1 -1", "align 16 4 8 256"}));
+)",
+                                                               &reasons);
+  EXPECT_EQ(rest, (std::vector<std::string>{"why not_served generic", "why not_served generic",
+                                            "why requirements_missed generic", "why tuned", "why no_table generic",
+                                            // Exact H100 -> 1, exact A100 -> 0, another cc 9.0 device -> first cc
+                                            // 9.0 table, V100 -> none.
+                                            "match 1 0 1 1 -1", "align 16 4 8 256"}));
+  // The cases meet every reason but not_modelled (every kernel of a real table has a model).
+  for (const char* reason : {"tuned", "tuned_portable", "predicted", "no_table", "not_served", "requirements_missed"})
+    EXPECT_GT(reasons[reason], 0) << reason;
+  EXPECT_EQ(reasons.count("not_modelled"), 0u);
 }
 
 // The same with FP64 and INT32 winners beside the FP32 ones: dgemm and igemm calls (the f64 dmma

@@ -11,6 +11,7 @@
 #include "cli/sizes.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "export/dispatch.hpp"
 #include "export/header_writer.hpp"
 #include "export/model_check.hpp"
 
@@ -147,6 +148,18 @@ nlohmann::json check_json(const ExportModel& model, const HeldOutCheck& c) {
           {"problems", problems}};
 }
 
+/// Per device table, the element types and layouts (and batches) that no tuned kernel serves: every
+/// such call runs the generic default kernel of its type and layout. Nothing for a table that serves
+/// them all.
+void print_unserved_calls(const ExportModel& model) {
+  for (size_t d = 0; d < model.devices.size(); ++d) {
+    const std::string unserved = unserved_calls(model, d);
+    if (!unserved.empty())
+      fmt::print("{}: no tuned kernel serves {}; those calls run the generic default kernels\n", model.devices[d].name,
+                 unserved);
+  }
+}
+
 int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
   check_namespace_name(o.name_space);
   const std::vector<DType> dtypes = parse_dtype_list(o.dtype);
@@ -198,7 +211,13 @@ int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
   if (o.json) {
     nlohmann::json held_out = nlohmann::json::array();
     for (const HeldOutCheck& c : checks) held_out.push_back(check_json(model, c));
-    print_json({{"out", out.string()}, {"written", !unchanged}, {"summary", summary}, {"held_out", held_out}});
+    nlohmann::json unserved = nlohmann::json::object();
+    for (size_t d = 0; d < model.devices.size(); ++d) unserved[model.devices[d].name] = unserved_calls(model, d);
+    print_json({{"out", out.string()},
+                {"written", !unchanged},
+                {"summary", summary},
+                {"held_out", held_out},
+                {"unserved", unserved}});
     return 0;
   }
   fmt::print(unchanged ? "{} unchanged: {}\n" : "wrote {}: {}\n", out.string(), summary);
@@ -206,6 +225,7 @@ int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
     fmt::print("{}\n", check_summary(model, checks, c));
     if (o.regret) print_check_table(model, c);
   }
+  print_unserved_calls(model);
   return 0;
 }
 

@@ -101,6 +101,8 @@ int run_query(const GlobalOptions& global, const QueryOptions& o) {
                               {"held_out_error_median", held_out.count ? nlohmann::json(held_out.median) : nlohmann::json()},
                               {"held_out_points", held_out.count}}},
                 {"dispatch_reason", choice.why},
+                {"dispatch_kind", choice.reason},
+                {"served", choice.served},
                 {"predictions", predictions},
                 {"cublas_tflops", baseline ? nlohmann::json(baseline->gflops / 1e3) : nlohmann::json()},
                 {"top", rows}});

@@ -40,6 +40,37 @@ EntryKey entry_key(const Problem& p) {
            static_cast<int>(p.dtype)}};
 }
 
+/// What kernel_serves reads of every kernel of the model, by index.
+std::vector<KernelServes> serving_of(const ExportModel& model) {
+  std::vector<KernelServes> serving;
+  for (const auto& k : model.kernels)
+    serving.push_back({layout_number(k.layout), k.batched ? 1 : 0, static_cast<int>(k.dtype)});
+  return serving;
+}
+
+bool serves_on(const ExportDevice& dev, const std::vector<KernelServes>& serving, int dtype, int layout,
+               int64_t batch) {
+  return rules::table_serves(dev.entries.data(), static_cast<int>(dev.entries.size()), dev.models.data(),
+                             static_cast<int>(dev.models.size()), serving.data(), dtype, layout, batch);
+}
+
+/// Why a call that no tuned kernel of its table computes runs the generic default, and how to serve
+/// it: "generic default: no tuned kernel of this table computes f32 tt (tune --layout tt, or the calls
+/// you record, to serve it)". `unbatched_served`: the table computes the call's type and layout, but
+/// not batched.
+std::string not_served_why(const Problem& p, bool unbatched_served, bool has_generic) {
+  const std::string layout(p.layout());
+  const std::string what = fmt::format("{}{} {}", unbatched_served ? "batched " : "", dtype_name(p.dtype), layout);
+  std::string tune;
+  if (layout != "nn") tune += " --layout " + layout;
+  if (p.dtype != DType::f32) tune += fmt::format(" --dtype {}", dtype_name(p.dtype));
+  if (p.batch > 1) tune += fmt::format(" --batch {}", p.batch);
+  if (tune.empty()) tune = " --dtype f32";   // f32 nn, unbatched: a table of other types only
+  return fmt::format("{}: no tuned kernel of this table computes {} (tune{}, or the calls you record, to serve it){}",
+                     has_generic ? "generic default" : "refused", what, tune,
+                     has_generic ? "" : "; no generic kernel computes it either");
+}
+
 }  // namespace
 
 int layout_number(std::string_view layout) { return rules::layout_index(layout[0] == 't', layout[1] == 't'); }
@@ -66,9 +97,7 @@ DispatchChoice choose_kernel(const ExportModel& model, size_t device, const Call
   const Problem& p = call.problem;
   const int layout = rules::layout_index(p.trans_a, p.trans_b);
   const int dtype = static_cast<int>(p.dtype);
-  std::vector<KernelServes> serving;
-  for (const auto& k : model.kernels)
-    serving.push_back({layout_number(k.layout), k.batched ? 1 : 0, static_cast<int>(k.dtype)});
+  const std::vector<KernelServes> serving = serving_of(model);
   const auto serves = [&](int kernel) {
     const KernelServes& k = serving.at(static_cast<size_t>(kernel));
     return rules::kernel_serves(k.layout, k.batched, k.dtype, layout, p.batch, dtype);
@@ -76,6 +105,8 @@ DispatchChoice choose_kernel(const ExportModel& model, size_t device, const Call
   const int generic = rules::generic_kernel(model.generic_kernels, k_header_dtypes, serving.data(), dtype, layout, p.batch);
   c.kernel = generic;
   if (device >= model.devices.size()) {
+    c.served = false;
+    c.reason = rules::dispatch_reason_name(rules::DispatchReason::no_table);
     c.why = c.kernel >= 0 ? "nothing tuned for this device: the generic default kernel runs"
                           : fmt::format("nothing tuned for this device, and no generic kernel computes this layout and "
                                         "batch in {}",
@@ -83,6 +114,7 @@ DispatchChoice choose_kernel(const ExportModel& model, size_t device, const Call
     return c;
   }
   const ExportDevice& dev = model.devices[device];
+  c.served = serves_on(dev, serving, dtype, layout, p.batch);
   const auto usable = [&](int kernel) {
     return serves(kernel) && requirements_met(model.kernels.at(static_cast<size_t>(kernel)).requirements, call);
   };
@@ -118,6 +150,7 @@ DispatchChoice choose_kernel(const ExportModel& model, size_t device, const Call
     const bool met = usable(entry.primary);
     c.kernel = rules::entry_kernel(entry.primary, met, entry.portable, generic);
     c.portable_fallback = !met;
+    c.reason = rules::dispatch_reason_name(rules::entry_reason(met, entry.portable));
     if (met) {
       c.why = "tuned for this problem: its measured winner runs";
     } else {
@@ -134,15 +167,25 @@ DispatchChoice choose_kernel(const ExportModel& model, size_t device, const Call
   const int best = rules::best_predicted(dev.models.data(), static_cast<int>(dev.models.size()), tiles.data(),
                                          dev.sm_count, p.m, p.n, p.k, p.batch, usable, &us, &pass);
   if (best < 0) {
-    const std::string outcome = generic >= 0 ? "the generic default kernel runs" : "no kernel computes the call";
-    c.why = c.predictions.empty()
-                ? fmt::format("no {} kernel has a cost model on this device: {}", dtype_name(p.dtype), outcome)
-                : fmt::format("the call meets no modelled kernel's requirements: {}", outcome);
+    const rules::DispatchReason reason = rules::fallback_reason(
+        c.served, rules::models_serve(dev.models.data(), static_cast<int>(dev.models.size()), serving.data(), dtype,
+                                      layout, p.batch));
+    c.reason = rules::dispatch_reason_name(reason);
+    const std::string outcome = generic >= 0 ? "generic default" : "refused (no generic kernel computes it either)";
+    const std::string what = fmt::format("{}{} {}", p.batch > 1 ? "batched " : "", dtype_name(p.dtype), p.layout());
+    if (reason == rules::DispatchReason::not_served)
+      c.why = not_served_why(p, p.batch > 1 && serves_on(dev, serving, dtype, layout, 1), generic >= 0);
+    else if (reason == rules::DispatchReason::not_modelled)
+      c.why = fmt::format("{}: tuned kernels compute {}, but none has a cost model on this device", outcome, what);
+    else
+      c.why = fmt::format("{}: the call misses the requirements of every modelled kernel that computes {}", outcome,
+                          what);
     return c;
   }
   const ExportKernelModel& m = dev.models[static_cast<size_t>(best)];
   c.kernel = m.kernel;
   c.predicted_us = us;
+  c.reason = rules::dispatch_reason_name(rules::DispatchReason::predicted);
   const long long factor = rules::domain_factor(pass);
   c.why = factor > 0 ? fmt::format("not tuned: least predicted time of the kernels measured within {}x of this shape "
                                    "in each dimension",
@@ -150,6 +193,46 @@ DispatchChoice choose_kernel(const ExportModel& model, size_t device, const Call
                      : "not tuned: least predicted time of every kernel (none was measured within 64x of this "
                        "shape, so every model extrapolates)";
   return c;
+}
+
+bool table_serves(const ExportModel& model, size_t device, DType dtype, std::string_view layout, bool batched) {
+  return serves_on(model.devices.at(device), serving_of(model), static_cast<int>(dtype), layout_number(layout),
+                   batched ? 2 : 1);
+}
+
+std::string unserved_calls(const ExportModel& model, size_t device) {
+  const ExportDevice& dev = model.devices.at(device);
+  const std::vector<KernelServes> serving = serving_of(model);
+  std::vector<std::string> parts, unserved_types;
+  for (int d = 0; d < k_header_dtypes; ++d) {
+    std::vector<std::string> layouts;
+    bool any_served = false;
+    for (int l = 0; l < 4; ++l) {
+      const std::string name(k_layout_names[static_cast<size_t>(l)]);
+      if (!serves_on(dev, serving, d, l, 1)) {
+        layouts.push_back(name);
+        continue;
+      }
+      any_served = true;
+      if (!serves_on(dev, serving, d, l, 2)) layouts.push_back(name + " batched");
+    }
+    const std::string type(dtype_name(static_cast<DType>(d)));
+    if (!any_served) {
+      unserved_types.push_back(type);
+    } else if (!layouts.empty()) {
+      std::string part = type + " ";
+      for (size_t i = 0; i < layouts.size(); ++i) part += (i ? ", " : "") + layouts[i];
+      parts.push_back(part);
+    }
+  }
+  if (!unserved_types.empty()) {
+    std::string part;
+    for (size_t i = 0; i < unserved_types.size(); ++i) part += (i ? ", " : "") + unserved_types[i];
+    parts.push_back(part + " (any layout)");
+  }
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? "; " : "") + parts[i];
+  return out;
 }
 
 std::vector<DispatchEntry> dispatch_entries(Store& store, int64_t device_id) {

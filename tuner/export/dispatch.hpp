@@ -58,6 +58,10 @@ struct DispatchChoice {
   bool portable_fallback = false;        // exact, but the call misses the winner's requirements
   std::optional<double> predicted_us;    // the chosen kernel's prediction (not exact)
   std::vector<Prediction> predictions;   // every model of the table, by predicted time (usable first)
+  /// A tuned kernel of the table computes the call's type, layout and batch (table_serves); false:
+  /// every such call runs the generic default of its type and layout (or is refused without one).
+  bool served = true;
+  std::string reason;                    // the header's DispatchReason, by name: "tuned", "not_served", ...
   std::string why;                       // one line
 };
 
@@ -66,5 +70,17 @@ struct DispatchChoice {
 /// (call.problem.dtype) compete, as in the header, whose sgemm, dgemm and igemm each dispatch among
 /// their own type's kernels. `predictions` lists the models of that type only.
 DispatchChoice choose_kernel(const ExportModel& model, size_t device, const CallShape& call);
+
+/// Whether a tuned kernel of device table `device` (an index into model.devices) computes calls of an
+/// element type, a layout ("nn", "nt", "tn", "tt") and, when `batched`, batches: table_serves in the
+/// dispatch rules, over the kernels the table's entries and models name. When none does, every such
+/// call runs the generic default of its type and layout.
+bool table_serves(const ExportModel& model, size_t device, DType dtype, std::string_view layout, bool batched);
+
+/// The calls that no tuned kernel of device table `device` serves, for a person, per element type:
+/// the layouts it serves in no form, "nn batched" where it serves only unbatched calls, and a type it
+/// serves in no layout as "(any layout)": e.g. "f32 nn batched, tt; f64, i32 (any layout)". Empty
+/// when every type, layout and batch is served.
+std::string unserved_calls(const ExportModel& model, size_t device);
 
 }  // namespace cmt

@@ -35,6 +35,76 @@ inline bool kernel_serves(int kernel_layout, int kernel_batched, int kernel_dtyp
   return kernel_dtype == dtype && kernel_layout == layout && (batch <= 1 || kernel_batched != 0);
 }
 
+/// Whether a device table computes calls of an element type, layout and batch with a tuned kernel:
+/// one that its entries (primary, portable) or its models name and that kernel_serves them. A table
+/// names only kernels measured on its device (a generic default build that won or was measured counts
+/// as tuned there); when none serves, every such call runs the generic default of its type and layout.
+/// `Entry` has .primary and .portable, `Model` .kernel, `Kernel` .layout, .batched and .dtype.
+template <class Entry, class Model, class Kernel>
+inline bool table_serves(const Entry* entries, int entry_count, const Model* models, int model_count,
+                         const Kernel* kernels, int dtype, int layout, long long batch) {
+  const auto serves = [&](int k) {
+    return k >= 0 && kernel_serves(kernels[k].layout, kernels[k].batched, kernels[k].dtype, layout, batch, dtype);
+  };
+  for (int i = 0; i < entry_count; ++i)
+    if (serves(entries[i].primary) || serves(entries[i].portable)) return true;
+  for (int i = 0; i < model_count; ++i)
+    if (serves(models[i].kernel)) return true;
+  return false;
+}
+
+/// Whether one of a table's models is of a kernel that computes the call (kernel_serves).
+template <class Model, class Kernel>
+inline bool models_serve(const Model* models, int model_count, const Kernel* kernels, int dtype, int layout,
+                         long long batch) {
+  for (int i = 0; i < model_count; ++i) {
+    const Kernel& k = kernels[models[i].kernel];
+    if (kernel_serves(k.layout, k.batched, k.dtype, layout, batch, dtype)) return true;
+  }
+  return false;
+}
+
+/// Why a call runs the kernel it runs. The last four run the generic default of the call's type and
+/// layout (none: the call is refused) and say why no tuned kernel runs.
+enum class DispatchReason {
+  tuned = 0,                // a tuned problem of the table: its measured winner
+  tuned_portable = 1,       // a tuned problem, but the call misses its winner's requirements: the
+                            // problem's best kernel without requirements
+  predicted = 2,            // no tuned problem: the kernel the cost model predicts fastest
+  no_table = 3,             // no table serves the device
+  not_served = 4,           // no tuned kernel of the table computes the call's type and layout (and batch)
+  requirements_missed = 5,  // tuned kernels compute it, but the call misses the requirements of all of them
+  not_modelled = 6          // tuned kernels compute it, but none of them has a cost model
+};
+
+/// The reason for a call of a tuned problem: whether it meets the winner's requirements, and the
+/// problem's portable kernel (-1: none, the generic default runs).
+inline DispatchReason entry_reason(bool primary_requirements_met, int portable) {
+  if (primary_requirements_met) return DispatchReason::tuned;
+  return portable >= 0 ? DispatchReason::tuned_portable : DispatchReason::requirements_missed;
+}
+
+/// The reason for a call that neither a tuned problem nor a model serves, from table_serves and
+/// models_serve for the call.
+inline DispatchReason fallback_reason(bool table_serves_call, bool models_serve_call) {
+  if (!table_serves_call) return DispatchReason::not_served;
+  return models_serve_call ? DispatchReason::requirements_missed : DispatchReason::not_modelled;
+}
+
+/// The reason's name, as written in code: "tuned", "not_served", ...
+inline const char* dispatch_reason_name(DispatchReason reason) {
+  switch (reason) {
+    case DispatchReason::tuned: return "tuned";
+    case DispatchReason::tuned_portable: return "tuned_portable";
+    case DispatchReason::predicted: return "predicted";
+    case DispatchReason::no_table: return "no_table";
+    case DispatchReason::not_served: return "not_served";
+    case DispatchReason::requirements_missed: return "requirements_missed";
+    case DispatchReason::not_modelled: return "not_modelled";
+  }
+  return "unknown";
+}
+
 /// The generic default kernel of a call's element type and layout from a table of them
 /// (generic[dtype][layout], -1 where none), when it serves the call (kernel_serves; `Kernel` has
 /// .layout, .batched and .dtype); else -1, and the call is refused.

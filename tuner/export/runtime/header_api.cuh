@@ -103,6 +103,37 @@ inline int select(int table, int M, int N, int K, int lda, int ldb, int ldc, int
   return select(table, call);
 }
 
+/// select, and why (DispatchReason): the same steps, kept apart from select so that the launch path
+/// stays as it was; only kernel_name asks why. Host only, no GPU: tests check it against select and
+/// against cm-tune's `query`.
+inline int select_explained(int table, const Call& call, DispatchReason* reason) {
+  const int generic = generic_kernel(k_generic_kernels, k_dtype_count, k_kernels, call.dtype, call.layout, call.batch);
+  if (table < 0 || table >= k_device_table_count) {
+    *reason = DispatchReason::no_table;
+    return generic;
+  }
+  const DeviceTable& t = k_device_tables[table];
+  const CallRequirements usable = {call};
+  const int e = exact_entry(t.entries, t.entry_count, call.M, call.N, call.K, call.layout, call.batch, call.broadcast,
+                            call.dtype);
+  if (e >= 0) {
+    const Entry& entry = t.entries[e];
+    const bool met = usable(entry.primary);
+    *reason = entry_reason(met, entry.portable);
+    return entry_kernel(entry.primary, met, entry.portable, generic);
+  }
+  const int m = best_predicted(t.models, t.model_count, k_kernels, t.sm_count, call.M, call.N, call.K, call.batch, usable,
+                               static_cast<double*>(0));
+  if (m >= 0) {
+    *reason = DispatchReason::predicted;
+    return t.models[m].kernel;
+  }
+  *reason = fallback_reason(
+      table_serves(t.entries, t.entry_count, t.models, t.model_count, k_kernels, call.dtype, call.layout, call.batch),
+      models_serve(t.models, t.model_count, k_kernels, call.dtype, call.layout, call.batch));
+  return generic;
+}
+
 /// select, remembered per thread for the last few distinct calls (no locks: each thread has its own).
 inline int cached_select(int table, const Call& call) {
   constexpr int k_key = 12;
@@ -320,19 +351,20 @@ inline cudaError_t gemm(Op op_a, Op op_b, int M, int N, int K, T alpha, const T*
   return err;
 }
 
-/// What kernel_name reports for a call of elements of type T (see kernel_name below).
+/// What kernel_name reports for a call of elements of type T (see kernel_name below), and why when
+/// `reason` is not null.
 template <class T>
 inline cudaError_t kernel_name_of(Op op_a, Op op_b, int M, int N, int K, const T* A, int lda, long long stride_a,
                                   const T* B, int ldb, long long stride_b, const T* C, int ldc, long long stride_c,
-                                  int batch, const char** name) {
+                                  int batch, const char** name, DispatchReason* reason = nullptr) {
   int device = 0, table = -1;
   *name = nullptr;
   const cudaError_t err = current_table(&device, &table);
   if (err != cudaSuccess) return err;
   if (M < 1 || N < 1 || K < 1 || batch < 1) return cudaErrorInvalidValue;
   if (batch == 1) stride_a = stride_b = stride_c = 0;
-  const int kernel =
-      select(table, make_call(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch));
+  const Call call = make_call(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch);
+  const int kernel = reason != nullptr ? select_explained(table, call, reason) : select(table, call);
   if (kernel >= 0) *name = k_kernels[kernel].name;
   return cudaSuccess;
 }
@@ -520,4 +552,60 @@ inline cudaError_t kernel_name(int M, int N, int K, const double* A, int lda, co
 inline cudaError_t kernel_name(int M, int N, int K, const int* A, int lda, const int* B, int ldb, const int* C, int ldc,
                                const char** name) {
   return detail::kernel_name_of(Op::N, Op::N, M, N, K, A, lda, 0, B, ldb, 0, C, ldc, 0, 1, name);
+}
+
+/// Why the dispatch runs the kernel it runs for a call (kernel_name's `reason`): a tuned problem's
+/// winner (tuned), its best kernel without requirements (tuned_portable), the cost model's choice
+/// (predicted), or the generic default of the call's type and layout because no table serves the
+/// device (no_table), no tuned kernel of the table computes the call's type and layout, or its batch
+/// (not_served: tune them, or record the calls and tune those), the call misses the requirements of
+/// every tuned kernel that computes it (requirements_missed), or none of those has a cost model
+/// (not_modelled).
+using DispatchReason = detail::DispatchReason;
+
+/// A reason's name as written in code: "tuned", "not_served", ...
+inline const char* dispatch_reason_name(DispatchReason reason) { return detail::dispatch_reason_name(reason); }
+
+/// kernel_name for sgemm_strided_batched, and why the dispatch chooses that kernel (*reason, set when
+/// cudaSuccess is returned). *name is the generic default's name when that runs, null when the call
+/// is refused (no kernel computes its type and layout); *reason says why no tuned kernel runs then.
+inline cudaError_t kernel_name(Op op_a, Op op_b, int M, int N, int K, const float* A, int lda, long long stride_a,
+                               const float* B, int ldb, long long stride_b, const float* C, int ldc, long long stride_c,
+                               int batch, const char** name, DispatchReason* reason) {
+  return detail::kernel_name_of(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch, name,
+                                reason);
+}
+
+/// The same for dgemm_strided_batched (double operands).
+inline cudaError_t kernel_name(Op op_a, Op op_b, int M, int N, int K, const double* A, int lda, long long stride_a,
+                               const double* B, int ldb, long long stride_b, const double* C, int ldc,
+                               long long stride_c, int batch, const char** name, DispatchReason* reason) {
+  return detail::kernel_name_of(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch, name,
+                                reason);
+}
+
+/// The same for igemm_strided_batched (int operands).
+inline cudaError_t kernel_name(Op op_a, Op op_b, int M, int N, int K, const int* A, int lda, long long stride_a,
+                               const int* B, int ldb, long long stride_b, const int* C, int ldc, long long stride_c,
+                               int batch, const char** name, DispatchReason* reason) {
+  return detail::kernel_name_of(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch, name,
+                                reason);
+}
+
+/// kernel_name for sgemm, and why (as above).
+inline cudaError_t kernel_name(int M, int N, int K, const float* A, int lda, const float* B, int ldb, const float* C,
+                               int ldc, const char** name, DispatchReason* reason) {
+  return detail::kernel_name_of(Op::N, Op::N, M, N, K, A, lda, 0, B, ldb, 0, C, ldc, 0, 1, name, reason);
+}
+
+/// The same for dgemm (double operands).
+inline cudaError_t kernel_name(int M, int N, int K, const double* A, int lda, const double* B, int ldb, const double* C,
+                               int ldc, const char** name, DispatchReason* reason) {
+  return detail::kernel_name_of(Op::N, Op::N, M, N, K, A, lda, 0, B, ldb, 0, C, ldc, 0, 1, name, reason);
+}
+
+/// The same for igemm (int operands).
+inline cudaError_t kernel_name(int M, int N, int K, const int* A, int lda, const int* B, int ldb, const int* C, int ldc,
+                               const char** name, DispatchReason* reason) {
+  return detail::kernel_name_of(Op::N, Op::N, M, N, K, A, lda, 0, B, ldb, 0, C, ldc, 0, 1, name, reason);
 }
