@@ -8,6 +8,9 @@
 #include <random>
 #include <sstream>
 #include <stdexcept>
+#include <cstring>
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +20,8 @@
 #include "store/sqlite.hpp"
 #include "store/store.hpp"
 #include <fmt/format.h>
+
+extern char** environ;
 
 namespace fs = std::filesystem;
 
@@ -111,6 +116,23 @@ std::string nvcc_path() {
     if (const char* v = std::getenv(var); v && *v) return v;
   if (std::filesystem::exists("/usr/local/cuda/bin/nvcc")) return "/usr/local/cuda/bin/nvcc";
   return "nvcc";
+}
+
+pid_t spawn_cmtune(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {
+  std::vector<std::string> argv_s{cmtune_binary()};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) throw std::runtime_error(fmt::format("posix_spawn of {} failed: {}", argv_s[0], std::strerror(rc)));
+  return pid;
 }
 
 fs::path shared_cache_dir() {

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <string>
+#include <sys/types.h>
 #include <vector>
 
 #include "core/error.hpp"
@@ -71,6 +72,10 @@ struct SplitResult {
 /// $XDG_CACHE_HOME pointing inside it so no default database outside is touched; stdout and
 /// stderr apart. out_to: a file stdout goes to instead (then `out` is empty).
 SplitResult run_split(const TempDir& dir, const std::string& args, const std::string& out_to = "");
+/// Starts cm-tune with `args` (no shell), its stdout and stderr written to the files, and returns its
+/// process id without waiting; throws when it cannot be started.
+pid_t spawn_cmtune(const std::vector<std::string>& args, const std::filesystem::path& out,
+                   const std::filesystem::path& err);
 /// The cm-tune binary built alongside the tests.
 std::string cmtune_binary();
 /// Writes text to a file, creating parent folders.

@@ -20,7 +20,6 @@
 
 #include "test_support.hpp"
 
-extern char** environ;
 
 namespace cmt {
 namespace {
@@ -62,19 +61,7 @@ struct Ending {
 Ending compile_and_signal(const std::vector<std::string>& args, const std::filesystem::path& out,
                           const std::filesystem::path& err, std::chrono::milliseconds after, int sig,
                           std::chrono::seconds limit) {
-  std::vector<std::string> argv_s{test::cmtune_binary()};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) throw std::runtime_error("posix_spawn failed");
+  const pid_t pid = test::spawn_cmtune(args, out, err);
 
   Ending ending;
   int status = 0;

@@ -18,7 +18,6 @@
 
 #include "test_support.hpp"
 
-extern char** environ;
 
 namespace cmt {
 namespace {
@@ -32,18 +31,7 @@ using TrialSet = std::set<std::tuple<std::string, std::string, std::string>>;
 class Child {
  public:
   Child(const std::vector<std::string>& args, const std::filesystem::path& out, const std::filesystem::path& err) {
-    std::vector<std::string> argv_s{test::cmtune_binary()};
-    argv_s.insert(argv_s.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : argv_s) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int rc = posix_spawn(&m_pid, argv[0], &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) throw std::runtime_error("posix_spawn failed");
+    m_pid = test::spawn_cmtune(args, out, err);
   }
   void signal(int sig) const { ::kill(m_pid, sig); }
   /// The exit code, or 128 + the signal that killed it.
