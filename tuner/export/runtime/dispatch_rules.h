@@ -35,6 +35,17 @@ inline bool kernel_serves(int kernel_layout, int kernel_batched, int kernel_dtyp
   return kernel_dtype == dtype && kernel_layout == layout && (batch <= 1 || kernel_batched != 0);
 }
 
+/// Whether one of a table's models is of a kernel that computes the call (kernel_serves).
+template <class Model, class Kernel>
+inline bool models_serve(const Model* models, int model_count, const Kernel* kernels, int dtype, int layout,
+                         long long batch) {
+  for (int i = 0; i < model_count; ++i) {
+    const Kernel& k = kernels[models[i].kernel];
+    if (kernel_serves(k.layout, k.batched, k.dtype, layout, batch, dtype)) return true;
+  }
+  return false;
+}
+
 /// Whether a device table computes calls of an element type, layout and batch with a tuned kernel:
 /// one that its entries (primary, portable) or its models name and that kernel_serves them. A table
 /// names only kernels measured on its device (a generic default build that won or was measured counts
@@ -48,20 +59,7 @@ inline bool table_serves(const Entry* entries, int entry_count, const Model* mod
   };
   for (int i = 0; i < entry_count; ++i)
     if (serves(entries[i].primary) || serves(entries[i].portable)) return true;
-  for (int i = 0; i < model_count; ++i)
-    if (serves(models[i].kernel)) return true;
-  return false;
-}
-
-/// Whether one of a table's models is of a kernel that computes the call (kernel_serves).
-template <class Model, class Kernel>
-inline bool models_serve(const Model* models, int model_count, const Kernel* kernels, int dtype, int layout,
-                         long long batch) {
-  for (int i = 0; i < model_count; ++i) {
-    const Kernel& k = kernels[models[i].kernel];
-    if (kernel_serves(k.layout, k.batched, k.dtype, layout, batch, dtype)) return true;
-  }
-  return false;
+  return models_serve(models, model_count, kernels, dtype, layout, batch);
 }
 
 /// Why a call runs the kernel it runs. The last four run the generic default of the call's type and
