@@ -224,7 +224,11 @@ TEST_F(TunerResume, AppliesLimitsAFamilyAndCalibrationMeasuresLeadersOnItsShapes
   const TuneSummary s = run_tune(store, m_nvrtc, m, r, nullptr);
   EXPECT_TRUE(s.stop_reason.empty()) << s.stop_reason;
 
-  const std::vector<CalibrationShape> shapes = calibration_shapes(r.problems);
+  // naive and coalesced compute nn alone, unbatched: the shapes of the other layouts and the
+  // batches are left out.
+  std::vector<CalibrationShape> shapes;
+  for (const auto& c : calibration_shapes(r.problems))
+    if (c.problem.layout() == "nn" && c.problem.batch == 1) shapes.push_back(c);
   ASSERT_FALSE(shapes.empty());
   ASSERT_EQ(s.calibration.size(), shapes.size());
   std::map<Problem, std::set<std::string>> measured;
@@ -264,8 +268,8 @@ TEST_F(TunerResume, AppliesLimitsAFamilyAndCalibrationMeasuresLeadersOnItsShapes
 
 // f64 and i32 problems through the whole pipeline with the typed generic default (real NVRTC
 // builds of each type): f64 against cuBLAS DGEMM as f32 against SGEMM; i32 without a baseline, so
-// no cuBLAS call, no baseline row, no ratio (NULL in trials, 0 in winners), winners by time, and
-// no calibration (the exported header is f32 only so far).
+// no cuBLAS call, no baseline row, no ratio (NULL in trials, 0 in winners), winners by time.
+// (Their calibration is the next test's.)
 TEST_F(TunerResume, F64AndI32ProblemsTuneTheTypedGenericDefault) {
   m_preset.templates.clear();
   m_preset.templates.push_back({"blocktile2d", {{"BM", {64}}, {"BN", {64}}, {"BK", {8}}, {"TM", {8}}, {"TN", {4}}}});
@@ -284,7 +288,6 @@ TEST_F(TunerResume, F64AndI32ProblemsTuneTheTypedGenericDefault) {
   ASSERT_EQ(m_space.candidates.size(), 4u);  // two types x two layouts
   r.candidates = m_space.candidates;
   r.seed = 5;
-  r.calibrate = true;
   r.command_line = "cm-tune tune (typed test)";
 
   Store store(m_dir / "tune.db");
@@ -302,7 +305,6 @@ TEST_F(TunerResume, F64AndI32ProblemsTuneTheTypedGenericDefault) {
   EXPECT_EQ(m.limits_of[i32_tn].abandon_above_ms, 0.0);
   EXPECT_EQ(m.limits_of[f64].abandon_above_ms, 0.0);
   for (const auto& [p, limits] : m.limits_of) EXPECT_EQ(limits.kernel_timeout_ms, 2000.0) << p.to_string();
-  EXPECT_TRUE(s.calibration.empty()) << "f64 and i32 are not calibrated";
   ASSERT_EQ(s.problems.size(), 3u);
   const int64_t device_id = store.devices().front().id;
   for (const ProblemSummary& p : s.problems) {
@@ -335,6 +337,49 @@ TEST_F(TunerResume, F64AndI32ProblemsTuneTheTypedGenericDefault) {
   EXPECT_EQ(s2.trials_reused, 3);
   EXPECT_EQ(again.cublas, 0);
   EXPECT_EQ(again.retimed, 0);
+}
+
+// One tune serves every layout: an nn-only f64 tune calibrates its leader's builds of nt, tn and tt
+// on the shapes of those layouts (and in batches), so each layout gets winners measured in it.
+TEST_F(TunerResume, CalibrationMeasuresTheLeadersBuildsOfEveryLayout) {
+  m_preset.templates.clear();
+  m_preset.templates.push_back({"blocktile2d", {{"BM", {64}}, {"BN", {64}}, {"BK", {8}}, {"TM", {8}}, {"TN", {4}}}});
+  TuneRequest r;
+  r.device = fake_device();
+  r.problems = {Problem::make(64, 64, 64, false, false, 1, DType::f64)};
+  r.preset = m_preset;
+  Target target = test::sm90();
+  target.dtypes = {DType::f64};
+  m_space = enumerate_space(m_templates, m_preset, target);
+  ASSERT_EQ(m_space.candidates.size(), 1u) << "nn only";
+  r.candidates = m_space.candidates;
+  r.seed = 5;
+  r.calibrate = true;
+  r.calibration_leaders = 1;
+  r.command_line = "cm-tune tune (layout calibration test)";
+  Store store(m_dir / "tune.db");
+  ScriptedMeasurer m;
+  const TuneSummary s = run_tune(store, m_nvrtc, m, r, nullptr);
+  EXPECT_TRUE(s.stop_reason.empty()) << s.stop_reason;
+  EXPECT_EQ(s.compile_failures, 0);
+  const auto shapes = calibration_shapes(r.problems);
+  ASSERT_EQ(s.calibration.size(), shapes.size());
+  std::set<std::string> layouts_seen;
+  for (const auto& shape : shapes) {
+    const Problem& p = shape.problem;
+    EXPECT_EQ(p.dtype, DType::f64);
+    const auto trials = store.trials(1, p);
+    ASSERT_EQ(trials.size(), 1u) << p.to_string();
+    const std::string want = fmt::format("TRANS_A={},TRANS_B={}", p.trans_a ? 1 : 0, p.trans_b ? 1 : 0);
+    EXPECT_NE(trials[0].params.find(want), std::string::npos) << p.to_string() << ": " << trials[0].params;
+    EXPECT_EQ(trials[0].template_name, "blocktile2d");
+    layouts_seen.insert(std::string(p.layout()));
+    const auto winners = store.winners(1, p);
+    EXPECT_FALSE(winners.empty()) << p.to_string();
+  }
+  EXPECT_EQ(layouts_seen, (std::set<std::string>{"nn", "nt", "tn", "tt"}));
+  ScriptedMeasurer again;
+  EXPECT_EQ(run_tune(store, m_nvrtc, again, r, nullptr).trials_measured, 0) << "a rerun measures nothing";
 }
 
 // The watchdog of a problem without a cuBLAS baseline follows the time it takes at the device's
@@ -370,22 +415,60 @@ TEST(TunerTimeout, ProblemsWithoutABaselineScaleWithThePeak) {
   EXPECT_EQ(kernel_timeout_ms(r, state), 3000.0);
 }
 
-TEST(Calibration, ShapesCoverEveryClassAndAreDeterministic) {
+TEST(Calibration, ShapesCoverEveryClassAndLayoutAndAreDeterministic) {
   const std::vector<Problem> requested = {{256, 256, 256}, {512, 512, 512}, {1024, 1024, 1024}, {2048, 2048, 2048},
                                           {4096, 4096, 4096}};
   const auto shapes = calibration_shapes(requested);
   std::set<std::string> classes;
+  std::map<std::string, int> per_layout;
   for (const auto& s : shapes) {
     classes.insert(s.shape_class);
+    ++per_layout[std::string(s.problem.layout())];
     EXPECT_EQ(std::count(requested.begin(), requested.end(), s.problem), 0) << s.problem.to_string();
     EXPECT_GE(s.problem.m, 1);
+    EXPECT_EQ(s.problem.dtype, DType::f32);
+    if (s.full_search) EXPECT_EQ(s.problem.layout(), "nn") << "the whole space only in the requested layout";
   }
-  EXPECT_EQ(classes, (std::set<std::string>{"ragged", "rectangular", "skinny", "small-k", "large-k", "tiny"}));
+  EXPECT_EQ(classes, (std::set<std::string>{"ragged", "rectangular", "skinny", "small-k", "large-k", "tiny", "layouts",
+                                            "batched"}));
+  // Every layout, each with the same shapes, plus the requested squares in the three it lacks.
+  ASSERT_EQ(per_layout.size(), 4u);
+  EXPECT_EQ(per_layout["nt"], per_layout["nn"] + 5);
+  EXPECT_EQ(per_layout["tn"], per_layout["nt"]);
+  EXPECT_EQ(per_layout["tt"], per_layout["nt"]);
+  for (const auto& s : shapes)
+    if (s.shape_class == "layouts") {
+      EXPECT_NE(s.problem.layout(), "nn");
+      Problem nn = s.problem;
+      nn.trans_a = nn.trans_b = false;
+      EXPECT_EQ(std::count(requested.begin(), requested.end(), nn), 1) << s.problem.to_string();
+    }
   const auto again = calibration_shapes(requested);
   ASSERT_EQ(again.size(), shapes.size());
   for (size_t i = 0; i < shapes.size(); ++i) EXPECT_EQ(again[i].problem, shapes[i].problem);
   EXPECT_TRUE(calibration_shapes({}).empty());
-  for (const auto& s : shapes) EXPECT_EQ(s.problem.batch, 1) << "no batches unless batched problems are asked for";
+}
+
+TEST(Calibration, AnUnbatchedTuneCalibratesBatchesOfEveryLayoutWithBOnceBroadcast) {
+  const std::vector<Problem> requested = {{256, 256, 256}, {4096, 4096, 4096}};
+  std::map<std::string, std::vector<Problem>> batched;
+  for (const auto& s : calibration_shapes(requested))
+    if (s.shape_class == "batched") batched[std::string(s.problem.layout())].push_back(s.problem);
+  ASSERT_EQ(batched.size(), 4u);
+  for (const auto& [layout, problems] : batched) {
+    ASSERT_EQ(problems.size(), 5u) << layout;
+    EXPECT_EQ(problems[0].batch, 4096) << "the smallest matrices in the largest batch";
+    EXPECT_LT(problems[0].m, 64);
+    EXPECT_EQ(problems[2].batch, 16);
+    EXPECT_EQ(problems[2].m, 561) << "512 (an eighth of 4096), ragged";
+    EXPECT_EQ(problems[4].stride_b, 0) << "B broadcast";
+  }
+  // The largest batched matrix follows the requested scale: an eighth of it, at least 32.
+  std::vector<Problem> small;
+  for (const auto& s : calibration_shapes({{64, 64, 64}}))
+    if (s.shape_class == "batched" && s.problem.layout() == "nn") small.push_back(s.problem);
+  ASSERT_EQ(small.size(), 5u);
+  EXPECT_EQ(small[2].m, 38) << "32, ragged";
 }
 
 TEST(Calibration, BatchedProblemsGetRaggedBatchesOfTheirSizesAndCounts) {
@@ -394,9 +477,11 @@ TEST(Calibration, BatchedProblemsGetRaggedBatchesOfTheirSizesAndCounts) {
   const std::vector<Problem> requested = {Problem::make(32, 32, 64, false, true, 16384),
                                           Problem::make(128, 128, 128, false, true, 1024), broadcast};
   std::vector<Problem> batched;
-  for (const auto& s : calibration_shapes(requested)) {
-    EXPECT_EQ(s.problem.layout(), "nt") << "the requested problems' layout";
-    if (s.shape_class != "batched") continue;
+  const auto shapes = calibration_shapes(requested);
+  ASSERT_FALSE(shapes.empty());
+  EXPECT_EQ(shapes.front().problem.layout(), "nt") << "the requested problems' layout first";
+  for (const auto& s : shapes) {
+    if (s.shape_class != "batched" || s.problem.layout() != "nt") continue;
     EXPECT_GE(s.problem.batch, 2);
     batched.push_back(s.problem);
   }
@@ -413,19 +498,19 @@ TEST(Calibration, BatchedProblemsGetRaggedBatchesOfTheirSizesAndCounts) {
   EXPECT_EQ(stride_problem(batched[4]), "");
 }
 
-// Only f32 problems are calibrated (the exported header dispatches f32 only so far).
-TEST(Calibration, OtherTypesThanF32AreNotCalibrated) {
+// Each type is calibrated on its own: its shapes follow its own problems' scales, in its own type.
+TEST(Calibration, EachTypeIsCalibratedOnItsOwnShapes) {
   const Problem f32 = Problem::make(512, 512, 512);
-  const Problem f64 = Problem::make(512, 512, 512, false, false, 1, DType::f64);
+  const Problem f64 = Problem::make(2048, 2048, 2048, false, false, 1, DType::f64);
   const Problem i32 = Problem::make(2048, 2048, 2048, false, false, 1, DType::i32);
-  EXPECT_TRUE(calibration_shapes({f64, i32}).empty());
   const auto mixed = calibration_shapes({f32, f64, i32});
-  const auto alone = calibration_shapes({f32});
-  ASSERT_EQ(mixed.size(), alone.size());
-  for (size_t i = 0; i < mixed.size(); ++i) {
-    EXPECT_EQ(mixed[i].problem, alone[i].problem);
-    EXPECT_EQ(mixed[i].problem.dtype, DType::f32);
-  }
+  const auto alone32 = calibration_shapes({f32});
+  const auto alone64 = calibration_shapes({f64});
+  ASSERT_EQ(mixed.size(), alone32.size() + alone64.size() + calibration_shapes({i32}).size());
+  for (size_t i = 0; i < alone32.size(); ++i) EXPECT_EQ(mixed[i].problem, alone32[i].problem);
+  for (size_t i = 0; i < alone64.size(); ++i) EXPECT_EQ(mixed[alone32.size() + i].problem, alone64[i].problem);
+  for (const auto& s : alone64) EXPECT_EQ(s.problem.dtype, DType::f64);
+  EXPECT_NE(alone64.front().problem.m, alone32.front().problem.m) << "the f64 problem's scale, not the f32 one's";
 }
 
 }  // namespace

@@ -164,6 +164,24 @@ std::string Candidate::id() const {
   return fmt::format("{}[{}]", tmpl ? tmpl->name : std::string("?"), params_to_string(values));
 }
 
+std::optional<Candidate> layout_variant(const Candidate& candidate, std::string_view layout, const Target& target) {
+  const TemplateDesc& desc = *candidate.tmpl;
+  if (desc.layout_of(candidate.values) == layout) return candidate;
+  if (!desc.supports_layout(layout)) return std::nullopt;
+  Candidate out;
+  out.tmpl = &desc;
+  out.values = candidate.values;
+  for (auto& [name, value] : out.values) {
+    if (name == "TRANS_A") value = layout[0] == 't' ? 1 : 0;
+    if (name == "TRANS_B") value = layout[1] == 't' ? 1 : 0;
+  }
+  if (desc.layout_of(out.values) != layout || desc.failed_constraint(out.values, target)) return std::nullopt;
+  out.shape = desc.launch_shape(out.values, target);
+  out.requirements = desc.requirements(out.values, target);
+  check_shape(desc, out.values, out.shape, out.requirements);
+  return out;
+}
+
 const TemplateDesc* find_template(const std::vector<TemplateDesc>& templates, const std::string& name) {
   for (const auto& t : templates)
     if (t.name == name) return &t;

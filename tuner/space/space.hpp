@@ -47,6 +47,12 @@ struct SearchSpace {
 void walk_grid(const TemplateDesc& desc, const std::vector<std::vector<int64_t>>& value_lists,
                const std::function<bool(const ParamValues&)>& visit);
 
+/// The same point of a family in another layout ("nn", "nt", "tn", "tt"): its TRANS_A and TRANS_B set
+/// to the layout, its launch shape and requirements recomputed for the target. nullopt when the
+/// family does not compute the layout or that build fails one of its constraints. The candidate
+/// itself when it already computes the layout.
+std::optional<Candidate> layout_variant(const Candidate& candidate, std::string_view layout, const Target& target);
+
 /// Finds a template by name; nullptr when absent.
 const TemplateDesc* find_template(const std::vector<TemplateDesc>& templates, const std::string& name);
 

@@ -13,6 +13,11 @@ namespace {
 
 constexpr int64_t k_min_scale = 64;
 constexpr int64_t k_max_scale = 8192;
+/// Requested shapes measured again in each layout that was not requested.
+constexpr size_t k_transposed_requested = 5;
+/// Batches when no batched problem is requested: matrices of 32 to 512, in batches of 16 to 4096.
+constexpr int64_t k_default_batch_lo = 16, k_default_batch_hi = 4096;
+constexpr int64_t k_default_batch_size_lo = 32, k_default_batch_size_hi = 512;
 
 /// n rounded to a multiple of 16, at least 16.
 int64_t round16(double n) { return std::max<int64_t>(16, static_cast<int64_t>(std::llround(n / 16.0)) * 16); }
@@ -24,13 +29,20 @@ double scale_of(const Problem& p) {
 
 }  // namespace
 
-std::vector<CalibrationShape> calibration_shapes(const std::vector<Problem>& problems) {
-  // The cost model serves the exported header, whose dispatch is FP32 only for now: f64 and i32
-  // problems are tuned but not calibrated.
-  std::vector<Problem> requested;
-  for (const Problem& p : problems)
-    if (p.dtype == DType::f32) requested.push_back(p);
-  if (requested.empty()) return {};
+namespace {
+
+/// Up to `count` of the problems, spread evenly over their scales (smallest and largest included).
+std::vector<Problem> spread_by_scale(std::vector<Problem> problems, size_t count) {
+  std::stable_sort(problems.begin(), problems.end(), [](const Problem& a, const Problem& b) { return scale_of(a) < scale_of(b); });
+  if (problems.size() <= count) return problems;
+  std::vector<Problem> out;
+  for (size_t i = 0; i < count; ++i) out.push_back(problems[i * (problems.size() - 1) / (count - 1)]);
+  return out;
+}
+
+/// The calibration shapes of the requested problems of one element type.
+std::vector<CalibrationShape> shapes_of_type(const std::vector<Problem>& requested) {
+  const DType dtype = requested.front().dtype;
   double lo_scale = 1e30, hi_scale = 0;
   for (const auto& p : requested) {
     lo_scale = std::min(lo_scale, scale_of(p));
@@ -40,22 +52,29 @@ std::vector<CalibrationShape> calibration_shapes(const std::vector<Problem>& pro
   const int64_t hi = std::clamp<int64_t>(round16(hi_scale), lo, k_max_scale);
   const int64_t mid = round16(std::sqrt(static_cast<double>(lo) * static_cast<double>(hi)));
 
-  // Every layout the requested problems have gets the same shapes; batched ones only when batched
-  // problems are asked for (the cost model counts a batch's tiles, so the unbatched shapes inform
-  // batched calls too, but small matrices in large batches behave unlike any of them).
-  std::vector<std::pair<bool, bool>> layouts;
+  // Every layout gets the same shapes, the requested problems' layouts first: a header serves the
+  // calls of every layout, and a layout that was not tuned is fitted on what calibration measures
+  // of it (the leaders' builds of that layout). The whole-space searches stay in the requested
+  // layouts.
+  std::vector<std::pair<bool, bool>> layouts, requested_layouts;
   for (const auto& p : requested)
     if (std::find(layouts.begin(), layouts.end(), std::make_pair(p.trans_a, p.trans_b)) == layouts.end())
       layouts.emplace_back(p.trans_a, p.trans_b);
+  requested_layouts = layouts;
+  for (const std::string_view l : k_layout_names)
+    if (std::find(layouts.begin(), layouts.end(), std::make_pair(l[0] == 't', l[1] == 't')) == layouts.end())
+      layouts.emplace_back(l[0] == 't', l[1] == 't');
   std::vector<CalibrationShape> out;
   const auto add = [&](int64_t m, int64_t n, int64_t k, const char* shape_class, bool full_search = false,
                        int64_t batch = 1, bool broadcast_b = false) {
     for (const auto& [ta, tb] : layouts) {
-      Problem p = Problem::make(std::max<int64_t>(m, 1), std::max<int64_t>(n, 1), std::max<int64_t>(k, 1), ta, tb, batch);
+      const bool requested_layout =
+          std::find(requested_layouts.begin(), requested_layouts.end(), std::make_pair(ta, tb)) != requested_layouts.end();
+      Problem p = Problem::make(std::max<int64_t>(m, 1), std::max<int64_t>(n, 1), std::max<int64_t>(k, 1), ta, tb, batch, dtype);
       if (broadcast_b) p.stride_b = 0;
       if (std::find(requested.begin(), requested.end(), p) != requested.end()) continue;
       if (std::any_of(out.begin(), out.end(), [&](const auto& s) { return s.problem == p; })) continue;
-      out.push_back({p, shape_class, full_search});
+      out.push_back({p, shape_class, full_search && requested_layout});
     }
   };
   // Ragged squares: between the smallest and the largest scale, off every tile multiple, and one
@@ -88,29 +107,55 @@ std::vector<CalibrationShape> calibration_shapes(const std::vector<Problem>& pro
   // Tiny: launch-bound.
   add(lo / 4, lo / 4, lo / 4, "tiny");
   add(lo / 8 + 7, lo / 16 + 3, lo / 4 + 9, "tiny");
-  // Batches, when batched problems are asked for: ragged matrices between their smallest and
-  // largest per-matrix size, the small ones in the largest batch and the large ones in the
-  // smallest, a flat rectangle, and B broadcast when a requested problem broadcasts it.
+  // The requested shapes themselves in the layouts that were not requested (a few, spread over
+  // their scales): the calls a project makes most often, in its other layouts.
+  std::vector<Problem> unbatched;
+  for (const auto& p : requested)
+    if (p.batch == 1) unbatched.push_back(p);
+  for (const Problem& p : spread_by_scale(unbatched, k_transposed_requested)) add(p.m, p.n, p.k, "layouts");
+  // Batches: ragged matrices between their smallest and largest per-matrix size, the small ones in
+  // the largest batch and the large ones in the smallest, a flat rectangle, and B broadcast. The
+  // sizes and counts of the requested batched problems; without any, 32 to 512 (at most an eighth
+  // of the largest scale) in batches of 16 to 4096, so that an unbatched tune serves batches too.
   int64_t b_lo = 0, b_hi = 0;
   double s_lo = 1e30, s_hi = 0;
-  bool broadcast_b = false;
   for (const auto& p : requested) {
     if (p.batch < 2) continue;
     b_lo = b_lo == 0 ? p.batch : std::min(b_lo, p.batch);
     b_hi = std::max(b_hi, p.batch);
     s_lo = std::min(s_lo, scale_of(p));
     s_hi = std::max(s_hi, scale_of(p));
-    broadcast_b = broadcast_b || p.stride_b == 0;
   }
-  if (b_hi > 0) {
-    const auto ragged = [](double size) { return std::clamp<int64_t>(std::llround(size * 1.09) + 3, 8, 2048); };
-    const int64_t n_lo = ragged(s_lo), n_hi = ragged(s_hi), n_mid = ragged(std::sqrt(s_lo * s_hi));
-    const int64_t b_mid = std::max<int64_t>(2, std::llround(std::sqrt(static_cast<double>(b_lo) * static_cast<double>(b_hi))));
-    add(n_lo, n_lo, n_lo, "batched", false, b_hi);
-    add(n_mid, n_mid, n_mid, "batched", false, b_mid);
-    add(n_hi, n_hi, n_hi, "batched", false, std::max<int64_t>(b_lo, 2));
-    add(2 * n_mid, 2 * n_mid, std::max<int64_t>(n_mid / 2, 8), "batched", false, b_mid);
-    if (broadcast_b) add(n_mid, n_mid, n_mid, "batched", false, b_mid, true);
+  if (b_hi == 0) {
+    b_lo = k_default_batch_lo;
+    b_hi = k_default_batch_hi;
+    s_lo = static_cast<double>(k_default_batch_size_lo);
+    s_hi = static_cast<double>(std::clamp<int64_t>(hi / 8, k_default_batch_size_lo, k_default_batch_size_hi));
+  }
+  const auto ragged = [](double size) { return std::clamp<int64_t>(std::llround(size * 1.09) + 3, 8, 2048); };
+  const int64_t n_lo = ragged(s_lo), n_hi = ragged(s_hi), n_mid = ragged(std::sqrt(s_lo * s_hi));
+  const int64_t b_mid = std::max<int64_t>(2, std::llround(std::sqrt(static_cast<double>(b_lo) * static_cast<double>(b_hi))));
+  add(n_lo, n_lo, n_lo, "batched", false, std::max<int64_t>(b_hi, 2));
+  add(n_mid, n_mid, n_mid, "batched", false, b_mid);
+  add(n_hi, n_hi, n_hi, "batched", false, std::max<int64_t>(b_lo, 2));
+  add(2 * n_mid, 2 * n_mid, std::max<int64_t>(n_mid / 2, 8), "batched", false, b_mid);
+  add(n_mid, n_mid, n_mid, "batched", false, b_mid, true);
+  return out;
+}
+
+}  // namespace
+
+std::vector<CalibrationShape> calibration_shapes(const std::vector<Problem>& problems) {
+  // Each element type the problems have, in the order of its first problem, calibrated on its own.
+  std::vector<DType> dtypes;
+  for (const Problem& p : problems)
+    if (std::find(dtypes.begin(), dtypes.end(), p.dtype) == dtypes.end()) dtypes.push_back(p.dtype);
+  std::vector<CalibrationShape> out;
+  for (const DType d : dtypes) {
+    std::vector<Problem> requested;
+    for (const Problem& p : problems)
+      if (p.dtype == d) requested.push_back(p);
+    for (auto& s : shapes_of_type(requested)) out.push_back(std::move(s));
   }
   return out;
 }

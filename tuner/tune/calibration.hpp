@@ -1,7 +1,8 @@
 // Calibration: after the requested problems are tuned, their leading kernels (and the families
-// that serve only some shapes, such as GEMV-like ones) are measured on a small set of shapes of
-// every class, so the exported dispatch's cost model (export/cost_model.hpp) is fitted on shapes
-// unlike the requested ones too. Which shapes and which kernels is decided here; run_tune measures
+// that serve only some shapes, such as GEMV-like ones), and their builds of every other layout, are
+// measured on a small set of shapes of every class, layout and batch, so the exported dispatch's
+// cost model (export/cost_model.hpp) is fitted on shapes unlike the requested ones too, and one
+// tune serves every layout and batch. Which shapes and which kernels is decided here; run_tune measures
 // them like any other problem.
 #pragma once
 
@@ -24,11 +25,14 @@ struct CalibrationShape {
   bool full_search = false;
 };
 
-/// The calibration shapes for a set of requested problems: a few per class, scaled to the range of
-/// the requested problems' sizes (their cube roots of M*N*K, kept within 64..8192), without the
-/// requested problems themselves. Deterministic: the same problems give the same shapes. Only the
-/// f32 problems count (the exported header, whose cost model this feeds, dispatches FP32 only): a
-/// run of f64 or i32 problems alone has no calibration shapes.
+/// The calibration shapes for a set of requested problems, per element type they have (each type's
+/// from its own problems): a few per class, scaled to the range of the requested problems' sizes
+/// (their cube roots of M*N*K, kept within 64..8192), without the requested problems themselves;
+/// in every layout, the requested ones first, with up to five requested shapes again in each layout
+/// not requested (class "layouts"); and strided batches in every layout (of the requested batched
+/// problems' sizes and counts, or without any, matrices of 32 to 512 in batches of 16 to 4096, one
+/// with B broadcast). The whole-space searches stay in the requested layouts. Deterministic: the
+/// same problems give the same shapes.
 std::vector<CalibrationShape> calibration_shapes(const std::vector<Problem>& requested);
 
 /// A candidate calibration measures. A leader is measured on every calibration shape, also where

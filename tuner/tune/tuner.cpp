@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -226,8 +227,7 @@ TuneSummary run_tune(Store& store, const Compiler& compiler, Measurer& measurer,
 
   if (req.calibrate && summary.stop_reason.empty() && !measurer.context_lost()) {
     std::vector<std::vector<TrialRecord>> trials;
-    for (const ProblemState& state : states)
-      if (state.problem().dtype == DType::f32) trials.push_back(state.trials());  // as calibration_shapes
+    for (const ProblemState& state : states) trials.push_back(state.trials());
     const auto absorb = [&](const TuneSummary& c) {
       summary.calibration.insert(summary.calibration.end(), c.problems.begin(), c.problems.end());
       summary.calibration_candidates = std::max(summary.calibration_candidates, c.candidates);
@@ -261,10 +261,33 @@ TuneSummary run_tune(Store& store, const Compiler& compiler, Measurer& measurer,
       if (!s.full_search) calibration.problems.push_back(s.problem);
     calibration.candidates.clear();
     calibration.ignore_applies.clear();
-    for (const CalibrationCandidate& c : calibration_candidates(trials, req.candidates, req.calibration_leaders)) {
-      calibration.candidates.push_back(req.candidates[c.index]);
-      calibration.ignore_applies.push_back(c.leader);
-    }
+    // The chosen candidates, then their builds of every other layout the shapes have: a layout
+    // nobody tuned is served by the leaders of the tuned ones, measured in it.
+    std::vector<std::string> layouts;
+    for (const auto& s : shapes)
+      if (!s.full_search && std::find(layouts.begin(), layouts.end(), s.problem.layout()) == layouts.end())
+        layouts.emplace_back(s.problem.layout());
+    Target every_layout = target;
+    every_layout.layouts.assign(std::begin(k_layout_names), std::end(k_layout_names));
+    std::set<std::string> taken;
+    const auto take = [&](const Candidate& c, bool leader) {
+      if (!taken.insert(c.id()).second) return;
+      calibration.candidates.push_back(c);
+      calibration.ignore_applies.push_back(leader);
+    };
+    const std::vector<CalibrationCandidate> chosen = calibration_candidates(trials, req.candidates, req.calibration_leaders);
+    for (const CalibrationCandidate& c : chosen) take(req.candidates[c.index], c.leader);
+    for (const CalibrationCandidate& c : chosen)
+      for (const std::string& layout : layouts)
+        if (auto variant = layout_variant(req.candidates[c.index], layout, every_layout)) take(*variant, c.leader);
+    // Shapes that none of them computes (a layout or batch no chosen family takes) are left out.
+    calibration.problems.erase(
+        std::remove_if(calibration.problems.begin(), calibration.problems.end(),
+                       [&](const Problem& p) {
+                         return std::none_of(calibration.candidates.begin(), calibration.candidates.end(),
+                                             [&](const Candidate& c) { return c.tmpl->serves(c.values, p); });
+                       }),
+        calibration.problems.end());
     if (summary.stop_reason.empty() && !measurer.context_lost() && !calibration.candidates.empty() &&
         !calibration.problems.empty()) {
       if (req.time_limit_s) calibration.time_limit_s = std::max(1.0, *req.time_limit_s - elapsed());
