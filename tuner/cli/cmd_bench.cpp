@@ -15,6 +15,7 @@
 #include "core/error.hpp"
 #include "core/stats.hpp"
 #include "cuda/device.hpp"
+#include "cuda/nvrtc_compiler.hpp"
 #include "export/dispatch.hpp"
 #include "measure/gpu_measurer.hpp"
 #include "measure/seed_bmm.hpp"
@@ -189,8 +190,31 @@ struct DispatchedKernel {
   GemmLauncher launch;
 };
 
+/// The generic default kernel `k` built with NVRTC for the device, as the header would run it: a
+/// database that never measured it (tune measures the tuned families) has no build of it.
+BinaryRecord build_generic(const ExportKernel& k, const TemplateDesc& blocktile2d, const std::string& arch) {
+  const SourceBundle bundle = blocktile2d.load_source();
+  const NvrtcCompiler compiler;
+  const CompileRequest request{k.name_expression, &bundle, arch, compiler.options(arch)};
+  CompileOutput out = compiler.compile(request);
+  if (!out.ok)
+    throw InfraError("NVRTC", "build the generic default " + k.name_expression, out.log, __FILE__, __LINE__);
+  BinaryRecord b;
+  b.template_name = k.template_name;
+  b.params = k.params;
+  b.arch = arch;
+  b.ok = true;
+  b.cubin = std::move(out.cubin);
+  b.lowered_name = std::move(out.lowered_name);
+  b.registers = out.registers;
+  b.batched = k.batched;
+  b.takes_batch_count = k.takes_batch_count;
+  return b;
+}
+
 DispatchedKernel load_dispatched(const ExportModel& model, const CallShape& call, Store& store, GpuMeasurer& measurer,
-                                 std::vector<std::unique_ptr<BinaryRecord>>& binaries) {
+                                 std::vector<std::unique_ptr<BinaryRecord>>& binaries, const TemplateDesc& blocktile2d,
+                                 const std::string& arch) {
   const Problem& p = call.problem;
   const DispatchChoice choice = choose_kernel(model, 0, call);
   if (choice.kernel < 0) throw UsageError(fmt::format("{}: {}", p.to_string(), choice.why));
@@ -199,13 +223,13 @@ DispatchedKernel load_dispatched(const ExportModel& model, const CallShape& call
   out.label = fmt::format("{}[{}]", k.template_name, k.params);
   out.why = choice.why;
   out.exact = choice.exact;
-  if (k.binary_key.empty())
-    throw UsageError(fmt::format("{}: the dispatch runs the generic default kernel ({}), which is not in the database; "
-                                 "tune this device first",
-                                 p.to_string(), choice.why));
-  auto binary = store.find_binary(k.binary_key);
-  if (!binary || !binary->ok) throw UsageError(fmt::format("the binary of {} is missing from the database", out.label));
-  binaries.push_back(std::make_unique<BinaryRecord>(std::move(*binary)));
+  if (k.binary_key.empty()) {  // a generic default this database never measured
+    binaries.push_back(std::make_unique<BinaryRecord>(build_generic(k, blocktile2d, arch)));
+  } else {
+    auto binary = store.find_binary(k.binary_key);
+    if (!binary || !binary->ok) throw UsageError(fmt::format("the binary of {} is missing from the database", out.label));
+    binaries.push_back(std::make_unique<BinaryRecord>(std::move(*binary)));
+  }
   std::string why_not;
   auto launch = measurer.kernel_launcher({binaries.back().get(), k.shape, k.requirements, out.label}, &why_not);
   if (!launch) throw UsageError(fmt::format("{}: {} cannot run here: {}", p.to_string(), out.label, why_not));
@@ -230,6 +254,7 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
   const DeviceRecord db_device = resolve_db_device(store, std::to_string(device.index));
   if (store.winners(db_device.id).empty())
     throw UsageError(fmt::format("no winners stored for {}; run cm-tune tune first", device.name));
+  const TemplateDesc blocktile2d = generic_default_template(global);
   const ExportModel model = device_export_model(store, db_device.id, global);
   std::set<DType> dtypes;
   for (const Problem& p : problems) dtypes.insert(p.dtype);
@@ -249,7 +274,7 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
     row.problem = p;
     row.peak = type_peak(device, p.dtype);
     const CallShape call = tight_call(p);
-    const DispatchedKernel winner = load_dispatched(model, call, store, measurer, binaries);
+    const DispatchedKernel winner = load_dispatched(model, call, store, measurer, binaries, blocktile2d, device.arch());
     row.winner = winner.label;
     row.dispatch_note = winner.why;
     row.tuned = winner.exact;
@@ -290,7 +315,7 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
       Problem p32 = p;
       p32.dtype = DType::f32;
       try {
-        const DispatchedKernel f32 = load_dispatched(model, tight_call(p32), store, measurer, binaries);
+        const DispatchedKernel f32 = load_dispatched(model, tight_call(p32), store, measurer, binaries, blocktile2d, device.arch());
         row.f32_kernel = f32.label;
         row.f32_tflops = tflops_of(p32, measurer.time_interleaved({f32.launch}, p32, o.rounds).at(0));
       } catch (const UsageError& e) {
