@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Markdown tables of docs/BENCHMARKS.md from the JSON that scripts/gpu/benchmarks.sh writes.
+
+Usage: bench_tables.py OUT_DIR   (prints the tables of every result file present)
+Each ratio is the exported header over cuBLAS (SGEMM, or DGEMM for f64) timed in the same run.
+"""
+import json
+import math
+import pathlib
+import sys
+
+
+def load(folder, name):
+    path = folder / f"{name}.json"
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        print(f"<!-- {path.name} is not JSON: {e} -->")
+        return None
+
+
+def geomean(values):
+    values = [v for v in values if v and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def ratio(r):
+    return r.get("header_ratio")
+
+
+def fmt(v):
+    return "-" if v is None else f"{v:.3f}x"
+
+
+def kernel_of(r):
+    k = r.get("header_kernel") or r.get("winner") or ""
+    return k.split("[")[0]
+
+
+def shape_and_layout(problem):
+    """'256x256x256:nt' -> ('256x256x256', 'nt'); the dtype suffix is dropped."""
+    parts = problem.split(":")
+    layout = next((p for p in parts[1:] if p in ("nt", "tn", "tt")), "nn")
+    return parts[0], layout
+
+
+def summary_line(values, floor):
+    values = [v for v in values if v is not None]
+    under = sum(1 for v in values if v < floor)
+    return f"geomean {fmt(geomean(values))}, minimum {fmt(min(values) if values else None)}, {under} of {len(values)} under {floor}x"
+
+
+def environment(folder, data):
+    env = (folder / "environment.txt").read_text().split("\n") if (folder / "environment.txt").exists() else []
+    commit = env[2].strip() if len(env) > 2 else "unknown"
+    return (f"{data.get('device')}, driver {data.get('driver')}, CUDA runtime {data.get('runtime')}, "
+            f"cm-tune at commit {commit}, {data.get('rounds')} interleaved rounds, L2 flushed")
+
+
+def layouts_table(folder, name, title, layouts):
+    data = load(folder, name)
+    if not data:
+        return
+    by_shape = {}
+    for r in data["rows"]:
+        shape, layout = shape_and_layout(r["problem"])
+        by_shape.setdefault(shape, {})[layout] = r
+    print(f"### {title}\n\n{environment(folder, data)}.\n")
+    print("| shape | " + " | ".join(layouts) + " | kernels (" + ", ".join(layouts) + ") |")
+    print("|---|" + "---|" * len(layouts) + "---|")
+    for shape, rows in by_shape.items():
+        cells = []
+        for layout in layouts:
+            r = rows.get(layout)
+            cells.append("-" if not r else fmt(ratio(r)) + ("" if r.get("tuned") else " \\*")
+                         + ("" if r.get("header_valid", True) else " INVALID"))
+        kernels = ", ".join(kernel_of(rows[l]) if l in rows else "-" for l in layouts)
+        print(f"| {shape} | " + " | ".join(cells) + f" | {kernels} |")
+    print()
+    for layout in layouts:
+        values = [ratio(rows[layout]) for rows in by_shape.values() if layout in rows]
+        print(f"- **{layout}**: {summary_line(values, 0.8)}")
+    print("\n\\* not tuned: the cost model chose the kernel.\n")
+
+
+def rows_table(folder, name, title, floor=0.8):
+    data = load(folder, name)
+    if not data:
+        return
+    print(f"### {title}\n\n{environment(folder, data)}.\n")
+    print("| call | header / cuBLAS | header TF/s | cuBLAS TF/s | kernel |")
+    print("|---|---|---|---|---|")
+    for r in data["rows"]:
+        mark = "" if r.get("tuned") else " \\*"
+        invalid = "" if r.get("header_valid", True) else " INVALID"
+        print(f"| {r['problem']}{mark} | {fmt(ratio(r))}{invalid} | {r.get('header_tflops') or 0:.2f} | "
+              f"{r.get('cublas_tflops') or 0:.2f} | `{r.get('header_kernel') or r.get('winner')}` |")
+    print(f"\n{summary_line([ratio(r) for r in data['rows']], floor)}.\n\n\\* not tuned: the cost model chose the kernel.\n")
+
+
+def tune_times(folder):
+    for name, what in (("readme-time", "the README's main command (`tune --device 0 --sizes 256..4096`)"),
+                       ("f64-time", "`tune --device 0 --sizes 256..4096 --dtype f64`")):
+        t = load(folder, name)
+        if t:
+            warm = f", warm rerun {t['warm_seconds']} s" if "warm_seconds" in t else ""
+            print(f"- {what}: cold {t['cold_seconds']} s{warm} (exit {t['rc']})")
+    print()
+
+
+def main():
+    folder = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "bench-out")
+    print("## Tuning time\n")
+    tune_times(folder)
+    layouts_table(folder, "public-layouts", "README header, public suite, every layout", ["nn", "nt", "tn", "tt"])
+    rows_table(folder, "public-batched", "README header, public batched suite")
+    rows_table(folder, "squares", "README header, the tuned sizes", floor=0.95)
+    layouts_table(folder, "public-f64", "`--dtype f64` header against DGEMM, public suite", ["nn", "nt"])
+
+
+if __name__ == "__main__":
+    main()

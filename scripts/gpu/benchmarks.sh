@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Reproduces every table of docs/BENCHMARKS.md on the GPU machine, with a build/ made elsewhere and
+# carried there (scripts/gpu/stage_for_device.sh). Writes the raw results (JSON) and the tables
+# (tables.md, by scripts/gpu/bench_tables.py) under $OUT (default ./bench-out).
+# Usage: scripts/gpu/benchmarks.sh [phase...]   (default: all of them, in this order)
+#   readme    the README's main command, cold, into $CMTUNE_BENCH_DB (deleted first), timed; then the
+#             same command again (warm), and export of the header
+#   layouts   the header against cuBLAS on the public suite in each of nn, nt, tn and tt
+#   batched   the header against cuBLAS on the public batched suite
+#   squares   the header against cuBLAS on the README's tuned sizes
+#   f64       `tune --sizes 256..4096 --dtype f64` into its own database, export, and the header
+#             against DGEMM on the public suite as f64, nn and nt
+#   tables    the markdown tables of every JSON present
+# The phases may run in separate calls of a machine that stays up: they share /tmp. The public
+# suites are read from $CMTUNE_SHAPES_DIR (default ../shared/shapes); CMTUNE_COMMIT names the commit
+# where the tree carries no .git.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+out="${OUT:-$root/bench-out}"
+mkdir -p "$out"
+bin="$root/build/cm-tune"
+db="${CMTUNE_BENCH_DB:-/tmp/cm-tune-bench.db}"
+db64="${db%.db}-f64.db"
+shapes="${CMTUNE_SHAPES_DIR:-$root/../shared/shapes}"
+rounds="${CMTUNE_ROUNDS:-50}"
+phases=("$@")
+[ ${#phases[@]} -gt 0 ] || phases=(readme layouts batched squares f64 tables)
+export PATH=/usr/local/cuda/bin:$PATH
+
+log() { echo "=== $(date +%H:%M:%S) $*"; }
+{
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  "$bin" --version
+  echo "${CMTUNE_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+} > "$out/environment.txt" 2>&1
+
+header() { # the exported header of a database, built once per database
+  local from="$1" to="$2"
+  [ -f "$to" ] || "$bin" --db "$from" export --out "$to" | tee -a "$out/export.txt"
+}
+
+bench() { # NAME DB HEADER ARGS...: cm-tune bench --json into $out/NAME.json
+  local name="$1" from="$2" hdr="$3"
+  shift 3
+  log "bench $name: $*"
+  "$bin" --db "$from" --quiet bench --device 0 --header "$hdr" --rounds "$rounds" --json "$@" \
+    > "$out/$name.json" 2> "$out/$name.err"
+  echo "bench $name rc=$?"
+  tail -2 "$out/$name.err"
+}
+
+for phase in "${phases[@]}"; do
+  case "$phase" in
+    readme)
+      log "README command, cold"
+      rm -f "$db"* /tmp/cm-tune-bench.cuh
+      SECONDS=0
+      "$bin" --db "$db" --log-file "$out/readme-tune.log" tune --device 0 --sizes 256..4096 --json \
+        > "$out/readme-tune.json" 2> "$out/readme-tune.err"
+      rc=$?
+      echo "{\"cold_seconds\": $SECONDS, \"rc\": $rc}" > "$out/readme-time.json"
+      log "README command, warm"
+      SECONDS=0
+      "$bin" --db "$db" tune --device 0 --sizes 256..4096 > /dev/null 2>&1
+      echo "{\"cold_seconds\": $(python3 -c "import json;print(json.load(open('$out/readme-time.json'))['cold_seconds'])"), \"warm_seconds\": $SECONDS, \"rc\": $rc}" \
+        > "$out/readme-time.json"
+      cat "$out/readme-time.json"
+      header "$db" /tmp/cm-tune-bench.cuh
+      cp /tmp/cm-tune-bench.cuh "$out/tuned_sgemm.cuh"
+      ;;
+    layouts)
+      header "$db" /tmp/cm-tune-bench.cuh
+      bench public-layouts "$db" /tmp/cm-tune-bench.cuh --sizes "@$shapes/public.txt" --layout all
+      ;;
+    batched)
+      header "$db" /tmp/cm-tune-bench.cuh
+      bench public-batched "$db" /tmp/cm-tune-bench.cuh --sizes "@$shapes/public-batched.txt"
+      ;;
+    squares)
+      header "$db" /tmp/cm-tune-bench.cuh
+      bench squares "$db" /tmp/cm-tune-bench.cuh --sizes 256..4096
+      ;;
+    f64)
+      log "tune --sizes 256..4096 --dtype f64, cold"
+      rm -f "$db64"* /tmp/cm-tune-bench-f64.cuh
+      SECONDS=0
+      "$bin" --db "$db64" --log-file "$out/f64-tune.log" tune --device 0 --sizes 256..4096 --dtype f64 --json \
+        > "$out/f64-tune.json" 2> "$out/f64-tune.err"
+      echo "{\"cold_seconds\": $SECONDS, \"rc\": $?}" > "$out/f64-time.json"
+      header "$db64" /tmp/cm-tune-bench-f64.cuh
+      bench public-f64 "$db64" /tmp/cm-tune-bench-f64.cuh --sizes "@$shapes/public.txt" --dtype f64 --layout nn,nt
+      ;;
+    tables)
+      python3 "$root/scripts/gpu/bench_tables.py" "$out" | tee "$out/tables.md"
+      ;;
+    *)
+      echo "unknown phase $phase" >&2
+      exit 2
+      ;;
+  esac
+done
