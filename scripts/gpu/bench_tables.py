@@ -52,11 +52,20 @@ def summary_line(values, floor):
     return f"geomean {fmt(geomean(values))}, minimum {fmt(min(values) if values else None)}, {under} of {len(values)} under {floor}x"
 
 
+def cuda_version(v):
+    """13000 -> '13.0'."""
+    return f"{v // 1000}.{v % 1000 // 10}" if isinstance(v, int) else str(v)
+
+
 def environment(folder, data):
+    """The device, its driver (nvidia-smi's), CUDA, the commit and how the figures were taken."""
     env = (folder / "environment.txt").read_text().split("\n") if (folder / "environment.txt").exists() else []
+    smi = env[0].split(",") if env else []
+    driver = smi[1].strip() if len(smi) > 1 else cuda_version(data.get("driver"))
     commit = env[2].strip() if len(env) > 2 else "unknown"
-    return (f"{data.get('device')}, driver {data.get('driver')}, CUDA runtime {data.get('runtime')}, "
-            f"cm-tune at commit {commit}, {data.get('rounds')} interleaved rounds, L2 flushed")
+    return (f"{data.get('device')}, driver {driver}, CUDA {cuda_version(data.get('runtime'))}, "
+            f"cm-tune at commit {commit}; the header built by nvcc and called through its dispatch, against "
+            f"cuBLAS timed in the same run (TF32 off), {data.get('rounds')} interleaved rounds, L2 flushed")
 
 
 def layouts_table(folder, name, title, layouts):

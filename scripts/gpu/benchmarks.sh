@@ -39,6 +39,15 @@ header() { # the exported header of a database, built once per database
   [ -f "$to" ] || "$bin" --db "$from" export --out "$to" | tee -a "$out/export.txt"
 }
 
+save_without_cubins() { # DB OUT: a copy without the compile cache's cubins (small enough to bring back), gzipped
+  python3 - "$1" "$2" <<'PY'
+import sqlite3, sys
+src = sqlite3.connect(sys.argv[1]); dst = sqlite3.connect(sys.argv[2]); src.backup(dst)
+dst.execute("update binaries set cubin = x''"); dst.commit(); dst.execute("vacuum"); dst.close()
+PY
+  gzip -f "$2"
+}
+
 bench() { # NAME DB HEADER ARGS...: cm-tune bench --json into $out/NAME.json
   local name="$1" from="$2" hdr="$3"
   shift 3
@@ -61,12 +70,13 @@ for phase in "${phases[@]}"; do
       echo "{\"cold_seconds\": $SECONDS, \"rc\": $rc}" > "$out/readme-time.json"
       log "README command, warm"
       SECONDS=0
-      "$bin" --db "$db" tune --device 0 --sizes 256..4096 > /dev/null 2>&1
+      "$bin" --db "$db" tune --device 0 --sizes 256..4096 > "$out/readme-tune-warm.txt" 2>&1
       echo "{\"cold_seconds\": $(python3 -c "import json;print(json.load(open('$out/readme-time.json'))['cold_seconds'])"), \"warm_seconds\": $SECONDS, \"rc\": $rc}" \
         > "$out/readme-time.json"
       cat "$out/readme-time.json"
       header "$db" /tmp/cm-tune-bench.cuh
       cp /tmp/cm-tune-bench.cuh "$out/tuned_sgemm.cuh"
+      save_without_cubins "$db" "$out/readme-nocubins.db"
       ;;
     layouts)
       header "$db" /tmp/cm-tune-bench.cuh
@@ -88,6 +98,7 @@ for phase in "${phases[@]}"; do
         > "$out/f64-tune.json" 2> "$out/f64-tune.err"
       echo "{\"cold_seconds\": $SECONDS, \"rc\": $?}" > "$out/f64-time.json"
       header "$db64" /tmp/cm-tune-bench-f64.cuh
+      save_without_cubins "$db64" "$out/f64-nocubins.db"
       bench public-f64 "$db64" /tmp/cm-tune-bench-f64.cuh --sizes "@$shapes/public.txt" --dtype f64 --layout nn,nt
       ;;
     tables)

@@ -266,6 +266,23 @@ TEST_F(TunerResume, AppliesLimitsAFamilyAndCalibrationMeasuresLeadersOnItsShapes
   EXPECT_EQ(again.measured, 0);
 }
 
+// A family's candidates are calibrated as shape-specific only when they do not apply to some
+// requested problem: one that applies to every requested problem was measured on them already.
+TEST_F(TunerResume, CalibrationTakesOnlyCandidatesThatSomeRequestedShapeLeavesOut) {
+  const auto desc = m_dir / "templates" / "coalesced.toml";
+  const std::string text = "applies = \"M <= 64\"\n" + test::read_file(desc);
+  std::ofstream(desc, std::ios::trunc) << text;
+  m_templates = load_templates({m_dir / "templates"});
+  const TuneRequest r = request();
+  const auto coalesced = [&](const std::vector<CalibrationCandidate>& chosen) {
+    int n = 0;
+    for (const auto& c : chosen) n += r.candidates[c.index].tmpl->name == "coalesced" && !c.leader;
+    return n;
+  };
+  EXPECT_EQ(coalesced(calibration_candidates({}, r.candidates, 1, {Problem{64, 64, 64}}, test::sm90())), 0);
+  EXPECT_EQ(coalesced(calibration_candidates({}, r.candidates, 1, {Problem{64, 64, 64}, Problem{100, 50, 30}}, test::sm90())), 2);
+}
+
 // f64 and i32 problems through the whole pipeline with the typed generic default (real NVRTC
 // builds of each type): f64 against cuBLAS DGEMM as f32 against SGEMM; i32 without a baseline, so
 // no cuBLAS call, no baseline row, no ratio (NULL in trials, 0 in winners), winners by time.

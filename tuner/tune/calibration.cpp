@@ -161,7 +161,8 @@ std::vector<CalibrationShape> calibration_shapes(const std::vector<Problem>& pro
 }
 
 std::vector<CalibrationCandidate> calibration_candidates(const std::vector<std::vector<TrialRecord>>& trials_per_problem,
-                                                         const std::vector<Candidate>& candidates, int leaders) {
+                                                         const std::vector<Candidate>& candidates, int leaders,
+                                                         const std::vector<Problem>& requested, const Target& target) {
   std::map<std::string, size_t> by_id;
   for (size_t i = 0; i < candidates.size(); ++i) by_id.emplace(candidates[i].id(), i);
   std::map<size_t, bool> chosen;  // index -> leader
@@ -174,8 +175,14 @@ std::vector<CalibrationCandidate> calibration_candidates(const std::vector<std::
     const auto portable = std::find_if(ranked.begin(), ranked.end(), [](const auto& t) { return t.requirements.none(); });
     if (portable != ranked.end()) take(*portable);
   }
-  for (size_t i = 0; i < candidates.size(); ++i)
-    if (candidates[i].tmpl && candidates[i].tmpl->applies) chosen.emplace(i, false);
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const Candidate& c = candidates[i];
+    if (!c.tmpl || !c.tmpl->applies) continue;
+    const bool shape_specific = std::any_of(requested.begin(), requested.end(), [&](const Problem& p) {
+      return c.tmpl->serves(c.values, p) && !c.tmpl->applies_to(c.values, target, p);
+    });
+    if (shape_specific) chosen.emplace(i, false);
+  }
   std::vector<CalibrationCandidate> out;
   for (const auto& [index, leader] : chosen) out.push_back({index, leader});
   return out;

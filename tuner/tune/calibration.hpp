@@ -12,6 +12,7 @@
 
 #include "core/types.hpp"
 #include "space/space.hpp"
+#include "space/target.hpp"
 #include "store/records.hpp"
 
 namespace cmt {
@@ -45,9 +46,12 @@ struct CalibrationCandidate {
 
 /// Which candidates calibration measures: of each requested problem's passing trials, the
 /// `leaders` best (tune/ranking.hpp) and the best without input requirements (leaders); and every
-/// candidate of a family that declares `applies` (it serves only some shapes, and is measured
-/// where it applies). Sorted by index, each once.
+/// shape-specific candidate: of a family that declares `applies`, one that does not apply to some
+/// requested problem (it serves only some shapes, and is measured where it applies; a candidate
+/// that applies to every requested problem was measured on them, and leads or not as any other).
+/// Sorted by index, each once.
 std::vector<CalibrationCandidate> calibration_candidates(const std::vector<std::vector<TrialRecord>>& trials_per_problem,
-                                                         const std::vector<Candidate>& candidates, int leaders);
+                                                         const std::vector<Candidate>& candidates, int leaders,
+                                                         const std::vector<Problem>& requested, const Target& target);
 
 }  // namespace cmt

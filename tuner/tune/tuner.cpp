@@ -275,7 +275,7 @@ TuneSummary run_tune(Store& store, const Compiler& compiler, Measurer& measurer,
       calibration.candidates.push_back(c);
       calibration.ignore_applies.push_back(leader);
     };
-    const std::vector<CalibrationCandidate> chosen = calibration_candidates(trials, req.candidates, req.calibration_leaders);
+    const std::vector<CalibrationCandidate> chosen = calibration_candidates(trials, req.candidates, req.calibration_leaders, req.problems, target);
     for (const CalibrationCandidate& c : chosen) take(req.candidates[c.index], c.leader);
     for (const CalibrationCandidate& c : chosen)
       for (const std::string& layout : layouts)
