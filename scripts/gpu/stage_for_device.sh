@@ -7,7 +7,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 rm -rf "$root/.devstage"
 cd "$root/build"
-find . -type f ! -name '*.o' ! -name '*.a' ! -name '*.d' ! -path '*/CMakeFiles/*' | while read -r f; do
+find . -type f ! -name '*.o' ! -name '*.a' ! -name '*.d' ! -path '*/CMakeFiles/*' ! -path './test-cache/*' | while read -r f; do
   mkdir -p "$root/.devstage/build/$(dirname "$f")"
   cp -p "$f" "$root/.devstage/build/$f"
 done

@@ -473,19 +473,22 @@ TEST(Calibration, AnUnbatchedTuneCalibratesBatchesOfEveryLayoutWithBOnceBroadcas
     if (s.shape_class == "batched") batched[std::string(s.problem.layout())].push_back(s.problem);
   ASSERT_EQ(batched.size(), 4u);
   for (const auto& [layout, problems] : batched) {
-    ASSERT_EQ(problems.size(), 5u) << layout;
+    ASSERT_EQ(problems.size(), 7u) << layout;
     EXPECT_EQ(problems[0].batch, 4096) << "the smallest matrices in the largest batch";
-    EXPECT_LT(problems[0].m, 64);
-    EXPECT_EQ(problems[2].batch, 16);
-    EXPECT_EQ(problems[2].m, 561) << "512 (an eighth of 4096), ragged";
-    EXPECT_EQ(problems[4].stride_b, 0) << "B broadcast";
+    EXPECT_EQ(problems[0].m, 38) << "32, ragged";
+    EXPECT_EQ(problems[1].m, 32) << "and aligned";
+    EXPECT_EQ(problems[3].batch, 16);
+    EXPECT_EQ(problems[3].m, 561) << "512 (an eighth of 4096), ragged";
+    EXPECT_EQ(problems[4].m, 512) << "and aligned";
+    EXPECT_EQ(problems[6].stride_b, 0) << "B broadcast";
+    EXPECT_EQ(std::count_if(problems.begin(), problems.end(), [](const Problem& p) { return p.m % 16 == 0; }), 4);
   }
   // The largest batched matrix follows the requested scale: an eighth of it, at least 32.
   std::vector<Problem> small;
   for (const auto& s : calibration_shapes({{64, 64, 64}}))
     if (s.shape_class == "batched" && s.problem.layout() == "nn") small.push_back(s.problem);
-  ASSERT_EQ(small.size(), 5u);
-  EXPECT_EQ(small[2].m, 38) << "32, ragged";
+  ASSERT_EQ(small.size(), 7u);
+  EXPECT_EQ(small[3].m, 38) << "32, ragged";
 }
 
 TEST(Calibration, BatchedProblemsGetRaggedBatchesOfTheirSizesAndCounts) {
@@ -502,17 +505,19 @@ TEST(Calibration, BatchedProblemsGetRaggedBatchesOfTheirSizesAndCounts) {
     EXPECT_GE(s.problem.batch, 2);
     batched.push_back(s.problem);
   }
-  // 32x32x64 has the scale of a 40^3 cube: the smallest matrices are ragged ~47^3 in the largest
-  // batch; the largest (512^3) ragged ~561^3 in the smallest batch; and B broadcast once.
-  ASSERT_EQ(batched.size(), 5u);
+  // 32x32x64 has the scale of a 40^3 cube: the smallest matrices are ragged ~47^3 (and aligned 48^3)
+  // in the largest batch; the largest (512^3) ragged ~561^3 (and aligned 512^3) in the smallest
+  // batch; and B broadcast once.
+  ASSERT_EQ(batched.size(), 7u);
   EXPECT_EQ(batched[0].batch, 16384);
   EXPECT_LT(batched[0].m, 64);
   EXPECT_NE(batched[0].m % 16, 0) << "ragged";
-  EXPECT_EQ(batched[2].batch, 16);
-  EXPECT_GT(batched[2].m, 512);
-  EXPECT_EQ(batched[4].stride_b, 0);
+  EXPECT_EQ(batched[1].m % 16, 0) << "aligned";
+  EXPECT_EQ(batched[3].batch, 16);
+  EXPECT_GT(batched[3].m, 512);
+  EXPECT_EQ(batched[6].stride_b, 0);
   EXPECT_EQ(std::count_if(batched.begin(), batched.end(), [](const Problem& p) { return p.stride_b == 0; }), 1);
-  EXPECT_EQ(stride_problem(batched[4]), "");
+  EXPECT_EQ(stride_problem(batched[6]), "");
 }
 
 // Each type is calibrated on its own: its shapes follow its own problems' scales, in its own type.

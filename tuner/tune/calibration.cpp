@@ -132,14 +132,21 @@ std::vector<CalibrationShape> shapes_of_type(const std::vector<Problem>& request
     s_lo = static_cast<double>(k_default_batch_size_lo);
     s_hi = static_cast<double>(std::clamp<int64_t>(hi / 8, k_default_batch_size_lo, k_default_batch_size_hi));
   }
+  // Ragged sizes (off every multiple of 4) and aligned ones (multiples of 16): kernels that read 16
+  // bytes at a time run only on the aligned, and need batched measurements as much as the others.
   const auto ragged = [](double size) { return std::clamp<int64_t>(std::llround(size * 1.09) + 3, 8, 2048); };
-  const int64_t n_lo = ragged(s_lo), n_hi = ragged(s_hi), n_mid = ragged(std::sqrt(s_lo * s_hi));
+  const auto aligned = [](double size) { return std::clamp<int64_t>(round16(size), 16, 2048); };
+  const double s_mid = std::sqrt(s_lo * s_hi);
   const int64_t b_mid = std::max<int64_t>(2, std::llround(std::sqrt(static_cast<double>(b_lo) * static_cast<double>(b_hi))));
-  add(n_lo, n_lo, n_lo, "batched", false, std::max<int64_t>(b_hi, 2));
-  add(n_mid, n_mid, n_mid, "batched", false, b_mid);
-  add(n_hi, n_hi, n_hi, "batched", false, std::max<int64_t>(b_lo, 2));
-  add(2 * n_mid, 2 * n_mid, std::max<int64_t>(n_mid / 2, 8), "batched", false, b_mid);
-  add(n_mid, n_mid, n_mid, "batched", false, b_mid, true);
+  b_hi = std::max<int64_t>(b_hi, 2);
+  b_lo = std::max<int64_t>(b_lo, 2);
+  add(ragged(s_lo), ragged(s_lo), ragged(s_lo), "batched", false, b_hi);
+  add(aligned(s_lo), aligned(s_lo), aligned(s_lo), "batched", false, b_hi);
+  add(ragged(s_mid), ragged(s_mid), ragged(s_mid), "batched", false, b_mid);
+  add(ragged(s_hi), ragged(s_hi), ragged(s_hi), "batched", false, b_lo);
+  add(aligned(s_hi), aligned(s_hi), aligned(s_hi), "batched", false, b_lo);
+  add(aligned(2 * s_mid), aligned(2 * s_mid), aligned(s_mid / 2), "batched", false, b_mid);
+  add(aligned(s_mid), aligned(s_mid), aligned(s_mid), "batched", false, b_mid, true);
   return out;
 }
 

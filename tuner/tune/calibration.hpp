@@ -31,8 +31,8 @@ struct CalibrationShape {
 /// (their cube roots of M*N*K, kept within 64..8192), without the requested problems themselves;
 /// in every layout, the requested ones first, with up to five requested shapes again in each layout
 /// not requested (class "layouts"); and strided batches in every layout (of the requested batched
-/// problems' sizes and counts, or without any, matrices of 32 to 512 in batches of 16 to 4096, one
-/// with B broadcast). The whole-space searches stay in the requested layouts. Deterministic: the
+/// problems' sizes and counts, or without any, matrices of 32 to 512 in batches of 16 to 4096;
+/// ragged and aligned sizes, one with B broadcast). The whole-space searches stay in the requested layouts. Deterministic: the
 /// same problems give the same shapes.
 std::vector<CalibrationShape> calibration_shapes(const std::vector<Problem>& requested);
 
