@@ -35,8 +35,13 @@ def fmt(v):
 
 
 def kernel_of(r):
-    k = r.get("header_kernel") or r.get("winner") or ""
-    return k.split("[")[0]
+    """The family the header ran, with its slice count when it split K."""
+    k = (r.get("header_kernel") or r.get("winner") or "").split("[")[0]
+    return f"{k} (K/{r['splits']})" if r.get("splits", 1) > 1 else k
+
+
+def split_note(r):
+    return f" in {r['splits']} slices of K" if r.get("splits", 1) > 1 else ""
 
 
 def shape_and_layout(problem):
@@ -105,7 +110,8 @@ def rows_table(folder, name, title, floor=0.8):
         mark = "" if r.get("tuned") else " \\*"
         invalid = "" if r.get("header_valid", True) else " INVALID"
         print(f"| {r['problem']}{mark} | {fmt(ratio(r))}{invalid} | {r.get('header_tflops') or 0:.2f} | "
-              f"{r.get('cublas_tflops') or 0:.2f} | `{r.get('header_kernel') or r.get('winner')}` |")
+              f"{r.get('cublas_tflops') or 0:.2f} | `{r.get('header_kernel') or r.get('winner')}`"
+              f"{split_note(r)} |")
     print(f"\n{summary_line([ratio(r) for r in data['rows']], floor)}.\n\n\\* not tuned: the cost model chose the kernel.\n")
 
 

@@ -379,6 +379,112 @@ void check_operands(Context& ctx, Size s, tuned::Op op_a, tuned::Op op_b, int ba
                      static_cast<size_t>(stride_c));
 }
 
+// ---------------------------------------------------------------------------------------------
+// Split K: the header's path for a long K over few tiles (detail::launch_split), forced on each
+// batched kernel of every layout, so it is checked whatever this device's dispatch chooses
+// ---------------------------------------------------------------------------------------------
+
+/// One split-K call, launched on a stream and checked later (two may run at once).
+struct SplitCall {
+  Size s;
+  tuned::Op op_a, op_b;
+  int kernel, splits, lda, ldb, ldc, offset;
+  float alpha, beta;
+  bool c_nan;
+  DeviceBuffer a, b, c0, ours, ref, abs_a, abs_b, abs_ab;
+  cudaError_t status = cudaSuccess;
+
+  SplitCall(Size size, tuned::Op oa, tuned::Op ob, int k, int n_splits, int pad, int off, float al, float be, bool nan,
+            uint64_t seed)
+      : s(size), op_a(oa), op_b(ob), kernel(k), splits(n_splits),
+        lda((oa == tuned::Op::T ? size.m : size.k) + pad), ldb((ob == tuned::Op::T ? size.k : size.n) + pad),
+        ldc(size.n + pad), offset(off), alpha(al), beta(be), c_nan(nan),
+        a(off + static_cast<size_t>(oa == tuned::Op::T ? size.k : size.m) * lda),
+        b(off + static_cast<size_t>(ob == tuned::Op::T ? size.n : size.k) * ldb),
+        c0(off + static_cast<size_t>(size.m) * ldc + 256), ours(c0.n), ref(c0.n), abs_a(a.n), abs_b(b.n),
+        abs_ab(static_cast<size_t>(size.m) * size.n) {
+    random_fill(a, seed);
+    random_fill(b, seed + 1);
+    if (c_nan)
+      CHECK_CUDA(cudaMemset(c0.p, 0xff, c0.n * sizeof(float)));
+    else
+      random_fill(c0, seed + 2);
+    copy(ours, c0);
+    copy(ref, c0);
+    CHECK_CUDA(cudaDeviceSynchronize());
+  }
+  int layout() const { return (op_a == tuned::Op::T ? 2 : 0) + (op_b == tuned::Op::T ? 1 : 0); }
+  void launch(cudaStream_t stream) {
+    status = tuned::detail::launch_split<float>(kernel, splits, layout(), s.m, s.n, s.k, alpha, a.p + offset, lda,
+                                                b.p + offset, ldb, beta, ours.p + offset, ldc, stream);
+  }
+  void check(Context& ctx, const std::string& name) {
+    CheckRecord r{name, s, lda, ldb, ldc, offset, alpha, beta,
+                  std::string(tuned::detail::k_kernels[kernel].name) + " in " + std::to_string(splits) + " slices",
+                  0, 0, 0, "", false};
+    if (status != cudaSuccess) r.error = std::string("launch_split returned ") + cudaGetErrorName(status);
+    CHECK_CUBLAS(cublasSgemm(ctx.cublas, cublas_op(op_b), cublas_op(op_a), s.n, s.m, s.k, &alpha, b.p + offset, ldb,
+                             a.p + offset, lda, &beta, ref.p + offset, ldc));
+    abs_copy<<<k_blocks, k_threads>>>(a.p, abs_a.p, a.n);
+    abs_copy<<<k_blocks, k_threads>>>(b.p, abs_b.p, b.n);
+    CHECK_CUDA(cudaGetLastError());
+    const float one = 1.0f, zero = 0.0f;
+    CHECK_CUBLAS(cublasSgemm(ctx.cublas, cublas_op(op_b), cublas_op(op_a), s.n, s.m, s.k, &one, abs_b.p + offset, ldb,
+                             abs_a.p + offset, lda, &zero, abs_ab.p, s.n));
+    compare_and_report(ctx, r, ours.p, ref.p, c0.p, abs_ab.p, c0.n, static_cast<size_t>(offset), s, ldc, alpha, beta);
+  }
+};
+
+/// Whether the slices of a split call may run a kernel, as the dispatch decides it.
+bool split_usable(const SplitCall& c, int kernel) {
+  const tuned::detail::Call call = tuned::detail::make_call(c.op_a, c.op_b, c.s.m, c.s.n, c.s.k, c.a.p + c.offset, c.lda,
+                                                            0, c.b.p + c.offset, c.ldb, 0, c.ours.p + c.offset, c.ldc,
+                                                            0, 1);
+  return tuned::detail::k_kernels[kernel].dtype == 0 && tuned::detail::SliceRequirements{call}(kernel, c.splits);
+}
+
+/// Per layout, up to three batched f32 kernels (the first ones the slices may run): beta = 0 over
+/// NaN with wide leading dimensions, M = 1, N = 1, offset pointers; and two calls on two streams at
+/// once, each with its own workspace.
+void check_split_k(Context& ctx, uint64_t seed) {
+  cudaStream_t streams[2];
+  for (auto& st : streams) CHECK_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  for (const tuned::Op op_a : {tuned::Op::N, tuned::Op::T})
+    for (const tuned::Op op_b : {tuned::Op::N, tuned::Op::T}) {
+      int tried = 0;
+      for (int k = 0; k < tuned::detail::k_kernel_count && tried < 3; ++k) {
+        SplitCall probe({196, 132, 1024}, op_a, op_b, k, 4, 4, 0, 1.0f, 0.0f, true, seed += 7);
+        if (!split_usable(probe, k)) continue;
+        ++tried;
+        const std::string layout = layout_text(op_a, op_b);
+        probe.launch(0);
+        CHECK_CUDA(cudaDeviceSynchronize());
+        probe.check(ctx, "split-" + layout + "-nan");
+        SplitCall row({1, 77, 512}, op_a, op_b, k, 2, 0, 0, 0.75f, -1.25f, false, seed += 7);
+        SplitCall column({65, 1, 768}, op_a, op_b, k, 2, 1, 0, 1.25f, 0.5f, false, seed += 7);
+        SplitCall offset({130, 67, 2048}, op_a, op_b, k, 8, 0, 1, 1.0f, 1.0f, false, seed += 7);
+        for (SplitCall* c : {&row, &column, &offset}) {
+          if (!split_usable(*c, k)) continue;
+          c->launch(0);
+          CHECK_CUDA(cudaDeviceSynchronize());
+          c->check(ctx, "split-" + layout + (c == &row ? "-m1" : c == &column ? "-n1" : "-offset"));
+        }
+        // Two streams at once, each call with its own workspace.
+        SplitCall first({256, 192, 4096}, op_a, op_b, k, 16, 0, 0, 1.0f, 0.0f, true, seed += 7);
+        SplitCall second({160, 224, 2048}, op_a, op_b, k, 8, 2, 0, 0.5f, 2.0f, false, seed += 7);
+        if (split_usable(first, k) && split_usable(second, k)) {
+          first.launch(streams[0]);
+          second.launch(streams[1]);
+          CHECK_CUDA(cudaDeviceSynchronize());
+          first.check(ctx, "split-" + layout + "-stream0");
+          second.check(ctx, "split-" + layout + "-stream1");
+        }
+      }
+      if (tried == 0) std::printf("  (no batched f32 %s kernel in this header: nothing to split)\n", layout_text(op_a, op_b));
+    }
+  for (auto& st : streams) CHECK_CUDA(cudaStreamDestroy(st));
+}
+
 /// Every layout, unbatched and in batches (packed, A broadcast, B broadcast), beta = 0 over NaN and
 /// alpha/beta over random C, leading dimensions wider than the matrices, and the column-major entry.
 void check_layouts(Context& ctx, Size s, uint64_t seed) {
@@ -956,6 +1062,10 @@ int main(int argc, char** argv) {
       if (!check_tuned_batch(ctx, p, seed += 100))
         std::printf("  skipped %dx%dx%d*%d: its buffers would pass 2^27 floats\n", p.m, p.n, p.k, p.batch);
   }
+
+  std::printf("\nsplit K (a batch of K slices into a stream-ordered workspace, then their sum), forced on batched "
+              "kernels:\n");
+  check_split_k(ctx, seed += 100);
 
   std::printf("\ndgemm and igemm against a CPU reference (f64: 2(K+4)2^-53(|alpha||A||B| + |beta||C0|); i32: exact, "
               "wrapping mod 2^32):\n");

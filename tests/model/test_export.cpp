@@ -987,6 +987,37 @@ TEST(DispatchChoice, TunedProblemsRunTheirMeasuredWinner) {
   EXPECT_EQ(chosen(model, call), "generic");
 }
 
+// Split K: a long K over few tiles runs as a strided batch of K slices and their sum when that is
+// predicted faster than the best unsplit kernel, which leaves SMs idle.
+TEST(DispatchChoice, LongKOverFewTilesSplitsKIntoABatchOfSlices) {
+  ExportModel model = sample_model();
+  for (auto& k : model.kernels) k.batched = true;
+  model.devices[0].bytes_per_us = 2.5e6;
+  // 256x256x8192: unsplit, small runs 16 blocks on 100 SMs: 3 + 0.4 * 4096 * 8192 / 1e6 = 16.4 us.
+  // In 4 slices of 2048: 64 blocks, 3 + 0.4 * 4096 * 2048 / 1e6 = 6.36 us, and the sum reads 4
+  // slices and C and writes C: 3 + 256 * 256 * 4 * 6 / 2.5e6 = 3.63 us; 9.99 us in all, the least of
+  // 2..32 slices (2: 13.1 us, 8: 10.4, 16: 10.4, 32: 12.1).
+  DispatchChoice c = choose_kernel(model, 0, tight_call({256, 256, 8192}));
+  EXPECT_EQ(c.splits, 4);
+  EXPECT_EQ(model.kernels[static_cast<size_t>(c.kernel)].name_expression, "small");
+  ASSERT_TRUE(c.predicted_us);
+  EXPECT_NEAR(*c.predicted_us, 3 + 0.4 * 4096 * 2048 / 1e6 + 3 + 256.0 * 256 * 4 * 6 / 2.5e6, 1e-9);
+  EXPECT_NE(c.why.find("K split into 4 slices of 2048"), std::string::npos) << c.why;
+  // Not split: K not a multiple of a slice count, a batch, many tiles, no bandwidth, or unbatched kernels.
+  EXPECT_EQ(choose_kernel(model, 0, tight_call({256, 256, 8191})).splits, 1);
+  EXPECT_EQ(choose_kernel(model, 0, tight_call(Problem::make(256, 256, 8192, false, false, 2))).splits, 1);
+  EXPECT_EQ(choose_kernel(model, 0, tight_call({4096, 4096, 8192})).splits, 1);
+  ExportModel no_bandwidth = model;
+  no_bandwidth.devices[0].bytes_per_us = 0;
+  EXPECT_EQ(choose_kernel(no_bandwidth, 0, tight_call({256, 256, 8192})).splits, 1);
+  ExportModel unbatched = sample_model();
+  unbatched.devices[0].bytes_per_us = 2.5e6;
+  EXPECT_EQ(choose_kernel(unbatched, 0, tight_call({256, 256, 8192})).splits, 1);
+  // Slices of 255 are too short: 8160 = 32 * 255 splits at most in 16 (510 each).
+  const DispatchChoice odd = choose_kernel(model, 0, tight_call({256, 256, 8160}));
+  EXPECT_LE(odd.splits, 16);
+}
+
 TEST(DispatchChoice, OtherShapesRunTheLeastPredictedTime) {
   const ExportModel model = sample_model();
   // 2000^3: big 20 + 0.05*(ceil(256/100)=3 blocks * 128*128 * 2000 / 1e6) = 24.9 us; small
@@ -1291,7 +1322,8 @@ struct SelectCase {
 std::vector<std::string> check_header_selection(const test::TempDir& dir, const ExportModel& model,
                                                 const std::vector<SelectCase>& cases, const std::string& arch,
                                                 const std::string& tail,
-                                                std::map<std::string, int>* reasons = nullptr) {
+                                                std::map<std::string, int>* reasons = nullptr,
+                                                int* splits_seen = nullptr) {
   std::string program = "#include \"tuned.cuh\"\n#include <cstdio>\n\n";
   program += "struct Case { int table, layout, batch, broadcast, m, n, k, lda, ldb, ldc, alignment, dtype; };\n";
   program += "static const Case k_cases[] = {\n";
@@ -1313,7 +1345,9 @@ int main(int argc, char**) {
                                     c.dtype};
     cmtune::DispatchReason reason = cmtune::DispatchReason::tuned;
     const int explained = cmtune::detail::select_explained(c.table, call, &reason);
-    std::printf("%d %d %s\n", cmtune::detail::select(c.table, call), explained, cmtune::dispatch_reason_name(reason));
+    int splits = 0;
+    const int selected = cmtune::detail::select(c.table, call, &splits);
+    std::printf("%d %d %s %d\n", selected, explained, cmtune::dispatch_reason_name(reason), splits);
   }
 )";
   program += tail;
@@ -1335,9 +1369,9 @@ int main(int argc, char**) {
       return {};
     }
     std::istringstream fields(line);
-    int index = -2, explained = -2;
+    int index = -2, explained = -2, splits = 0;
     std::string reason;
-    fields >> index >> explained >> reason;
+    fields >> index >> explained >> reason >> splits;
     if (reasons != nullptr) ++(*reasons)[reason];
     EXPECT_EQ(explained, index) << line << ": select_explained chooses as select does";
     EXPECT_GE(index, -1);
@@ -1348,11 +1382,17 @@ int main(int argc, char**) {
     const size_t table = c.table < 0 ? model.devices.size() : static_cast<size_t>(c.table);
     const DispatchChoice choice = choose_kernel(model, table, call);
     const std::string expected = name(choice.kernel);
-    if ((name(index) != expected || reason != choice.reason) && ++mismatches <= 10)
-      ADD_FAILURE() << fmt::format("table {} {} lda={} ldb={} ldc={} alignment={}: header picks {} ({}), "
-                                   "choose_kernel {} ({})",
+    if (splits_seen != nullptr && choice.splits > 1) ++*splits_seen;
+    if ((name(index) != expected || reason != choice.reason || splits != choice.splits) && ++mismatches <= 10)
+      ADD_FAILURE() << fmt::format("table {} {} lda={} ldb={} ldc={} alignment={}: header picks {} ({}, {} slices), "
+                                   "choose_kernel {} ({}, {} slices)",
                                    c.table, c.p.to_string(), c.lda, c.ldb, c.ldc, c.alignment, name(index), reason,
-                                   expected, choice.reason);
+                                   splits, expected, choice.reason, choice.splits);
+    if (choice.splits > 1) {
+      EXPECT_EQ(c.p.batch, 1) << c.p.to_string();
+      EXPECT_EQ(c.p.k % choice.splits, 0) << c.p.to_string();
+      EXPECT_TRUE(model.kernels[static_cast<size_t>(choice.kernel)].batched) << c.p.to_string();
+    }
     // Whatever runs computes the call's layout and type, and takes its batch.
     EXPECT_GE(index, 0) << c.p.to_string() << ": blocktile2d serves every layout, type and batch, so nothing is refused";
     if (index < 0) continue;
@@ -1418,7 +1458,8 @@ TEST(ExportNvcc, HeaderSelectionMatchesChooseKernelAndCompilesForSm80) {
   const std::vector<Problem> problems = random_shapes(
       {{1024, 1024, 1024}, {4096, 4096, 4096}, {512, 2048, 256}, {2048, 2048, 2048}, {128, 128, 128},
        {17, 33, 65},       {1000, 1000, 1000}, {1023, 1023, 1023}, {1025, 1025, 1025}, {2049, 100, 3000},
-       {1, 1, 1},          {100000, 16, 16},   {256, 4096, 128},   {3000, 3000, 64},   {724, 724, 724}},
+       {1, 1, 1},          {100000, 16, 16},   {256, 4096, 128},   {3000, 3000, 64},   {724, 724, 724},
+       {256, 256, 65536},  {512, 256, 16384},  {128, 128, 32768},  {256, 256, 8192}},
       315, 17);
   for (int table = -1; table < 2; ++table)
     for (const Problem& p : problems)
@@ -1433,6 +1474,7 @@ TEST(ExportNvcc, HeaderSelectionMatchesChooseKernelAndCompilesForSm80) {
   add_operand_cases(cases, operand_shapes, DType::f32, 2);
 
   std::map<std::string, int> reasons;
+  int splits_seen = 0;
   const std::vector<std::string> rest = check_header_selection(dir, model, cases, "sm_80", R"(
   // Why, for calls of the H100 table (1) that no tuned kernel computes, and one that misses the
   // requirements of the only TN kernel (lda, ldb 1023).
@@ -1465,7 +1507,8 @@ TEST(ExportNvcc, HeaderSelectionMatchesChooseKernelAndCompilesForSm80) {
               cmtune::detail::alignment_of(buffer + 1, buffer, buffer), cmtune::detail::alignment_of(buffer + 2, buffer, buffer + 4),
               cmtune::detail::alignment_of(nullptr, nullptr, nullptr));
 )",
-                                                               &reasons);
+                                                               &reasons, &splits_seen);
+  EXPECT_GT(splits_seen, 0) << "the long-K shapes split K, in the header as in choose_kernel";
   EXPECT_EQ(rest, (std::vector<std::string>{"why not_served generic", "why not_served generic",
                                             "why requirements_missed generic", "why tuned", "why no_table generic",
                                             // Exact H100 -> 1, exact A100 -> 0, another cc 9.0 device -> first cc

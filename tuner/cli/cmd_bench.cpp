@@ -154,6 +154,7 @@ struct BenchRow {
   Problem problem;
   std::string winner;            // template[params] that the dispatch picks (the header's choice too)
   std::string dispatch_note;
+  int splits = 1;                // the header splits K into this many slices
   bool tuned = false;            // the problem was tuned; else the cost model chose
   std::string header_kernel;     // template[params] the header dispatched, when it differs
   double winner_tflops = 0, header_tflops = 0;
@@ -187,6 +188,7 @@ struct DispatchedKernel {
   std::string label;    // template[params]
   std::string why;      // the dispatch's reason
   bool exact = false;   // a tuned problem
+  int splits = 1;       // the header splits K into this many slices (the kernel column runs it unsplit)
   GemmLauncher launch;
 };
 
@@ -223,6 +225,7 @@ DispatchedKernel load_dispatched(const ExportModel& model, const CallShape& call
   out.label = fmt::format("{}[{}]", k.template_name, k.params);
   out.why = choice.why;
   out.exact = choice.exact;
+  out.splits = choice.splits;
   if (k.binary_key.empty()) {  // a generic default this database never measured
     binaries.push_back(std::make_unique<BinaryRecord>(build_generic(k, blocktile2d, arch)));
   } else {
@@ -277,6 +280,7 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
     const DispatchedKernel winner = load_dispatched(model, call, store, measurer, binaries, blocktile2d, device.arch());
     row.winner = winner.label;
     row.dispatch_note = winner.why;
+    row.splits = winner.splits;
     row.tuned = winner.exact;
     GemmLauncher header_launch;
     if (header) {
@@ -355,6 +359,7 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
                      {"winner", r.winner},
                      {"tuned", r.tuned},
                      {"dispatch", r.dispatch_note},
+                     {"splits", r.splits},
                      {"winner_tflops", r.winner_tflops},
                      {"winner_valid", r.winner_valid},
                      {"cublas_tflops", rate_json(r.cublas_tflops)},
@@ -388,6 +393,7 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
     for (const auto& r : rows) {
       std::string notes;
       if (!r.header_kernel.empty() && r.header_kernel != r.winner) notes += fmt::format("  (header ran {})", r.header_kernel);
+      if (r.splits > 1) notes += fmt::format("  (the header splits K into {} slices; the kernel column runs it unsplit)", r.splits);
       if (r.f32_tflops > 0) notes += fmt::format("  (FP32 {:.2f}: i32/f32 {:.3f}x)", r.f32_tflops, r.winner_tflops / r.f32_tflops);
       if (!(r.winner_valid && (!header || r.header_valid))) notes += "  (VALIDATION FAILED)";
       fmt::print("{:<22} {:>8.2f} {:>8} {:>8} {:>8} {:>8} {:>5.0f}% {:>8} {:>8}  {}{}\n",

@@ -98,6 +98,7 @@ int run_query(const GlobalOptions& global, const QueryOptions& o) {
                               {"name_expression", chosen.name_expression},
                               {"requirements", chosen.requirements.to_string()},
                               {"predicted_us", chosen_us ? nlohmann::json(*chosen_us) : nlohmann::json()},
+                              {"splits", choice.splits},
                               {"held_out_error_median", held_out.count ? nlohmann::json(held_out.median) : nlohmann::json()},
                               {"held_out_points", held_out.count}}},
                 {"dispatch_reason", choice.why},
@@ -114,7 +115,8 @@ int run_query(const GlobalOptions& global, const QueryOptions& o) {
       held_out.count == 0 ? "; its model has no held-out error (measured at one shape)"
                           : fmt::format("; its model's held-out error: median {:.1f}% over {} shape{}", 100 * held_out.median,
                                         held_out.count, held_out.count == 1 ? "" : "s");
-  fmt::print("  {}{}, requirements: {}\n", kernel_label(choice.kernel),
+  fmt::print("  {}{}{}, requirements: {}\n", kernel_label(choice.kernel),
+             choice.splits > 1 ? fmt::format(" on {} slices of K", choice.splits) : "",
              chosen_us ? fmt::format("  predicted {:.1f} us ({:.2f} TF/s{})", *chosen_us, tflops_at(*chosen_us), held_out_text)
                        : "",
              chosen.requirements.to_string());

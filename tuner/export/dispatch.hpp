@@ -56,7 +56,10 @@ struct DispatchChoice {
   int kernel = k_generic_kernel_index;   // index into ExportModel::kernels; -1: no kernel computes the call
   bool exact = false;                    // the call's problem was tuned: its measured winner runs
   bool portable_fallback = false;        // exact, but the call misses the winner's requirements
-  std::optional<double> predicted_us;    // the chosen kernel's prediction (not exact)
+  std::optional<double> predicted_us;    // the chosen kernel's prediction (not exact; split: with the sum)
+  /// K split into this many slices, each a problem of a strided batch the kernel runs, then summed
+  /// (dispatch rules, best_split); 1: not split.
+  int splits = 1;
   std::vector<Prediction> predictions;   // every model of the table, by predicted time (usable first)
   /// A tuned kernel of the table computes the call's type, layout and batch (table_serves); false:
   /// every such call runs the generic default of its type and layout (or is refused without one).

@@ -365,6 +365,8 @@ ExportModel build_export_model(Store& store, const ExportOptions& options, const
     ExportDevice dev;
     std::tie(dev.name, dev.cc_major, dev.cc_minor, dev.sm_count) = identity;
     dev.records = group.first;
+    const DeviceRecord& first = dev.records.front();
+    dev.bytes_per_us = k_streaming_bandwidth_share * 2.0 * first.memory_clock_khz * 1e3 * (first.memory_bus_bits / 8.0) / 1e6;
     std::vector<PendingEntry> entries;
     for (const auto& [problem, merged] : group.second) {
       if (!merged.primary) continue;   // only a portable winner: nothing to dispatch to first

@@ -67,6 +67,10 @@ struct ExportDevice {
   std::vector<DeviceRecord> records;   // merged database devices, sorted by uuid
   std::vector<ExportEntry> entries;    // sorted by problem
   std::vector<ExportKernelModel> models;  // one per kernel measured on this device, by kernel index
+  /// The memory bandwidth split K's sum is predicted with (bytes per microsecond): a streaming
+  /// kernel's share of the first device record's theoretical DRAM bandwidth; 0 (K is never split)
+  /// when the record has no memory clock or bus width.
+  double bytes_per_us = 0;
   /// What each model was fitted on, parallel to models (export/cost_model.hpp, fit_kernel_model): the
   /// held-out check (export/model_check.hpp) refits them without one problem. Not in the header.
   std::vector<std::vector<ModelPoint>> model_points;
@@ -82,6 +86,9 @@ struct ExportSource {
   bool from_database = true;           // a winner was compiled from it
   bool from_templates_folder = false;  // the generic default's bundle, read from the templates folder
 };
+
+/// The share of the theoretical DRAM bandwidth a streaming kernel reaches (H100: about 80%).
+constexpr double k_streaming_bandwidth_share = 0.8;
 
 /// Index of the f32 NN generic default kernel in ExportModel::kernels.
 constexpr int k_generic_kernel_index = 0;

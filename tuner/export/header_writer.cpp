@@ -249,11 +249,13 @@ std::string render_dispatch_tables(const ExportModel& model) {
   }
   out += fmt::format("\nconstexpr int k_device_table_count = {};\n", model.devices.size());
   out += "constexpr DeviceTable k_device_tables[k_device_table_count] = {\n";
-  out += "    // name, cc major, cc minor, SM count, entries (sorted by problem), entry count, models, model count\n";
+  out += "    // name, cc major, cc minor, SM count, entries (sorted by problem), entry count, models, model count,\n";
+  out += "    // memory bandwidth for split K's sum (bytes per us; 0: K is never split)\n";
   for (size_t d = 0; d < model.devices.size(); ++d) {
     const ExportDevice& dev = model.devices[d];
-    out += fmt::format("    {{{}, {}, {}, {}, k_entries_{}, {}, k_models_{}, {}}},\n", c_string(dev.name), dev.cc_major,
-                       dev.cc_minor, dev.sm_count, d, dev.entries.size(), d, dev.models.size());
+    out += fmt::format("    {{{}, {}, {}, {}, k_entries_{}, {}, k_models_{}, {}, {:.17g}}},\n", c_string(dev.name),
+                       dev.cc_major, dev.cc_minor, dev.sm_count, d, dev.entries.size(), d, dev.models.size(),
+                       dev.bytes_per_us);
   }
   out += "};\n\n";
   out += "/// The function of k_kernels[index]; nullptr for an index out of range. Unbatched kernels take the\n";

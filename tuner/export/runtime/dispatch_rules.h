@@ -237,3 +237,100 @@ inline int exact_entry(const Entry* entries, int count, long long M, long long N
   }
   return -1;
 }
+
+// ---- split K (docs/EXPORT.md, "Long K: split K") ----
+// An unbatched call whose best kernel leaves SMs idle (less than one wave of blocks) and whose K is
+// long may run as `splits` products over slices of K/splits: one strided batch of `splits` problems
+// of M x N x K/splits into a workspace (alpha 1, beta 0), then a kernel that sums the slices in a
+// fixed order into C (alpha * sum + beta * C). The batch is predicted by its kernel's model like any
+// batch, and the sum at the device's memory bandwidth.
+
+/// The slice counts tried, in order.
+constexpr int k_split_count_choices = 5;
+inline int split_count_choice(int i) { return 2 << i; }   // 2, 4, 8, 16, 32
+/// A slice's K is at least this: shorter slices gain less than the sum costs.
+constexpr long long k_min_split_slice_k = 256;
+/// A split runs only when it is predicted this much faster than the best unsplit kernel: both
+/// predictions are fitted, and the split's also extrapolates to a batch of K slices.
+constexpr double k_split_gain = 0.8;
+/// Microseconds a launch of the sum costs beyond its memory traffic.
+constexpr double k_split_sum_launch_us = 3.0;
+
+/// Whether a call may split K into `splits` slices: unbatched, K a multiple of `splits`, and slices of
+/// at least k_min_split_slice_k.
+inline bool split_allowed(long long K, long long batch, int splits) {
+  return batch <= 1 && splits > 1 && K % splits == 0 && K / splits >= k_min_split_slice_k;
+}
+
+/// The strides, in elements, between the slices of A and B (a strided batch over K) for a layout and
+/// a slice of slice_k: along the columns of a row-major operand whose rows run over K (A in nn and
+/// nt, B in nt and tt), else along its rows.
+inline long long split_stride_a(int layout, long long slice_k, long long lda) {
+  return (layout & 2) != 0 ? slice_k * lda : slice_k;
+}
+inline long long split_stride_b(int layout, long long slice_k, long long ldb) {
+  return (layout & 1) != 0 ? slice_k : slice_k * ldb;
+}
+
+/// Bytes of an element type (0 f32, 1 f64, 2 i32).
+inline int dtype_bytes_of(int dtype) { return dtype == 1 ? 8 : 4; }
+
+/// The alignment the slice calls of a split have: the call's (A, B and C), and the byte strides
+/// between slices of A and B and of the workspace's M x N slices.
+inline long long split_alignment(long long call_alignment, int layout, long long slice_k, long long lda, long long ldb,
+                                 long long M, long long N, int element_bytes) {
+  const long long strides = split_stride_a(layout, slice_k, lda) | split_stride_b(layout, slice_k, ldb) | (M * N);
+  return alignment_of_bits(static_cast<unsigned long long>(call_alignment) |
+                           static_cast<unsigned long long>(strides * element_bytes));
+}
+
+/// The predicted microseconds of the sum of `splits` slices of M x N elements into C: it reads every
+/// slice, and C unless beta is 0 (which the dispatch does not know: C is counted), and writes C, at
+/// bytes_per_us, plus a launch.
+inline double split_sum_us(long long M, long long N, int splits, int element_bytes, double bytes_per_us) {
+  const double bytes = static_cast<double>(M) * static_cast<double>(N) * element_bytes * (splits + 2);
+  return k_split_sum_launch_us + bytes / bytes_per_us;
+}
+
+/// Whether the best unsplit kernel leaves SMs idle: fewer blocks than one wave of it.
+template <class Model, class Kernel>
+inline bool leaves_sms_idle(const Model& m, const Kernel* kernels, int sm_count, long long M, long long N) {
+  const Kernel& k = kernels[m.kernel];
+  const long long blocks = ceil_div_ll(M, k.tile_m) * ceil_div_ll(N, k.tile_n) * (k.grid_z > 1 ? k.grid_z : 1);
+  return blocks < static_cast<long long>(sm_count) * (m.blocks_per_sm > 1 ? m.blocks_per_sm : 1);
+}
+
+/// The split for an unbatched call whose best unsplit model is `unsplit` (its position in models,
+/// predicted unsplit_us): the model (position) and slice count with the least predicted time of a
+/// batch of slices plus their sum, among the models whose kernel a slice call may run
+/// (`usable_slices(kernel, splits)`: a batched kernel of the call's type and layout whose requirements
+/// the slices meet) and whose domain (a factor of 2) holds M x N x K/splits; when that time is below
+/// k_split_gain of unsplit_us and the unsplit kernel leaves SMs idle. -1 (and *splits 1) otherwise,
+/// or when bytes_per_us is 0 (a table without a bandwidth). *predicted gets the split's time.
+template <class Model, class Kernel, class UsableSlices>
+inline int best_split(const Model* models, int count, const Kernel* kernels, int sm_count, double bytes_per_us,
+                      int element_bytes, long long M, long long N, long long K, long long batch, int unsplit,
+                      double unsplit_us, UsableSlices usable_slices, int* splits, double* predicted) {
+  *splits = 1;
+  if (bytes_per_us <= 0 || unsplit < 0 || batch > 1) return -1;
+  if (!leaves_sms_idle(models[unsplit], kernels, sm_count, M, N)) return -1;
+  int best = -1;
+  double best_us = k_split_gain * unsplit_us;
+  for (int c = 0; c < k_split_count_choices; ++c) {
+    const int s = split_count_choice(c);
+    if (!split_allowed(K, batch, s)) continue;
+    const double sum_us = split_sum_us(M, N, s, element_bytes, bytes_per_us);
+    for (int i = 0; i < count; ++i) {
+      const Model& m = models[i];
+      if (!in_model_domain(m, M, N, K / s, domain_factor(0)) || !usable_slices(m.kernel, s)) continue;
+      const double us = model_us(m, kernels, sm_count, M, N, K / s, s) + sum_us;
+      if (us < best_us) {
+        best = i;
+        best_us = us;
+        *splits = s;
+      }
+    }
+  }
+  if (predicted != 0 && best >= 0) *predicted = best_us;
+  return best;
+}

@@ -78,13 +78,30 @@ struct CallRequirements {
   }
 };
 
+/// Whether the slice calls of a split of a call into `splits` may run a kernel (dispatch rules,
+/// best_split): a batch of `splits` products of M x N x K/splits into an M x N workspace.
+struct SliceRequirements {
+  const Call& call;
+  bool operator()(int kernel, int splits) const {
+    const KernelInfo& k = k_kernels[kernel];
+    const long long slice_k = call.K / splits;
+    const long long alignment = split_alignment(call.alignment, call.layout, slice_k, call.lda, call.ldb, call.M, call.N,
+                                                dtype_bytes_of(call.dtype));
+    return kernel_serves(k.layout, k.batched, k.dtype, call.layout, splits, call.dtype) &&
+           requirements_met(k.align_bytes, k.ld_multiple, call.lda, call.ldb, call.N, alignment);
+  }
+};
+
 /// The kernel (index into k_kernels) a call runs on a device served by `table` (-1: none), by the
 /// dispatch rules: for a tuned problem (same shape, layout, batch, broadcast and element type), its
 /// measured winner when the call meets the winner's requirements, else its best kernel without
 /// requirements; for any other call, the kernel of its type and layout the table's cost model predicts
-/// fastest among those whose requirements the call meets; else the generic default of its type and
-/// layout (-1: none, the call is refused). Host only, no GPU: tests compare it with cm-tune's choice.
-inline int select(int table, const Call& call) {
+/// fastest among those whose requirements the call meets, or, where K is long and that kernel leaves
+/// SMs idle, the kernel of a split of K (*splits slices; 1: no split) predicted faster still; else the
+/// generic default of its type and layout (-1: none, the call is refused). `splits` null: K is not
+/// split. Host only, no GPU: tests compare it with cm-tune's choice.
+inline int select(int table, const Call& call, int* splits) {
+  if (splits != 0) *splits = 1;
   const int generic = generic_kernel(k_generic_kernels, k_dtype_count, k_kernels, call.dtype, call.layout, call.batch);
   if (table < 0 || table >= k_device_table_count) return generic;
   const DeviceTable& t = k_device_tables[table];
@@ -92,9 +109,23 @@ inline int select(int table, const Call& call) {
   const int e = exact_entry(t.entries, t.entry_count, call.M, call.N, call.K, call.layout, call.batch, call.broadcast,
                             call.dtype);
   if (e >= 0) return entry_kernel(t.entries[e].primary, usable(t.entries[e].primary), t.entries[e].portable, generic);
+  double us = 0;
   const int m = best_predicted(t.models, t.model_count, k_kernels, t.sm_count, call.M, call.N, call.K, call.batch, usable,
-                               static_cast<double*>(0));
-  return m < 0 ? generic : t.models[m].kernel;
+                               &us);
+  if (m < 0) return generic;
+  if (splits != 0) {
+    const SliceRequirements slices = {call};
+    const int s = best_split(t.models, t.model_count, k_kernels, t.sm_count, t.bytes_per_us, dtype_bytes_of(call.dtype),
+                             call.M, call.N, call.K, call.batch, m, us, slices, splits, static_cast<double*>(0));
+    if (s >= 0) return t.models[s].kernel;
+  }
+  return t.models[m].kernel;
+}
+
+/// select, K split where the rules say so: the kernel that runs the call (of its slices when split).
+inline int select(int table, const Call& call) {
+  int splits = 1;
+  return select(table, call, &splits);
 }
 
 /// The NN select of earlier headers: select for a row-major NN call of floats.
@@ -107,6 +138,7 @@ inline int select(int table, int M, int N, int K, int lda, int ldb, int ldc, int
 /// stays as it was; only kernel_name asks why. Host only, no GPU: tests check it against select and
 /// against cm-tune's `query`.
 inline int select_explained(int table, const Call& call, DispatchReason* reason) {
+  int splits = 1;
   const int generic = generic_kernel(k_generic_kernels, k_dtype_count, k_kernels, call.dtype, call.layout, call.batch);
   if (table < 0 || table >= k_device_table_count) {
     *reason = DispatchReason::no_table;
@@ -126,7 +158,7 @@ inline int select_explained(int table, const Call& call, DispatchReason* reason)
                                static_cast<double*>(0));
   if (m >= 0) {
     *reason = DispatchReason::predicted;
-    return t.models[m].kernel;
+    return select(table, call, &splits);   // the same model, or the kernel of a split of K
   }
   *reason = fallback_reason(
       table_serves(t.entries, t.entry_count, t.models, t.model_count, k_kernels, call.dtype, call.layout, call.batch),
@@ -134,12 +166,14 @@ inline int select_explained(int table, const Call& call, DispatchReason* reason)
   return generic;
 }
 
-/// select, remembered per thread for the last few distinct calls (no locks: each thread has its own).
-inline int cached_select(int table, const Call& call) {
+/// select (K split where the rules say so), remembered per thread for the last few distinct calls (no
+/// locks: each thread has its own).
+inline int cached_select(int table, const Call& call, int* splits) {
   constexpr int k_key = 12;
   struct Slot {
     int key[k_key];
     int kernel;
+    int splits;
   };
   constexpr int k_slots = 8;
   static thread_local Slot slots[k_slots];   // zero: M = 0 never reaches here
@@ -149,12 +183,22 @@ inline int cached_select(int table, const Call& call) {
   for (int i = 0; i < k_slots; ++i) {
     bool same = true;
     for (int j = 0; j < k_key && same; ++j) same = slots[i].key[j] == key[j];
-    if (same) return slots[i].kernel;
+    if (same) {
+      *splits = slots[i].splits;
+      return slots[i].kernel;
+    }
   }
   Slot& slot = slots[next_slot++ % k_slots];
   for (int j = 0; j < k_key; ++j) slot.key[j] = key[j];
-  slot.kernel = select(table, call);
+  slot.kernel = select(table, call, &slot.splits);
+  *splits = slot.splits;
   return slot.kernel;
+}
+
+/// cached_select, without the slice count.
+inline int cached_select(int table, const Call& call) {
+  int splits = 1;
+  return cached_select(table, call, &splits);
 }
 
 // Per-device state, computed once: which table serves the device, and per kernel whether its
@@ -280,6 +324,98 @@ inline unsigned launch_grid_z(const KernelInfo& info, int count) {
   return static_cast<unsigned>(info.grid_z * ((count + per_block - 1) / per_block));
 }
 
+/// Launches kernel `kernel` on a checked call, `batch` problems `stride_*` apart.
+template <class T>
+inline cudaError_t launch_kernel(int kernel, int M, int N, int K, T alpha, const T* A, int lda, long long stride_a,
+                                 const T* B, int ldb, long long stride_b, T beta, T* C, int ldc, long long stride_c,
+                                 int batch, cudaStream_t stream) {
+  const KernelInfo& info = k_kernels[kernel];
+  cudaError_t err = cudaSuccess;
+  // Grid z holds at most 65535 blocks: a larger batch takes several launches, each with its own count.
+  const int per_launch = problems_per_launch(info);
+  for (int first = 0; first < batch && err == cudaSuccess; first += per_launch) {
+    int count = batch - first < per_launch ? batch - first : per_launch;
+    const T* a = A + static_cast<long long>(first) * stride_a;
+    const T* b = B + static_cast<long long>(first) * stride_b;
+    T* c = C + static_cast<long long>(first) * stride_c;
+    const dim3 grid(static_cast<unsigned>((N - 1) / info.tile_n + 1), static_cast<unsigned>((M - 1) / info.tile_m + 1),
+                    launch_grid_z(info, count));
+    // A kernel reads the arguments it has: 11 unbatched, 14 with the strides, 15 with the count.
+    void* args[] = {&M, &N, &K, &alpha, &a, &lda, &b, &ldb, &beta, &c, &ldc, &stride_a, &stride_b, &stride_c, &count};
+    err = cudaLaunchKernel(kernel_function(kernel), grid, dim3(static_cast<unsigned>(info.threads)), args,
+                           static_cast<size_t>(info.dynamic_smem), stream);
+  }
+  return err;
+}
+
+/// a + b in the element type; for int it wraps modulo 2^32, as scale_value.
+__device__ inline float add_value(float a, float b) { return a + b; }
+__device__ inline double add_value(double a, double b) { return a + b; }
+__device__ inline int add_value(int a, int b) {
+  return static_cast<int>(static_cast<unsigned>(a) + static_cast<unsigned>(b));
+}
+
+/// The sum of split K: C = alpha * (the `splits` M x N slices of `partial`, added in slice order) +
+/// beta * C; C is not read when beta == 0. The same order every time: the result does not depend on
+/// the launch.
+template <class T>
+__global__ void __launch_bounds__(256) split_sum_kernel(int M, int N, int splits, T alpha, const T* __restrict__ partial,
+                                                        T beta, T* __restrict__ C, int ldc) {
+  const long long count = static_cast<long long>(M) * N;
+  for (long long i = static_cast<long long>(blockIdx.x) * 256 + threadIdx.x; i < count;
+       i += static_cast<long long>(gridDim.x) * 256) {
+    T sum = partial[i];
+    for (int s = 1; s < splits; ++s) sum = add_value(sum, partial[static_cast<long long>(s) * count + i]);
+    T* c = C + (i / N) * ldc + i % N;
+    const T scaled = scale_value(alpha, sum);
+    *c = beta == T(0) ? scaled : add_value(scaled, scale_value(beta, *c));
+  }
+}
+
+/// Runs an unbatched call as `splits` slices of K/splits: one strided batch into a workspace taken
+/// from the stream-ordered allocator on the call's stream (so concurrent streams and threads each
+/// have their own, and it is freed in stream order after the sum), then split_sum_kernel.
+/// cudaErrorMemoryAllocation when no workspace could be had (nothing was launched).
+template <class T>
+inline cudaError_t launch_split(int kernel, int splits, int layout, int M, int N, int K, T alpha, const T* A, int lda,
+                                const T* B, int ldb, T beta, T* C, int ldc, cudaStream_t stream) {
+  const long long slice_k = K / splits;
+  const long long slice = static_cast<long long>(M) * N;
+  void* workspace = 0;
+  cudaError_t err = cudaMallocAsync(&workspace, static_cast<size_t>(slice * splits) * sizeof(T), stream);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();   // clear it: the caller runs the call unsplit
+    return cudaErrorMemoryAllocation;
+  }
+  T* partial = static_cast<T*>(workspace);
+  err = launch_kernel(kernel, M, N, static_cast<int>(slice_k), T(1), A, lda, split_stride_a(layout, slice_k, lda), B, ldb,
+                      split_stride_b(layout, slice_k, ldb), T(0), partial, N, slice, splits, stream);
+  if (err == cudaSuccess) {
+    const long long blocks = (slice + 255) / 256;
+    const unsigned grid = static_cast<unsigned>(blocks < 65535 ? blocks : 65535);
+    void* args[] = {&M, &N, &splits, &alpha, &partial, &beta, &C, &ldc};
+    err = cudaLaunchKernel(reinterpret_cast<const void*>(&split_sum_kernel<T>), dim3(grid), dim3(256), args, 0, stream);
+  }
+  const cudaError_t freed = cudaFreeAsync(workspace, stream);
+  return err != cudaSuccess ? err : freed;
+}
+
+/// The slice count `kernel_name`'s kernel runs a call with: 1 unless K is split (detail::select).
+/// Host only, no GPU.
+template <class T>
+inline cudaError_t split_count_of(Op op_a, Op op_b, int M, int N, int K, const T* A, int lda, long long stride_a,
+                                  const T* B, int ldb, long long stride_b, const T* C, int ldc, long long stride_c,
+                                  int batch, int* splits) {
+  int device = 0, table = -1;
+  *splits = 1;
+  const cudaError_t err = current_table(&device, &table);
+  if (err != cudaSuccess) return err;
+  if (M < 1 || N < 1 || K < 1 || batch < 1) return cudaErrorInvalidValue;
+  if (batch == 1) stride_a = stride_b = stride_c = 0;
+  (void)select(table, make_call(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch), splits);
+  return cudaSuccess;
+}
+
 /// Records a call (call_recorder.cuh); the first call of the process reads the environment. Out of
 /// line, so that the dispatch path, where recording is off, keeps its code as it was.
 template <class T>
@@ -328,27 +464,24 @@ inline cudaError_t gemm(Op op_a, Op op_b, int M, int N, int K, T alpha, const T*
   int device = 0, table = -1;
   cudaError_t err = current_table(&device, &table);
   if (err != cudaSuccess) return err;
-  const int kernel =
-      cached_select(table, make_call(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch));
+  const Call call = make_call(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch);
+  int splits = 1;
+  const int kernel = cached_select(table, call, &splits);
   if (kernel < 0) return cudaErrorNotSupported;
   err = prepare_kernel(device, kernel);
   if (err != cudaSuccess) return err;
-  const KernelInfo& info = k_kernels[kernel];
-  // Grid z holds at most 65535 blocks: a larger batch takes several launches, each with its own count.
-  const int per_launch = problems_per_launch(info);
-  for (int first = 0; first < batch && err == cudaSuccess; first += per_launch) {
-    int count = batch - first < per_launch ? batch - first : per_launch;
-    const T* a = A + static_cast<long long>(first) * stride_a;
-    const T* b = B + static_cast<long long>(first) * stride_b;
-    T* c = C + static_cast<long long>(first) * stride_c;
-    const dim3 grid(static_cast<unsigned>((N - 1) / info.tile_n + 1), static_cast<unsigned>((M - 1) / info.tile_m + 1),
-                    launch_grid_z(info, count));
-    // A kernel reads the arguments it has: 11 unbatched, 14 with the strides, 15 with the count.
-    void* args[] = {&M, &N, &K, &alpha, &a, &lda, &b, &ldb, &beta, &c, &ldc, &stride_a, &stride_b, &stride_c, &count};
-    err = cudaLaunchKernel(kernel_function(kernel), grid, dim3(static_cast<unsigned>(info.threads)), args,
-                           static_cast<size_t>(info.dynamic_smem), stream);
+  if (splits > 1) {
+    err = launch_split(kernel, splits, call.layout, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream);
+    if (err != cudaErrorMemoryAllocation) return err;
+    // No workspace: the best unsplit kernel runs instead.
+    const int unsplit = select(table, call, static_cast<int*>(0));
+    if (unsplit < 0) return cudaErrorNotSupported;
+    err = prepare_kernel(device, unsplit);
+    if (err != cudaSuccess) return err;
+    return launch_kernel(unsplit, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b, beta, C, ldc, stride_c, batch,
+                         stream);
   }
-  return err;
+  return launch_kernel(kernel, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b, beta, C, ldc, stride_c, batch, stream);
 }
 
 /// What kernel_name reports for a call of elements of type T (see kernel_name below), and why when

@@ -62,6 +62,7 @@ struct DeviceTable {
   int entry_count;
   const KernelModel* models;  // every other call runs the kernel with the least predicted time
   int model_count;
+  double bytes_per_us;     // the memory bandwidth split K's sum is predicted with; 0: K is never split
 };
 
 /// The number of an element type (TunedProblem::dtype, KernelInfo::dtype): float 0, double 1, int 2.
