@@ -415,6 +415,10 @@ struct SplitCall {
   }
   int layout() const { return (op_a == tuned::Op::T ? 2 : 0) + (op_b == tuned::Op::T ? 1 : 0); }
   void launch(cudaStream_t stream) {
+    int device = 0;
+    CHECK_CUDA(cudaGetDevice(&device));
+    status = tuned::detail::prepare_kernel(device, kernel);   // as sgemm does before it launches
+    if (status != cudaSuccess) return;
     status = tuned::detail::launch_split<float>(kernel, splits, layout(), s.m, s.n, s.k, alpha, a.p + offset, lda,
                                                 b.p + offset, ldb, beta, ours.p + offset, ldc, stream);
   }
