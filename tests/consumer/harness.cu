@@ -154,6 +154,20 @@ void copy(DeviceBuffer& dst, const DeviceBuffer& src) {
   CHECK_CUDA(cudaMemcpy(dst.p, src.p, src.n * sizeof(float), cudaMemcpyDeviceToDevice));
 }
 
+/// Random A and B; C0 random, or NaN everywhere (c_nan: only meaningful with beta == 0, which must
+/// not read it); our C and the reference's start as C0.
+void fill_inputs(DeviceBuffer& a, DeviceBuffer& b, DeviceBuffer& c0, DeviceBuffer& ours, DeviceBuffer& ref, bool c_nan,
+                 uint64_t seed) {
+  random_fill(a, seed);
+  random_fill(b, seed + 1);
+  if (c_nan)
+    CHECK_CUDA(cudaMemset(c0.p, 0xff, c0.n * sizeof(float)));   // all bits set: a NaN
+  else
+    random_fill(c0, seed + 2);
+  copy(ours, c0);
+  copy(ref, c0);
+}
+
 // Row-major C = alpha*A*B + beta*C with cuBLAS (column-major) by computing C^T = B^T A^T.
 void cublas_sgemm(cublasHandle_t h, int m, int n, int k, float alpha, const float* A, int lda, const float* B, int ldb,
                   float beta, float* C, int ldc) {
@@ -236,14 +250,7 @@ void check_product(Context& ctx, const std::string& name, Size s, int lda, int l
   const size_t c_total = offset + static_cast<size_t>(s.m) * ldc + k_guard;
   DeviceBuffer c0(c_total), ours(c_total), ref(c_total);
   DeviceBuffer abs_a(a.n), abs_b(b.n), abs_ab(static_cast<size_t>(s.m) * s.n);
-  random_fill(a, seed);
-  random_fill(b, seed + 1);
-  if (c_nan)
-    CHECK_CUDA(cudaMemset(c0.p, 0xff, c0.n * sizeof(float)));   // all bits set: a NaN
-  else
-    random_fill(c0, seed + 2);
-  copy(ours, c0);
-  copy(ref, c0);
+  fill_inputs(a, b, c0, ours, ref, c_nan, seed);
   const float* A = a.p + offset;
   const float* B = b.p + offset;
 
@@ -335,14 +342,7 @@ void check_operands(Context& ctx, Size s, tuned::Op op_a, tuned::Op op_b, int ba
   const size_t c_total = static_cast<size_t>(stride_c * batch);
   DeviceBuffer c0(c_total), ours(c_total), ref(c_total);
   DeviceBuffer abs_a(a.n), abs_b(b.n), abs_ab(static_cast<size_t>(batch) * s.m * s.n);
-  random_fill(a, seed);
-  random_fill(b, seed + 1);
-  if (c_nan)
-    CHECK_CUDA(cudaMemset(c0.p, 0xff, c0.n * sizeof(float)));
-  else
-    random_fill(c0, seed + 2);
-  copy(ours, c0);
-  copy(ref, c0);
+  fill_inputs(a, b, c0, ours, ref, c_nan, seed);
 
   std::string name = std::string(col_major ? "colmajor-" : "") + layout_text(op_a, op_b);
   if (batch > 1) name += "*" + std::to_string(batch) + (broadcast_a ? "-sa0" : broadcast_b ? "-sb0" : "");
@@ -403,14 +403,7 @@ struct SplitCall {
         b(off + static_cast<size_t>(ob == tuned::Op::T ? size.n : size.k) * ldb),
         c0(off + static_cast<size_t>(size.m) * ldc + 256), ours(c0.n), ref(c0.n), abs_a(a.n), abs_b(b.n),
         abs_ab(static_cast<size_t>(size.m) * size.n) {
-    random_fill(a, seed);
-    random_fill(b, seed + 1);
-    if (c_nan)
-      CHECK_CUDA(cudaMemset(c0.p, 0xff, c0.n * sizeof(float)));
-    else
-      random_fill(c0, seed + 2);
-    copy(ours, c0);
-    copy(ref, c0);
+    fill_inputs(a, b, c0, ours, ref, c_nan, seed);
     CHECK_CUDA(cudaDeviceSynchronize());
   }
   int layout() const { return (op_a == tuned::Op::T ? 2 : 0) + (op_b == tuned::Op::T ? 1 : 0); }

@@ -110,6 +110,25 @@ class TunerResume : public ::testing::Test {
     r.command_line = "cm-tune tune (test)";
     return r;
   }
+  /// A request of blocktile2d's 64 x 64 point alone (a real NVRTC build of each type and layout)
+  /// for these problems, enumerated for their layouts and types.
+  TuneRequest blocktile2d_request(const std::vector<Problem>& problems, const std::vector<std::string>& layouts,
+                                  const std::vector<DType>& dtypes) {
+    m_preset.templates.clear();
+    m_preset.templates.push_back({"blocktile2d", {{"BM", {64}}, {"BN", {64}}, {"BK", {8}}, {"TM", {8}}, {"TN", {4}}}});
+    Target target = test::sm90();
+    target.layouts = layouts;
+    target.dtypes = dtypes;
+    m_space = enumerate_space(m_templates, m_preset, target);
+    TuneRequest r;
+    r.device = fake_device();
+    r.problems = problems;
+    r.preset = m_preset;
+    r.candidates = m_space.candidates;
+    r.seed = 5;
+    r.command_line = "cm-tune tune (blocktile2d test)";
+    return r;
+  }
   test::TempDir m_dir;
   const NvrtcCompiler m_nvrtc;
   std::vector<TemplateDesc> m_templates;
@@ -288,24 +307,12 @@ TEST_F(TunerResume, CalibrationTakesOnlyCandidatesThatSomeRequestedShapeLeavesOu
 // no cuBLAS call, no baseline row, no ratio (NULL in trials, 0 in winners), winners by time.
 // (Their calibration is the next test's.)
 TEST_F(TunerResume, F64AndI32ProblemsTuneTheTypedGenericDefault) {
-  m_preset.templates.clear();
-  m_preset.templates.push_back({"blocktile2d", {{"BM", {64}}, {"BN", {64}}, {"BK", {8}}, {"TM", {8}}, {"TN", {4}}}});
-  TuneRequest r;
-  r.device = fake_device();
   const Problem f64 = Problem::make(64, 64, 64, false, false, 1, DType::f64);
   const Problem i32 = Problem::make(64, 64, 64, false, false, 1, DType::i32);
   Problem i32_tn = Problem::make(100, 50, 30, true, false, 3, DType::i32);
   i32_tn.stride_b = 0;
-  r.problems = {f64, i32, i32_tn};
-  r.preset = m_preset;
-  Target target = test::sm90();
-  target.layouts = {"nn", "tn"};
-  target.dtypes = {DType::f64, DType::i32};
-  m_space = enumerate_space(m_templates, m_preset, target);
-  ASSERT_EQ(m_space.candidates.size(), 4u);  // two types x two layouts
-  r.candidates = m_space.candidates;
-  r.seed = 5;
-  r.command_line = "cm-tune tune (typed test)";
+  const TuneRequest r = blocktile2d_request({f64, i32, i32_tn}, {"nn", "tn"}, {DType::f64, DType::i32});
+  ASSERT_EQ(r.candidates.size(), 4u);  // two types x two layouts
 
   Store store(m_dir / "tune.db");
   ScriptedMeasurer m;
@@ -359,21 +366,10 @@ TEST_F(TunerResume, F64AndI32ProblemsTuneTheTypedGenericDefault) {
 // One tune serves every layout: an nn-only f64 tune calibrates its leader's builds of nt, tn and tt
 // on the shapes of those layouts (and in batches), so each layout gets winners measured in it.
 TEST_F(TunerResume, CalibrationMeasuresTheLeadersBuildsOfEveryLayout) {
-  m_preset.templates.clear();
-  m_preset.templates.push_back({"blocktile2d", {{"BM", {64}}, {"BN", {64}}, {"BK", {8}}, {"TM", {8}}, {"TN", {4}}}});
-  TuneRequest r;
-  r.device = fake_device();
-  r.problems = {Problem::make(64, 64, 64, false, false, 1, DType::f64)};
-  r.preset = m_preset;
-  Target target = test::sm90();
-  target.dtypes = {DType::f64};
-  m_space = enumerate_space(m_templates, m_preset, target);
-  ASSERT_EQ(m_space.candidates.size(), 1u) << "nn only";
-  r.candidates = m_space.candidates;
-  r.seed = 5;
+  TuneRequest r = blocktile2d_request({Problem::make(64, 64, 64, false, false, 1, DType::f64)}, {"nn"}, {DType::f64});
+  ASSERT_EQ(r.candidates.size(), 1u) << "nn only";
   r.calibrate = true;
   r.calibration_leaders = 1;
-  r.command_line = "cm-tune tune (layout calibration test)";
   Store store(m_dir / "tune.db");
   ScriptedMeasurer m;
   const TuneSummary s = run_tune(store, m_nvrtc, m, r, nullptr);
