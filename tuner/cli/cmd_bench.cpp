@@ -222,7 +222,7 @@ DispatchedKernel load_dispatched(const ExportModel& model, const CallShape& call
   if (choice.kernel < 0) throw UsageError(fmt::format("{}: {}", p.to_string(), choice.why));
   const ExportKernel& k = model.kernels.at(static_cast<size_t>(choice.kernel));
   DispatchedKernel out;
-  out.label = fmt::format("{}[{}]", k.template_name, k.params);
+  out.label = kernel_label(k.template_name, k.params);
   out.why = choice.why;
   out.exact = choice.exact;
   out.splits = choice.splits;
@@ -288,7 +288,7 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
       const std::string ran = header->kernel_name(call);
       row.header_kernel = ran;
       for (const auto& mk : model.kernels)
-        if (mk.name_expression == ran) row.header_kernel = fmt::format("{}[{}]", mk.template_name, mk.params);
+        if (mk.name_expression == ran) row.header_kernel = kernel_label(mk.template_name, mk.params);
     }
     row.winner_valid = measurer.validate(winner.launch, p).passed;
     if (header) row.header_valid = measurer.validate(header_launch, p).passed;

@@ -66,7 +66,7 @@ std::filesystem::path output_destination(const std::filesystem::path& out, const
 std::string kernel_label(const ExportModel& model, int kernel) {
   if (kernel < 0) return "(none: no kernel computes it)";
   const ExportKernel& k = model.kernels.at(static_cast<size_t>(kernel));
-  return fmt::format("{}[{}]", k.template_name, k.params);
+  return cmt::kernel_label(k.template_name, k.params);
 }
 
 /// "NVIDIA H100 80GB HBM3, f64 " where the model has several tables or the table several types or

@@ -52,7 +52,7 @@ int run_query(const GlobalOptions& global, const QueryOptions& o) {
   const ExportKernel& chosen = model.kernels.at(static_cast<size_t>(choice.kernel));
   const auto kernel_label = [&](int index) {
     const ExportKernel& k = model.kernels.at(static_cast<size_t>(index));
-    return fmt::format("{}[{}]", k.template_name, k.params);
+    return cmt::kernel_label(k.template_name, k.params);
   };
   const auto tflops_at = [&](double us) { return p.flops() / (us * 1e-6) / 1e12; };
   // Runners-up: the best predictions after the chosen kernel's, among kernels the call may run.

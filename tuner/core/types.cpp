@@ -186,6 +186,10 @@ std::string params_to_string(const ParamValues& values) {
   return out;
 }
 
+std::string kernel_label(std::string_view template_name, std::string_view params) {
+  return fmt::format("{}[{}]", template_name, params);
+}
+
 ParamValues params_from_string(std::string_view text) {
   ParamValues out;
   while (!text.empty()) {

@@ -88,6 +88,9 @@ using ParamValues = std::vector<std::pair<std::string, int64_t>>;
 
 /// "BM=128,BN=64,..." in declared order.
 std::string params_to_string(const ParamValues& values);
+/// "blocktile2d[BM=128,BN=64,...]": a kernel as trials, winners and candidates name it (the template
+/// and its params_to_string).
+std::string kernel_label(std::string_view template_name, std::string_view params);
 /// Inverse of params_to_string; throws UsageError naming the bad item.
 ParamValues params_from_string(std::string_view text);
 /// Looks a value up by name.

@@ -161,7 +161,7 @@ void walk_grid(const TemplateDesc& desc, const std::vector<std::vector<int64_t>>
 }
 
 std::string Candidate::id() const {
-  return fmt::format("{}[{}]", tmpl ? tmpl->name : std::string("?"), params_to_string(values));
+  return kernel_label(tmpl ? tmpl->name : std::string("?"), params_to_string(values));
 }
 
 std::optional<Candidate> layout_variant(const Candidate& candidate, std::string_view layout, const Target& target) {

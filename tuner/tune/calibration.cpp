@@ -174,7 +174,7 @@ std::vector<CalibrationCandidate> calibration_candidates(const std::vector<std::
   for (size_t i = 0; i < candidates.size(); ++i) by_id.emplace(candidates[i].id(), i);
   std::map<size_t, bool> chosen;  // index -> leader
   const auto take = [&](const TrialRecord& t) {
-    if (auto it = by_id.find(fmt::format("{}[{}]", t.template_name, t.params)); it != by_id.end()) chosen[it->second] = true;
+    if (auto it = by_id.find(kernel_label(t.template_name, t.params)); it != by_id.end()) chosen[it->second] = true;
   };
   for (const auto& trials : trials_per_problem) {
     const std::vector<TrialRecord> ranked = ranked_passing(trials);

@@ -76,7 +76,7 @@ void retime_leaders(Store& store, Measurer& measurer, ProblemState& state, int64
     if (!binary || !binary->ok) continue;
     binaries.push_back(std::move(*binary));
     trial_ids.push_back(t->id);
-    kernels.push_back({&binaries.back(), t->shape, t->requirements, fmt::format("{}[{}]", t->template_name, t->params)});
+    kernels.push_back({&binaries.back(), t->shape, t->requirements, kernel_label(t->template_name, t->params)});
   }
   if (kernels.empty()) return;
   const std::vector<RetimeResult> results = measurer.retime(kernels, state.problem(), kernel_timeout_ms);
