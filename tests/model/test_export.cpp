@@ -1314,7 +1314,7 @@ struct SelectCase {
 };
 
 /// Builds a host program from the header `dir`/tuned.cuh (exported from `model`) with nvcc for
-/// `arch`, which prints detail::select and detail::select_explained (its kernel and reason) for every
+/// `arch`, which prints detail::select without and with a reason (its kernel and reason) for every
 /// case and then runs `tail` (more output lines); runs it, and checks every choice against
 /// choose_kernel(): the same kernel, computing the call's layout and element type, batched for a
 /// batch, and the same reason (DispatchReason), counted by name into `reasons`. Returns the lines after
@@ -1344,10 +1344,10 @@ int main(int argc, char**) {
     const cmtune::detail::Call call{c.layout, c.batch, c.broadcast, c.m, c.n, c.k, c.lda, c.ldb, c.ldc, c.alignment,
                                     c.dtype};
     cmtune::DispatchReason reason = cmtune::DispatchReason::tuned;
-    const int explained = cmtune::detail::select_explained(c.table, call, &reason);
-    int splits = 0;
+    int explained_splits = 0, splits = 0;
+    const int explained = cmtune::detail::select(c.table, call, &explained_splits, &reason);
     const int selected = cmtune::detail::select(c.table, call, &splits);
-    std::printf("%d %d %s %d\n", selected, explained, cmtune::dispatch_reason_name(reason), splits);
+    std::printf("%d %d %s %d %d\n", selected, explained, cmtune::dispatch_reason_name(reason), splits, explained_splits);
   }
 )";
   program += tail;
@@ -1369,11 +1369,12 @@ int main(int argc, char**) {
       return {};
     }
     std::istringstream fields(line);
-    int index = -2, explained = -2, splits = 0;
+    int index = -2, explained = -2, splits = 0, explained_splits = 0;
     std::string reason;
-    fields >> index >> explained >> reason >> splits;
+    fields >> index >> explained >> reason >> splits >> explained_splits;
     if (reasons != nullptr) ++(*reasons)[reason];
-    EXPECT_EQ(explained, index) << line << ": select_explained chooses as select does";
+    EXPECT_EQ(explained, index) << line << ": select asked for the reason chooses as it does without";
+    EXPECT_EQ(explained_splits, splits) << line << ": and splits K alike";
     EXPECT_GE(index, -1);
     EXPECT_LT(index, static_cast<int>(model.kernels.size()));
     if (index < -1 || index >= static_cast<int>(model.kernels.size())) return {};
@@ -1480,8 +1481,9 @@ TEST(ExportNvcc, HeaderSelectionMatchesChooseKernelAndCompilesForSm80) {
   // requirements of the only TN kernel (lda, ldb 1023).
   const auto why = [](int table, int layout, int batch, int m, int n, int k, int lda, int ldb, int ldc, int dtype) {
     cmtune::DispatchReason reason = cmtune::DispatchReason::tuned;
-    const int kernel = cmtune::detail::select_explained(
-        table, cmtune::detail::Call{layout, batch, 0, m, n, k, lda, ldb, ldc, 256, dtype}, &reason);
+    int splits = 1;
+    const int kernel = cmtune::detail::select(
+        table, cmtune::detail::Call{layout, batch, 0, m, n, k, lda, ldb, ldc, 256, dtype}, &splits, &reason);
     const bool generic = kernel == cmtune::detail::k_generic_kernels[dtype][layout];
     std::printf("why %s%s\n", cmtune::dispatch_reason_name(reason), generic ? " generic" : "");
   };

@@ -188,14 +188,10 @@ DispatchChoice choose_kernel(const ExportModel& model, size_t device, const Call
   c.reason = rules::dispatch_reason_name(rules::DispatchReason::predicted);
   // Split K where the unsplit kernel leaves SMs idle and slices are predicted faster.
   const auto usable_slices = [&](int kernel, int splits) {
-    const ExportKernel& k = model.kernels.at(static_cast<size_t>(kernel));
-    const int64_t slice_k = p.k / splits;
-    const int64_t alignment = rules::split_alignment(call.alignment, layout, slice_k, call.lda, call.ldb, p.m, p.n,
-                                                     rules::dtype_bytes_of(dtype));
+    const Requirements& r = model.kernels.at(static_cast<size_t>(kernel)).requirements;
     const KernelServes& s = serving.at(static_cast<size_t>(kernel));
-    return rules::kernel_serves(s.layout, s.batched, s.dtype, layout, splits, dtype) &&
-           rules::requirements_met(k.requirements.align_bytes, k.requirements.ld_multiple, call.lda, call.ldb, p.n,
-                                   alignment);
+    return rules::slices_usable(s.layout, s.batched, s.dtype, r.align_bytes, r.ld_multiple, layout, dtype,
+                                call.alignment, p.m, p.n, p.k, call.lda, call.ldb, splits);
   };
   double split_us = 0;
   const int split = rules::best_split(dev.models.data(), static_cast<int>(dev.models.size()), tiles.data(), dev.sm_count,

@@ -284,6 +284,17 @@ inline long long split_alignment(long long call_alignment, int layout, long long
                            static_cast<unsigned long long>(strides * element_bytes));
 }
 
+/// Whether the slice calls of a split of a call into `splits` may run a kernel (best_split's
+/// `usable_slices`): the kernel computes the call's type and layout in batches, and the slices (A and
+/// B one slice of K apart, the M x N workspace with leading dimension N) meet its requirements.
+inline bool slices_usable(int kernel_layout, int kernel_batched, int kernel_dtype, long long align_bytes,
+                          long long ld_multiple, int layout, int dtype, long long call_alignment, long long M,
+                          long long N, long long K, long long lda, long long ldb, int splits) {
+  const long long alignment = split_alignment(call_alignment, layout, K / splits, lda, ldb, M, N, dtype_bytes_of(dtype));
+  return kernel_serves(kernel_layout, kernel_batched, kernel_dtype, layout, splits, dtype) &&
+         requirements_met(align_bytes, ld_multiple, lda, ldb, N, alignment);
+}
+
 /// The predicted microseconds of the sum of `splits` slices of M x N elements into C: it reads every
 /// slice, and C unless beta is 0 (which the dispatch does not know: C is counted), and writes C, at
 /// bytes_per_us, plus a launch.

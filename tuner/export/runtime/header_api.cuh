@@ -84,11 +84,8 @@ struct SliceRequirements {
   const Call& call;
   bool operator()(int kernel, int splits) const {
     const KernelInfo& k = k_kernels[kernel];
-    const long long slice_k = call.K / splits;
-    const long long alignment = split_alignment(call.alignment, call.layout, slice_k, call.lda, call.ldb, call.M, call.N,
-                                                dtype_bytes_of(call.dtype));
-    return kernel_serves(k.layout, k.batched, k.dtype, call.layout, splits, call.dtype) &&
-           requirements_met(k.align_bytes, k.ld_multiple, call.lda, call.ldb, call.N, alignment);
+    return slices_usable(k.layout, k.batched, k.dtype, k.align_bytes, k.ld_multiple, call.layout, call.dtype,
+                         call.alignment, call.M, call.N, call.K, call.lda, call.ldb, splits);
   }
 };
 
@@ -99,20 +96,36 @@ struct SliceRequirements {
 /// fastest among those whose requirements the call meets, or, where K is long and that kernel leaves
 /// SMs idle, the kernel of a split of K (*splits slices; 1: no split) predicted faster still; else the
 /// generic default of its type and layout (-1: none, the call is refused). `splits` null: K is not
-/// split. Host only, no GPU: tests compare it with cm-tune's choice.
-inline int select(int table, const Call& call, int* splits) {
+/// split. `reason` not null: why (DispatchReason), which only kernel_name asks. Host only, no GPU:
+/// tests compare it with cm-tune's choice.
+inline int select(int table, const Call& call, int* splits, DispatchReason* reason = 0) {
   if (splits != 0) *splits = 1;
   const int generic = generic_kernel(k_generic_kernels, k_dtype_count, k_kernels, call.dtype, call.layout, call.batch);
-  if (table < 0 || table >= k_device_table_count) return generic;
+  if (table < 0 || table >= k_device_table_count) {
+    if (reason != 0) *reason = DispatchReason::no_table;
+    return generic;
+  }
   const DeviceTable& t = k_device_tables[table];
   const CallRequirements usable = {call};
   const int e = exact_entry(t.entries, t.entry_count, call.M, call.N, call.K, call.layout, call.batch, call.broadcast,
                             call.dtype);
-  if (e >= 0) return entry_kernel(t.entries[e].primary, usable(t.entries[e].primary), t.entries[e].portable, generic);
+  if (e >= 0) {
+    const Entry& entry = t.entries[e];
+    const bool met = usable(entry.primary);
+    if (reason != 0) *reason = entry_reason(met, entry.portable);
+    return entry_kernel(entry.primary, met, entry.portable, generic);
+  }
   double us = 0;
   const int m = best_predicted(t.models, t.model_count, k_kernels, t.sm_count, call.M, call.N, call.K, call.batch, usable,
                                &us);
-  if (m < 0) return generic;
+  if (m < 0) {
+    if (reason != 0)
+      *reason = fallback_reason(
+          table_serves(t.entries, t.entry_count, t.models, t.model_count, k_kernels, call.dtype, call.layout, call.batch),
+          models_serve(t.models, t.model_count, k_kernels, call.dtype, call.layout, call.batch));
+    return generic;
+  }
+  if (reason != 0) *reason = DispatchReason::predicted;
   if (splits != 0) {
     const SliceRequirements slices = {call};
     const int s = best_split(t.models, t.model_count, k_kernels, t.sm_count, t.bytes_per_us, dtype_bytes_of(call.dtype),
@@ -132,38 +145,6 @@ inline int select(int table, const Call& call) {
 inline int select(int table, int M, int N, int K, int lda, int ldb, int ldc, int alignment) {
   const Call call = {0, 1, 0, M, N, K, lda, ldb, ldc, alignment, DTypeOf<float>::value};
   return select(table, call);
-}
-
-/// select, and why (DispatchReason): the same steps, kept apart from select so that the launch path
-/// stays as it was; only kernel_name asks why. Host only, no GPU: tests check it against select and
-/// against cm-tune's `query`.
-inline int select_explained(int table, const Call& call, DispatchReason* reason) {
-  int splits = 1;
-  const int generic = generic_kernel(k_generic_kernels, k_dtype_count, k_kernels, call.dtype, call.layout, call.batch);
-  if (table < 0 || table >= k_device_table_count) {
-    *reason = DispatchReason::no_table;
-    return generic;
-  }
-  const DeviceTable& t = k_device_tables[table];
-  const CallRequirements usable = {call};
-  const int e = exact_entry(t.entries, t.entry_count, call.M, call.N, call.K, call.layout, call.batch, call.broadcast,
-                            call.dtype);
-  if (e >= 0) {
-    const Entry& entry = t.entries[e];
-    const bool met = usable(entry.primary);
-    *reason = entry_reason(met, entry.portable);
-    return entry_kernel(entry.primary, met, entry.portable, generic);
-  }
-  const int m = best_predicted(t.models, t.model_count, k_kernels, t.sm_count, call.M, call.N, call.K, call.batch, usable,
-                               static_cast<double*>(0));
-  if (m >= 0) {
-    *reason = DispatchReason::predicted;
-    return select(table, call, &splits);   // the same model, or the kernel of a split of K
-  }
-  *reason = fallback_reason(
-      table_serves(t.entries, t.entry_count, t.models, t.model_count, k_kernels, call.dtype, call.layout, call.batch),
-      models_serve(t.models, t.model_count, k_kernels, call.dtype, call.layout, call.batch));
-  return generic;
 }
 
 /// select (K split where the rules say so), remembered per thread for the last few distinct calls (no
@@ -400,22 +381,6 @@ inline cudaError_t launch_split(int kernel, int splits, int layout, int M, int N
   return err != cudaSuccess ? err : freed;
 }
 
-/// The slice count `kernel_name`'s kernel runs a call with: 1 unless K is split (detail::select).
-/// Host only, no GPU.
-template <class T>
-inline cudaError_t split_count_of(Op op_a, Op op_b, int M, int N, int K, const T* A, int lda, long long stride_a,
-                                  const T* B, int ldb, long long stride_b, const T* C, int ldc, long long stride_c,
-                                  int batch, int* splits) {
-  int device = 0, table = -1;
-  *splits = 1;
-  const cudaError_t err = current_table(&device, &table);
-  if (err != cudaSuccess) return err;
-  if (M < 1 || N < 1 || K < 1 || batch < 1) return cudaErrorInvalidValue;
-  if (batch == 1) stride_a = stride_b = stride_c = 0;
-  (void)select(table, make_call(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch), splits);
-  return cudaSuccess;
-}
-
 /// Records a call (call_recorder.cuh); the first call of the process reads the environment. Out of
 /// line, so that the dispatch path, where recording is off, keeps its code as it was.
 template <class T>
@@ -497,7 +462,8 @@ inline cudaError_t kernel_name_of(Op op_a, Op op_b, int M, int N, int K, const T
   if (M < 1 || N < 1 || K < 1 || batch < 1) return cudaErrorInvalidValue;
   if (batch == 1) stride_a = stride_b = stride_c = 0;
   const Call call = make_call(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch);
-  const int kernel = reason != nullptr ? select_explained(table, call, reason) : select(table, call);
+  int splits = 1;
+  const int kernel = select(table, call, &splits, reason);
   if (kernel >= 0) *name = k_kernels[kernel].name;
   return cudaSuccess;
 }
