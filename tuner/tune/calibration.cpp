@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
+#include <set>
 
 #include "tune/ranking.hpp"
 
@@ -193,6 +194,43 @@ std::vector<CalibrationCandidate> calibration_candidates(const std::vector<std::
   std::vector<CalibrationCandidate> out;
   for (const auto& [index, leader] : chosen) out.push_back({index, leader});
   return out;
+}
+
+CalibrationPlan calibration_plan(const std::vector<CalibrationShape>& shapes,
+                                 const std::vector<std::vector<TrialRecord>>& trials_per_problem,
+                                 const std::vector<Candidate>& candidates, int leaders,
+                                 const std::vector<Problem>& requested, const Target& target) {
+  CalibrationPlan plan;
+  std::vector<std::string> layouts;
+  for (const auto& s : shapes) {
+    if (s.full_search) continue;
+    plan.problems.push_back(s.problem);
+    if (std::find(layouts.begin(), layouts.end(), s.problem.layout()) == layouts.end())
+      layouts.emplace_back(s.problem.layout());
+  }
+  // The chosen candidates, then their builds of every other layout the shapes have: a layout nobody
+  // tuned is served by the leaders of the tuned ones, measured in it.
+  Target every_layout = target;
+  every_layout.layouts.assign(std::begin(k_layout_names), std::end(k_layout_names));
+  std::set<std::string> taken;
+  const auto take = [&](const Candidate& c, bool leader) {
+    if (!taken.insert(c.id()).second) return;
+    plan.candidates.push_back(c);
+    plan.ignore_applies.push_back(leader);
+  };
+  const std::vector<CalibrationCandidate> chosen =
+      calibration_candidates(trials_per_problem, candidates, leaders, requested, target);
+  for (const CalibrationCandidate& c : chosen) take(candidates[c.index], c.leader);
+  for (const CalibrationCandidate& c : chosen)
+    for (const std::string& layout : layouts)
+      if (auto variant = layout_variant(candidates[c.index], layout, every_layout)) take(*variant, c.leader);
+  plan.problems.erase(std::remove_if(plan.problems.begin(), plan.problems.end(),
+                                     [&](const Problem& p) {
+                                       return std::none_of(plan.candidates.begin(), plan.candidates.end(),
+                                                           [&](const Candidate& c) { return c.tmpl->serves(c.values, p); });
+                                     }),
+                      plan.problems.end());
+  return plan;
 }
 
 }  // namespace cmt

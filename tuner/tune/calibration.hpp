@@ -54,4 +54,19 @@ std::vector<CalibrationCandidate> calibration_candidates(const std::vector<std::
                                                          const std::vector<Candidate>& candidates, int leaders,
                                                          const std::vector<Problem>& requested, const Target& target);
 
+/// What calibration measures after the whole-space shapes: the candidates calibration_candidates
+/// chooses, then their builds of every other layout the shapes (not full_search) have
+/// (layout_variant, for a target of every layout), each once, with whether each is measured also
+/// where its family does not apply (a leader and its builds); and those shapes, but for the ones none
+/// of the candidates computes (a layout or batch no chosen family takes).
+struct CalibrationPlan {
+  std::vector<Candidate> candidates;
+  std::vector<bool> ignore_applies;   // parallel to candidates
+  std::vector<Problem> problems;
+};
+CalibrationPlan calibration_plan(const std::vector<CalibrationShape>& shapes,
+                                 const std::vector<std::vector<TrialRecord>>& trials_per_problem,
+                                 const std::vector<Candidate>& candidates, int leaders,
+                                 const std::vector<Problem>& requested, const Target& target);
+
 }  // namespace cmt

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <set>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -256,38 +255,11 @@ TuneSummary run_tune(Store& store, const Compiler& compiler, Measurer& measurer,
       absorb(run_tune(store, compiler, measurer, calibration, progress));
       measurer.release_problems();
     }
-    calibration.problems.clear();
-    for (const auto& s : shapes)
-      if (!s.full_search) calibration.problems.push_back(s.problem);
-    calibration.candidates.clear();
-    calibration.ignore_applies.clear();
-    // The chosen candidates, then their builds of every other layout the shapes have: a layout
-    // nobody tuned is served by the leaders of the tuned ones, measured in it.
-    std::vector<std::string> layouts;
-    for (const auto& s : shapes)
-      if (!s.full_search && std::find(layouts.begin(), layouts.end(), s.problem.layout()) == layouts.end())
-        layouts.emplace_back(s.problem.layout());
-    Target every_layout = target;
-    every_layout.layouts.assign(std::begin(k_layout_names), std::end(k_layout_names));
-    std::set<std::string> taken;
-    const auto take = [&](const Candidate& c, bool leader) {
-      if (!taken.insert(c.id()).second) return;
-      calibration.candidates.push_back(c);
-      calibration.ignore_applies.push_back(leader);
-    };
-    const std::vector<CalibrationCandidate> chosen = calibration_candidates(trials, req.candidates, req.calibration_leaders, req.problems, target);
-    for (const CalibrationCandidate& c : chosen) take(req.candidates[c.index], c.leader);
-    for (const CalibrationCandidate& c : chosen)
-      for (const std::string& layout : layouts)
-        if (auto variant = layout_variant(req.candidates[c.index], layout, every_layout)) take(*variant, c.leader);
-    // Shapes that none of them computes (a layout or batch no chosen family takes) are left out.
-    calibration.problems.erase(
-        std::remove_if(calibration.problems.begin(), calibration.problems.end(),
-                       [&](const Problem& p) {
-                         return std::none_of(calibration.candidates.begin(), calibration.candidates.end(),
-                                             [&](const Candidate& c) { return c.tmpl->serves(c.values, p); });
-                       }),
-        calibration.problems.end());
+    CalibrationPlan plan =
+        calibration_plan(shapes, trials, req.candidates, req.calibration_leaders, req.problems, target);
+    calibration.problems = std::move(plan.problems);
+    calibration.candidates = std::move(plan.candidates);
+    calibration.ignore_applies = std::move(plan.ignore_applies);
     if (summary.stop_reason.empty() && !measurer.context_lost() && !calibration.candidates.empty() &&
         !calibration.problems.empty()) {
       if (req.time_limit_s) calibration.time_limit_s = std::max(1.0, *req.time_limit_s - elapsed());
