@@ -67,12 +67,11 @@ for phase in "${phases[@]}"; do
       "$bin" --db "$db" --log-file "$out/readme-tune.log" tune --device 0 --sizes 256..4096 --json \
         > "$out/readme-tune.json" 2> "$out/readme-tune.err"
       rc=$?
-      echo "{\"cold_seconds\": $SECONDS, \"rc\": $rc}" > "$out/readme-time.json"
+      cold=$SECONDS
       log "README command, warm"
       SECONDS=0
       "$bin" --db "$db" tune --device 0 --sizes 256..4096 > "$out/readme-tune-warm.txt" 2>&1
-      echo "{\"cold_seconds\": $(python3 -c "import json;print(json.load(open('$out/readme-time.json'))['cold_seconds'])"), \"warm_seconds\": $SECONDS, \"rc\": $rc}" \
-        > "$out/readme-time.json"
+      echo "{\"cold_seconds\": $cold, \"warm_seconds\": $SECONDS, \"rc\": $rc}" > "$out/readme-time.json"
       cat "$out/readme-time.json"
       header "$db" /tmp/cm-tune-bench.cuh
       cp /tmp/cm-tune-bench.cuh "$out/tuned_sgemm.cuh"
@@ -96,7 +95,8 @@ for phase in "${phases[@]}"; do
       SECONDS=0
       "$bin" --db "$db64" --log-file "$out/f64-tune.log" tune --device 0 --sizes 256..4096 --dtype f64 --json \
         > "$out/f64-tune.json" 2> "$out/f64-tune.err"
-      echo "{\"cold_seconds\": $SECONDS, \"rc\": $?}" > "$out/f64-time.json"
+      rc=$?
+      echo "{\"cold_seconds\": $SECONDS, \"rc\": $rc}" > "$out/f64-time.json"
       header "$db64" /tmp/cm-tune-bench-f64.cuh
       save_without_cubins "$db64" "$out/f64-nocubins.db"
       bench public-f64 "$db64" /tmp/cm-tune-bench-f64.cuh --sizes "@$shapes/public.txt" --dtype f64 --layout nn,nt
