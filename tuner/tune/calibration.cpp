@@ -28,10 +28,6 @@ double scale_of(const Problem& p) {
   return std::cbrt(static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k));
 }
 
-}  // namespace
-
-namespace {
-
 /// Up to `count` of the problems, spread evenly over their scales (smallest and largest included).
 std::vector<Problem> spread_by_scale(std::vector<Problem> problems, size_t count) {
   std::stable_sort(problems.begin(), problems.end(), [](const Problem& a, const Problem& b) { return scale_of(a) < scale_of(b); });
