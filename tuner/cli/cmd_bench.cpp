@@ -17,6 +17,7 @@
 #include "cuda/device.hpp"
 #include "cuda/nvrtc_compiler.hpp"
 #include "export/dispatch.hpp"
+#include "export/regret.hpp"
 #include "measure/gpu_measurer.hpp"
 #include "measure/seed_bmm.hpp"
 
@@ -31,6 +32,7 @@ struct BenchOptions {
   std::string header;
   std::string name_space = "cmtune";
   int rounds = 100;
+  bool regret = false;
   bool json = false;
 };
 
@@ -214,6 +216,27 @@ BinaryRecord build_generic(const ExportKernel& k, const TemplateDesc& blocktile2
   return b;
 }
 
+/// Exported kernel `index` as a launcher: its binary from the database, or, for a generic default
+/// the database never measured, built with NVRTC. `binaries` keeps the binary alive while the
+/// measurer does. Throws UsageError when it cannot run here.
+GemmLauncher load_kernel(const ExportModel& model, int index, Store& store, GpuMeasurer& measurer,
+                         std::vector<std::unique_ptr<BinaryRecord>>& binaries, const TemplateDesc& blocktile2d,
+                         const std::string& arch) {
+  const ExportKernel& k = model.kernels.at(static_cast<size_t>(index));
+  const std::string label = kernel_label(k.template_name, k.params);
+  if (k.binary_key.empty()) {  // a generic default this database never measured
+    binaries.push_back(std::make_unique<BinaryRecord>(build_generic(k, blocktile2d, arch)));
+  } else {
+    auto binary = store.find_binary(k.binary_key);
+    if (!binary || !binary->ok) throw UsageError(fmt::format("the binary of {} is missing from the database", label));
+    binaries.push_back(std::make_unique<BinaryRecord>(std::move(*binary)));
+  }
+  std::string why_not;
+  auto launch = measurer.kernel_launcher({binaries.back().get(), k.shape, k.requirements, label}, &why_not);
+  if (!launch) throw UsageError(fmt::format("{} cannot run here: {}", label, why_not));
+  return std::move(*launch);
+}
+
 DispatchedKernel load_dispatched(const ExportModel& model, const CallShape& call, Store& store, GpuMeasurer& measurer,
                                  std::vector<std::unique_ptr<BinaryRecord>>& binaries, const TemplateDesc& blocktile2d,
                                  const std::string& arch) {
@@ -226,18 +249,60 @@ DispatchedKernel load_dispatched(const ExportModel& model, const CallShape& call
   out.why = choice.why;
   out.exact = choice.exact;
   out.splits = choice.splits;
-  if (k.binary_key.empty()) {  // a generic default this database never measured
-    binaries.push_back(std::make_unique<BinaryRecord>(build_generic(k, blocktile2d, arch)));
-  } else {
-    auto binary = store.find_binary(k.binary_key);
-    if (!binary || !binary->ok) throw UsageError(fmt::format("the binary of {} is missing from the database", out.label));
-    binaries.push_back(std::make_unique<BinaryRecord>(std::move(*binary)));
+  try {
+    out.launch = load_kernel(model, choice.kernel, store, measurer, binaries, blocktile2d, arch);
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("{}: {}", p.to_string(), e.what()));
   }
-  std::string why_not;
-  auto launch = measurer.kernel_launcher({binaries.back().get(), k.shape, k.requirements, out.label}, &why_not);
-  if (!launch) throw UsageError(fmt::format("{}: {} cannot run here: {}", p.to_string(), out.label, why_not));
-  out.launch = std::move(*launch);
   return out;
+}
+
+/// The exported kernels bench --regret loaded, by index; a kernel that cannot run here is remembered
+/// as such (nullopt) and warned about once.
+using LoadedKernels = std::map<int, std::optional<GemmLauncher>>;
+
+/// Times every exported kernel the call can run with the one the dispatch chose, interleaved, and
+/// gives the regret (export/regret.hpp). When the dispatch splits K and the header is benched, the
+/// chosen time is the header's split run, timed in the same rounds.
+RegretRow measure_regret(const ExportModel& model, const CallShape& call, const GemmLauncher* header_launch,
+                         LoadedKernels& loaded, Store& store, GpuMeasurer& measurer,
+                         std::vector<std::unique_ptr<BinaryRecord>>& binaries, const TemplateDesc& blocktile2d,
+                         const std::string& arch, int rounds) {
+  const Problem& p = call.problem;
+  const DispatchChoice choice = choose_kernel(model, 0, call);
+  std::vector<int> timed;
+  std::vector<GemmLauncher> launches;
+  std::vector<int> failed;
+  for (const int index : regret_candidates(choice)) {
+    auto it = loaded.find(index);
+    if (it == loaded.end()) {
+      std::optional<GemmLauncher> launch;
+      try {
+        launch = load_kernel(model, index, store, measurer, binaries, blocktile2d, arch);
+      } catch (const UsageError& e) {
+        if (index == choice.kernel) throw;
+        spdlog::warn("regret: {}; it is left out of every call", e.what());
+      }
+      it = loaded.emplace(index, std::move(launch)).first;
+    }
+    if (!it->second) continue;
+    if (!measurer.validate(*it->second, p).passed) failed.push_back(index);
+    timed.push_back(index);
+    launches.push_back(*it->second);
+  }
+  const bool split_run = header_launch != nullptr && choice.splits > 1;
+  if (split_run) launches.push_back(*header_launch);
+  const auto results = measurer.time_interleaved(launches, p, rounds);
+  std::map<int, double> times;
+  for (size_t i = 0; i < timed.size(); ++i) {
+    if (results[i].status != cudaSuccess)
+      throw InfraError("CUDA", "bench --regret launch", cudaGetErrorString(results[i].status), __FILE__, __LINE__);
+    times[timed[i]] = results[i].stats.median * 1e3;
+  }
+  if (split_run && results.back().status != cudaSuccess)
+    throw InfraError("CUDA", "bench --regret header launch", cudaGetErrorString(results.back().status), __FILE__, __LINE__);
+  const double chosen_us = split_run ? results.back().stats.median * 1e3 : times.at(choice.kernel);
+  return regret_row(p, choice.kernel, choice.splits, chosen_us, times, failed);
 }
 
 double tflops_of(const Problem& p, const TimingResult& r) {
@@ -248,6 +313,34 @@ double tflops_of(const Problem& p, const TimingResult& r) {
 std::string ratio_text(double num, double den) { return num > 0 && den > 0 ? fmt::format("{:.3f}x", num / den) : "-"; }
 nlohmann::json ratio_json(double num, double den) { return num > 0 && den > 0 ? nlohmann::json(num / den) : nlohmann::json(); }
 nlohmann::json rate_json(double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(); }
+
+std::string kernel_name_of(const ExportModel& model, int index) {
+  const ExportKernel& k = model.kernels.at(static_cast<size_t>(index));
+  return kernel_label(k.template_name, k.params);
+}
+
+/// The regret table: a row per call, then the spread.
+void print_regret(const ExportModel& model, const std::vector<RegretRow>& rows) {
+  size_t width = 16;
+  for (const RegretRow& r : rows)
+    width = std::max({width, kernel_name_of(model, r.chosen).size(), kernel_name_of(model, r.best).size()});
+  fmt::print("\ndispatch regret: the chosen kernel's time over the fastest exported kernel's that the call can run, "
+             "timed together\n");
+  fmt::print("{:<22} {:<{}} {:>9} {:<{}} {:>9} {:>7} {:>6}\n", "problem", "chosen", width, "its us", "fastest", width,
+             "its us", "regret", "timed");
+  for (const RegretRow& r : rows) {
+    std::string notes;
+    if (r.splits > 1) notes += fmt::format("  (chosen: split into {} slices)", r.splits);
+    for (const int k : r.failed) notes += fmt::format("  (VALIDATION FAILED: {})", kernel_name_of(model, k));
+    fmt::print("{:<22} {:<{}} {:>9.1f} {:<{}} {:>9.1f} {:>7.3f} {:>6}{}\n", r.problem.to_string(),
+               kernel_name_of(model, r.chosen), width, r.chosen_us, r.best == r.chosen ? "(the chosen one)" : kernel_name_of(model, r.best),
+               width, r.best_us, r.regret, r.timed, notes);
+  }
+  const Spread s = regret_spread(rows);
+  if (s.count > 0)
+    fmt::print("regret over {} call{}: median {:.3f}, 90th pct {:.3f}, max {:.3f}\n", s.count, s.count == 1 ? "" : "s",
+               s.median, s.p90, s.max);
+}
 
 int run_bench(const GlobalOptions& global, const BenchOptions& o) {
   const auto problems = apply_operand_options(parse_sizes(o.sizes), o.operands);
@@ -272,6 +365,8 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
   const std::vector<SeedBmmVariant> seed = seed_bmm_variants(measurer.stream());
   std::vector<BenchRow> rows;
   std::vector<std::unique_ptr<BinaryRecord>> binaries;  // the kernels stay loaded while the measurer lives
+  LoadedKernels regret_kernels;
+  std::vector<RegretRow> regret_rows;
   for (const Problem& p : problems) {
     BenchRow row;
     row.problem = p;
@@ -326,6 +421,12 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
         spdlog::warn("{}: no FP32 kernel to compare with: {}", p.to_string(), e.what());
       }
     }
+    if (o.regret) {
+      regret_rows.push_back(measure_regret(model, call, header ? &header_launch : nullptr, regret_kernels, store, measurer,
+                                           binaries, blocktile2d, device.arch(), o.rounds));
+      const RegretRow& r = regret_rows.back();
+      spdlog::info("{}: regret {:.3f} over {} kernels", p.to_string(), r.regret, r.timed);
+    }
     rows.push_back(row);
     spdlog::info("{}: winner {:.2f} T/s{}{}{}", p.to_string(), row.winner_tflops,
                  has_cublas ? fmt::format(", cuBLAS {:.2f}", row.cublas_tflops) : "",
@@ -377,6 +478,21 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
                      {"header_valid", header ? nlohmann::json(r.header_valid) : nlohmann::json()},
                      {"header_ratio", header ? ratio_json(r.header_tflops, r.cublas_tflops) : nlohmann::json()},
                      {"header_vs_winner", header ? nlohmann::json(r.header_tflops / r.winner_tflops) : nlohmann::json()}});
+    nlohmann::json regret = nlohmann::json::array();
+    for (const RegretRow& r : regret_rows) {
+      nlohmann::json failed = nlohmann::json::array();
+      for (const int k : r.failed) failed.push_back(kernel_name_of(model, k));
+      regret.push_back({{"problem", r.problem.to_string()},
+                        {"chosen", kernel_name_of(model, r.chosen)},
+                        {"splits", r.splits},
+                        {"chosen_us", r.chosen_us},
+                        {"best", kernel_name_of(model, r.best)},
+                        {"best_us", r.best_us},
+                        {"regret", r.regret},
+                        {"timed", r.timed},
+                        {"failed_validation", failed}});
+    }
+    const Spread spread = regret_spread(regret_rows);
     print_json({{"device", device.name},
                 {"driver", device.driver_version},
                 {"runtime", device.runtime_version},
@@ -384,7 +500,13 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
                 {"rows", out},
                 {"geomean_winner_ratio", winner_ratios.empty() ? nlohmann::json() : nlohmann::json(geomean(winner_ratios))},
                 {"geomean_header_ratio",
-                 header && !header_ratios.empty() ? nlohmann::json(geomean(header_ratios)) : nlohmann::json()}});
+                 header && !header_ratios.empty() ? nlohmann::json(geomean(header_ratios)) : nlohmann::json()},
+                {"regret", o.regret ? nlohmann::json{{"rows", regret},
+                                                      {"count", spread.count},
+                                                      {"median", spread.median},
+                                                      {"p90", spread.p90},
+                                                      {"max", spread.max}}
+                                    : nlohmann::json()}});
   } else {
     fmt::print("{} ({}), driver {}, runtime {}, median of {} interleaved rounds, L2 flushed; rates in TFLOP/s (i32: TOP/s)\n",
                device.name, device.arch(), device.driver_version, device.runtime_version, o.rounds);
@@ -408,8 +530,11 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
       fmt::print("{:<22} {:>8} {:>8} {:>8} {:>7.3f}x {:>8}\n", "geomean (cuBLAS rows)", "", "", "", geomean(winner_ratios),
                  header ? fmt::format("{:.3f}x", geomean(header_ratios)) : "-");
   }
+  if (o.regret && !o.json) print_regret(model, regret_rows);
   for (const auto& r : rows)
     if (!r.winner_valid || (header && !r.header_valid)) return 1;
+  for (const auto& r : regret_rows)
+    if (!r.failed.empty()) return 1;
   return 0;
 }
 
@@ -431,6 +556,9 @@ void add_bench_command(CLI::App& app, GlobalOptions& global, Action& action) {
   sub->add_option("--rounds", o->rounds, "Interleaved rounds (samples per implementation), at least 5")
       ->capture_default_str()
       ->check(whole_number(5, std::numeric_limits<int>::max()));
+  sub->add_flag("--regret", o->regret,
+                "Also time every exported kernel each call can run, with the dispatched one, and report the regret "
+                "(the dispatched kernel's time over the fastest's)");
   sub->add_flag("--json", o->json, "Machine-readable output");
   add_db_option(*sub, global);
   sub->callback([&action, &global, o] { action = [&global, o] { return run_bench(global, *o); }; });
