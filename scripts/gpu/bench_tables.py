@@ -115,13 +115,50 @@ def rows_table(folder, name, title, floor=0.8):
     print(f"\n{summary_line([ratio(r) for r in data['rows']], floor)}.\n\n\\* not tuned: the cost model chose the kernel.\n")
 
 
+def quantile(values, q):
+    """Linear interpolation between order statistics, as cm-tune's spreads."""
+    v = sorted(values)
+    pos = q * (len(v) - 1)
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (pos - lo) * (v[hi] - v[lo])
+
+
+def regret_table(folder, suites):
+    """bench --regret: the dispatched kernel's time over the fastest exported kernel's, per suite and layout."""
+    lines = []
+    for name, title in suites:
+        data = load(folder, name)
+        if not data or not data.get("regret"):
+            continue
+        groups = {}
+        for r in data["regret"]["rows"]:
+            groups.setdefault(shape_and_layout(r["problem"])[1], []).append(r)
+        for layout, rows in groups.items():
+            values = [r["regret"] for r in rows]
+            worst = max(rows, key=lambda r: r["regret"])
+            lines.append(f"| {title} | {layout} | {len(values)} | {quantile(values, 0.5):.3f} | {quantile(values, 0.9):.3f} | "
+                         f"{max(values):.3f} | {worst['problem']}: `{worst['chosen'].split('[')[0]}` against "
+                         f"`{worst['best'].split('[')[0]}` |")
+    if not lines:
+        return
+    print("### Dispatch regret (`bench --regret`)\n")
+    print("Every exported kernel that a call can run is timed with the one the dispatch chose, interleaved; the "
+          "regret is the chosen kernel's time over the fastest's (split K: the header's split run).\n")
+    print("| suite | layout | calls | median | 90th pct | max | worst call: chosen against fastest |")
+    print("|---|---|---|---|---|---|---|")
+    print("\n".join(lines) + "\n")
+
+
 def tune_times(folder):
     for name, what in (("readme-time", "the README's main command (`tune --device 0 --sizes 256..4096`)"),
+                       ("tuned-all-time", "then `tune --device 0 --sizes @public.txt --layout all` (flags below)"),
                        ("f64-time", "`tune --device 0 --sizes 256..4096 --dtype f64`")):
         t = load(folder, name)
         if t:
             warm = f", warm rerun {t['warm_seconds']} s" if "warm_seconds" in t else ""
-            print(f"- {what}: cold {t['cold_seconds']} s{warm} (exit {t['rc']})")
+            flags = f", with `{t['flags']}`" if t.get("flags") else ""
+            print(f"- {what}: cold {t['cold_seconds']} s{warm}{flags} (exit {t['rc']})")
     print()
 
 
@@ -132,7 +169,11 @@ def main():
     layouts_table(folder, "public-layouts", "README header, public suite, every layout", ["nn", "nt", "tn", "tt"])
     rows_table(folder, "public-batched", "README header, public batched suite")
     rows_table(folder, "squares", "README header, the tuned sizes", floor=0.95)
+    layouts_table(folder, "public-tuned-all", "README header plus `tune --sizes @public.txt --layout all`, public suite, "
+                  "every layout", ["nn", "nt", "tn", "tt"])
     layouts_table(folder, "public-f64", "`--dtype f64` header against DGEMM, public suite", ["nn", "nt"])
+    regret_table(folder, [("public-layouts", "public"), ("public-batched", "public batched"),
+                          ("public-f64", "public, f64")])
 
 
 if __name__ == "__main__":

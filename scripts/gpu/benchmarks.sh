@@ -5,11 +5,16 @@
 # Usage: scripts/gpu/benchmarks.sh [phase...]   (default: all of them, in this order)
 #   readme    the README's main command, cold, into $CMTUNE_BENCH_DB (deleted first), timed; then the
 #             same command again (warm), and export of the header
-#   layouts   the header against cuBLAS on the public suite in each of nn, nt, tn and tt
-#   batched   the header against cuBLAS on the public batched suite
+#   layouts   the header against cuBLAS on the public suite in each of nn, nt, tn and tt, with the
+#             dispatch's regret (bench --regret)
+#   batched   the header against cuBLAS on the public batched suite, with the regret
 #   squares   the header against cuBLAS on the README's tuned sizes
+#   tuned-all `tune --sizes @public.txt --layout all` on a copy of the README's database, export, and
+#             that header against cuBLAS on the public suite in every layout. A full search of the
+#             108 calls takes about 100 minutes on an H100; CMTUNE_TUNE_FLAGS (for example
+#             "--time-limit 300") bounds it, and the table names the flags
 #   f64       `tune --sizes 256..4096 --dtype f64` into its own database, export, and the header
-#             against DGEMM on the public suite as f64, nn and nt
+#             against DGEMM on the public suite as f64, nn and nt, with the regret
 #   tables    the markdown tables of every JSON present
 # The phases may run in separate calls of a machine that stays up: they share /tmp. The public
 # suites are read from $CMTUNE_SHAPES_DIR (default ../shared/shapes); CMTUNE_COMMIT names the commit
@@ -24,7 +29,7 @@ db64="${db%.db}-f64.db"
 shapes="${CMTUNE_SHAPES_DIR:-$root/../shared/shapes}"
 rounds="${CMTUNE_ROUNDS:-50}"
 phases=("$@")
-[ ${#phases[@]} -gt 0 ] || phases=(readme layouts batched squares f64 tables)
+[ ${#phases[@]} -gt 0 ] || phases=(readme layouts batched squares tuned-all f64 tables)
 export PATH=/usr/local/cuda/bin:$PATH
 
 log() { echo "=== $(date +%H:%M:%S) $*"; }
@@ -79,15 +84,31 @@ for phase in "${phases[@]}"; do
       ;;
     layouts)
       header "$db" /tmp/cm-tune-bench.cuh
-      bench public-layouts "$db" /tmp/cm-tune-bench.cuh --sizes "@$shapes/public.txt" --layout all
+      bench public-layouts "$db" /tmp/cm-tune-bench.cuh --sizes "@$shapes/public.txt" --layout all --regret
       ;;
     batched)
       header "$db" /tmp/cm-tune-bench.cuh
-      bench public-batched "$db" /tmp/cm-tune-bench.cuh --sizes "@$shapes/public-batched.txt"
+      bench public-batched "$db" /tmp/cm-tune-bench.cuh --sizes "@$shapes/public-batched.txt" --regret
       ;;
     squares)
       header "$db" /tmp/cm-tune-bench.cuh
       bench squares "$db" /tmp/cm-tune-bench.cuh --sizes 256..4096
+      ;;
+    tuned-all)
+      dball="${db%.db}-all.db"
+      flags="${CMTUNE_TUNE_FLAGS:-}"
+      log "tune --sizes @public.txt --layout all $flags, on a copy of the README database"
+      rm -f "$dball"* /tmp/cm-tune-bench-all.cuh
+      python3 -c 'import sqlite3,sys; s=sqlite3.connect(sys.argv[1]); d=sqlite3.connect(sys.argv[2]); s.backup(d)' "$db" "$dball"
+      SECONDS=0
+      # shellcheck disable=SC2086  # the flags are words
+      "$bin" --db "$dball" --log-file "$out/tuned-all-tune.log" tune --device 0 --sizes "@$shapes/public.txt" \
+        --layout all $flags --json > "$out/tuned-all-tune.json" 2> "$out/tuned-all-tune.err"
+      rc=$?
+      echo "{\"cold_seconds\": $SECONDS, \"rc\": $rc, \"flags\": \"$flags\"}" > "$out/tuned-all-time.json"
+      cat "$out/tuned-all-time.json"
+      header "$dball" /tmp/cm-tune-bench-all.cuh
+      bench public-tuned-all "$dball" /tmp/cm-tune-bench-all.cuh --sizes "@$shapes/public.txt" --layout all
       ;;
     f64)
       log "tune --sizes 256..4096 --dtype f64, cold"
@@ -99,7 +120,8 @@ for phase in "${phases[@]}"; do
       echo "{\"cold_seconds\": $SECONDS, \"rc\": $rc}" > "$out/f64-time.json"
       header "$db64" /tmp/cm-tune-bench-f64.cuh
       save_without_cubins "$db64" "$out/f64-nocubins.db"
-      bench public-f64 "$db64" /tmp/cm-tune-bench-f64.cuh --sizes "@$shapes/public.txt" --dtype f64 --layout nn,nt
+      bench public-f64 "$db64" /tmp/cm-tune-bench-f64.cuh --sizes "@$shapes/public.txt" --dtype f64 --layout nn,nt \
+        --regret
       ;;
     tables)
       python3 "$root/scripts/gpu/bench_tables.py" "$out" | tee "$out/tables.md"
