@@ -45,9 +45,9 @@ def split_note(r):
 
 
 def shape_and_layout(problem):
-    """'256x256x256:nt' -> ('256x256x256', 'nt'); the dtype suffix is dropped."""
+    """'256x256x256:nt' -> ('256x256x256', 'nt'), '77x99x33:tt*300' -> ('77x99x33', 'tt'); the dtype suffix is dropped."""
     parts = problem.split(":")
-    layout = next((p for p in parts[1:] if p in ("nt", "tn", "tt")), "nn")
+    layout = next((p.split("*")[0] for p in parts[1:] if p.split("*")[0] in ("nt", "tn", "tt")), "nn")
     return parts[0], layout
 
 
