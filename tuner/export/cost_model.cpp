@@ -8,11 +8,9 @@
 #include <optional>
 #include <stdexcept>
 
-namespace cmt {
+#include "export/rules.hpp"
 
-namespace rules {
-#include "export/runtime/dispatch_rules.h"
-}  // namespace rules
+namespace cmt {
 
 namespace {
 

@@ -4,13 +4,10 @@
 #include <fmt/format.h>
 #include <map>
 
+#include "export/rules.hpp"
 #include "tune/protocol.hpp"
 
 namespace cmt {
-
-namespace rules {
-#include "export/runtime/dispatch_rules.h"
-}  // namespace rules
 
 namespace {
 
