@@ -9,11 +9,17 @@
 
 namespace cmt {
 
+/// The tree's operators and node kinds: named, not file-local, because Expr::Node (declared in
+/// expr.hpp) holds them.
+namespace expr_tree {
+enum class Op { neg, logical_not, mul, div, mod, add, sub, lt, le, gt, ge, eq, ne, logical_and, logical_or };
+enum class Kind { number, ident, unary, binary, call };
+}  // namespace expr_tree
+
 namespace {
 
-enum class Op { neg, logical_not, mul, div, mod, add, sub, lt, le, gt, ge, eq, ne, logical_and, logical_or };
-
-enum class Kind { number, ident, unary, binary, call };
+using expr_tree::Kind;
+using expr_tree::Op;
 
 /// Known functions and their argument counts.
 struct FunctionSpec {

@@ -22,7 +22,7 @@ using detail::in_file_order;
 using detail::join_keys;
 using detail::line_of;
 
-constexpr std::string_view k_top_keys[] = {"name", "description", "tune", "templates"};
+constexpr std::string_view k_preset_keys[] = {"name", "description", "tune", "templates"};
 
 /// Reads one preset file; every error is "FILE:LINE: KEY: message".
 class PresetReader : public detail::TomlFileReader {
@@ -50,7 +50,7 @@ class PresetReader : public detail::TomlFileReader {
       } else if (k == "templates") {
         preset.templates = read_templates(*node);
       } else {
-        fail(static_cast<int>(key->source().begin.line), k, fmt::format("unknown key (known: {})", join_keys(k_top_keys)));
+        fail(static_cast<int>(key->source().begin.line), k, fmt::format("unknown key (known: {})", join_keys(k_preset_keys)));
       }
     }
     if (!root.get("templates")) fail(1, "templates", "required table [templates.NAME] is missing: the preset names no template");

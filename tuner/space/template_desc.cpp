@@ -22,7 +22,7 @@ using detail::in_file_order;
 using detail::join_keys;
 using detail::line_of;
 
-constexpr std::string_view k_top_keys[] = {"name",     "kernel",     "summary", "param",   "derived", "include", "launch",
+constexpr std::string_view k_descriptor_keys[] = {"name",     "kernel",     "summary", "param",   "derived", "include", "launch",
                                            "requires", "constraint", "applies", "layouts", "batched",
                                            "dtypes"};
 /// The problem's names, which only `applies` may use.
@@ -70,7 +70,7 @@ class DescriptorFileReader : public detail::TomlFileReader {
   /// The descriptor proper: everything but the fragments' constraints, which read_includes adds.
   void read_descriptor() {
     const toml::table root = parse(read_text_file(m_file, "template descriptor"));
-    check_keys(root, "", k_top_keys);
+    check_keys(root, "", k_descriptor_keys);
     m_desc.descriptor_path = m_file;
     m_desc.name = required_string(root, "name", "");
     m_desc.kernel = required_string(root, "kernel", "");
