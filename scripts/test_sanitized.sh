@@ -16,12 +16,13 @@ start=$SECONDS
 
 cuda_root="${CUDA_HOME:-/usr/local/cuda}"
 export PATH="$cuda_root/bin:$PATH"
-# -Og: compiles as fast as -O0 (the build is most of this script's time) and runs faster; -g1:
+# A unity build, as scripts/setup.sh's. -Og: compiles as fast as -O0 (the build is most of this script's time) and runs faster; -g1:
 # line tables for the reports' stack traces, without the cost of full debug information; NDEBUG as
 # in the product's build: toml++ asserts on input that it refuses with a parse error when NDEBUG is
 # set, and cm-tune's own code uses no assert().
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-Og -g1 -DNDEBUG" \
-      -DCMTUNE_SANITIZE=ON -DCMAKE_CUDA_COMPILER="$cuda_root/bin/nvcc" >/dev/null
+      -DCMTUNE_SANITIZE=ON -DCMAKE_UNITY_BUILD="${CMTUNE_UNITY_BUILD:-ON}" \
+      -DCMAKE_CUDA_COMPILER="$cuda_root/bin/nvcc" >/dev/null
 cmake --build "$build" -j"$(nproc)" --target cm-tune cmt_model_tests cmt_cuda_tests cmt_cli_tests
 built=$((SECONDS - start))
 
