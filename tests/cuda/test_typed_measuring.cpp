@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/dtype.hpp"
 #include "cuda/cublas_ref.hpp"
 #include "cuda/kernel_module.hpp"
 #include "measure/validator.hpp"
@@ -73,16 +74,17 @@ TEST(TypedArgs, BatchSlicesMovePointersByElementsOfTheirType) {
 }
 
 TEST(TypedArgs, CublasIsTheBaselineOfTheFloatsOnly) {
-  EXPECT_TRUE(cublas_has_gemm(DType::f32));
-  EXPECT_TRUE(cublas_has_gemm(DType::f64));
-  EXPECT_FALSE(cublas_has_gemm(DType::i32));
+  EXPECT_TRUE(type_info(DType::f32).cublas_baseline);
+  EXPECT_TRUE(type_info(DType::f64).cublas_baseline);
+  EXPECT_FALSE(type_info(DType::i32).cublas_baseline);
   EXPECT_STREQ(cublas_routine(DType::f32, false), "cublasSgemm");
   EXPECT_STREQ(cublas_routine(DType::f32, true), "cublasSgemmStridedBatched");
   EXPECT_STREQ(cublas_routine(DType::f64, false), "cublasDgemm");
   EXPECT_STREQ(cublas_routine(DType::f64, true), "cublasDgemmStridedBatched");
   EXPECT_STREQ(cublas_routine(DType::i32, true), "none");
-  for (const DType t : {DType::f32, DType::f64, DType::i32})
-    EXPECT_EQ(has_cublas_baseline(t), cublas_has_gemm(t)) << dtype_name(t);
+  // The type table and the cuBLAS layer agree: a type has a baseline exactly where cuBLAS has a routine.
+  for (const TypeInfo& t : k_types)
+    EXPECT_EQ(t.cublas_baseline, std::string(cublas_routine(t.dtype, false)) != "none") << t.name;
 }
 
 // The FP32 protocol is the one trial keys name; the other types add theirs without changing it.

@@ -19,6 +19,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "tune/worker_loop.hpp"
 
@@ -83,7 +84,7 @@ class ScriptedMeasurer final : public Measurer {
   // re-timing's last result (cuBLAS's place) is not ok.
   SampleStats measure_cublas(const Problem& p) override {
     log_line(fmt::format("cublas - {}", p.to_string()));
-    if (!has_cublas_baseline(p.dtype))
+    if (!type_info(p.dtype).cublas_baseline)
       throw InfraError("cuBLAS", "gemm", fmt::format("{}: cuBLAS has no {} GEMM (scripted)", p.to_string(), dtype_name(p.dtype)),
                        __FILE__, __LINE__);
     return SampleStats{1.0, 1.0, 1.0, 0.0, 10};
@@ -92,7 +93,7 @@ class ScriptedMeasurer final : public Measurer {
     log_line(fmt::format("retime {} {}", kernels.size(), p.to_string()));
     std::vector<RetimeResult> out;
     for (const auto& k : kernels) out.push_back({true, "", SampleStats{time_of(k.label, p) * 1.01, 0, 0, 0, 30}});
-    if (has_cublas_baseline(p.dtype))
+    if (type_info(p.dtype).cublas_baseline)
       out.push_back({true, "", SampleStats{1.0, 1.0, 1.0, 0.0, 30}});
     else
       out.push_back({false, "cuBLAS has no i32 GEMM: no baseline (scripted)", SampleStats{}});

@@ -1,3 +1,4 @@
+#include "core/dtype.hpp"
 #include "cli/app.hpp"
 #include "cli/sizes.hpp"
 
@@ -268,7 +269,7 @@ nlohmann::json winner_json(const WinnerRecord& w) {
           {"median_ms", w.median_ms},
           {"tflops", w.gflops / 1e3},
           // null without a cuBLAS baseline (i32), where the stored 0 means "none"
-          {"ratio_to_cublas", has_cublas_baseline(w.problem.dtype) ? nlohmann::json(w.ratio_to_cublas) : nlohmann::json()},
+          {"ratio_to_cublas", type_info(w.problem.dtype).cublas_baseline ? nlohmann::json(w.ratio_to_cublas) : nlohmann::json()},
           {"requirements", w.requirements.to_string()}};
 }
 

@@ -10,6 +10,7 @@
 #include <random>
 #include <spdlog/spdlog.h>
 
+#include "core/dtype.hpp"
 #include "cli/app.hpp"
 #include "cli/sizes.hpp"
 #include "core/error.hpp"
@@ -43,9 +44,6 @@ using HeaderGemm = cudaError_t (*)(int, int, int, int, int, T, const T*, int, lo
                                    int, long long, int, cudaStream_t);
 using HeaderKernelName = const char* (*)(int, int, int, int, int, int, long long, int, long long, int, long long, int);
 
-/// The C type, the header's prefix (sgemm, dgemm, igemm) of an element type.
-const char* c_type(DType dtype) { return dtype == DType::f64 ? "double" : dtype == DType::i32 ? "int" : "float"; }
-char routine_letter(DType dtype) { return dtype == DType::f64 ? 'd' : dtype == DType::i32 ? 'i' : 's'; }
 
 /// Builds the exported header into a shared library with nvcc and loads its entry points for the
 /// element types benched (a header of an older cm-tune has sgemm only: asking for f32 alone works
@@ -66,8 +64,8 @@ class HeaderLibrary {
           << fmt::format("namespace ns = {};\n", name_space)
           << "static ns::Op op(int t) { return t ? ns::Op::T : ns::Op::N; }\n";
       for (const DType d : dtypes) {
-        const std::string t = c_type(d);
-        const char x = routine_letter(d);
+        const std::string t(type_info(d).c_type);
+        const char x = type_info(d).routine;
         src << fmt::format(
             "extern \"C\" cudaError_t cmt_bench_{x}gemm(int ta, int tb, int m, int n, int k, {t} alpha, const {t}* a,\n"
             "    int lda, long long sa, const {t}* b, int ldb, long long sb, {t} beta, {t}* c, int ldc, long long sc,\n"
@@ -98,8 +96,8 @@ class HeaderLibrary {
     m_handle = dlopen((m_dir / "harness.so").c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!m_handle) throw UsageError(fmt::format("cannot load the compiled header: {}", dlerror()));
     for (const DType d : dtypes) {
-      const std::string gemm = fmt::format("cmt_bench_{}gemm", routine_letter(d));
-      const std::string name = fmt::format("cmt_bench_{}kernel_name", routine_letter(d));
+      const std::string gemm = fmt::format("cmt_bench_{}gemm", type_info(d).routine);
+      const std::string name = fmt::format("cmt_bench_{}kernel_name", type_info(d).routine);
       void* g = dlsym(m_handle, gemm.c_str());
       void* n = dlsym(m_handle, name.c_str());
       if (!g || !n) throw UsageError(fmt::format("the compiled header has no {}", gemm));
@@ -174,14 +172,6 @@ double geomean(const std::vector<double>& v) {
   double s = 0;
   for (double x : v) s += std::log(x);
   return std::exp(s / static_cast<double>(v.size()));
-}
-
-/// The peak rate a type's GEMM is held against: FP32 SIMT, FP64 on the tensor cores where the GPU
-/// has them (else SIMT), INT32 multiply-add.
-double type_peak(const DeviceInfo& device, DType dtype) {
-  if (dtype == DType::i32) return device.int32_peak_tops();
-  if (dtype == DType::f64) return device.fp64_tensor_peak_tflops() > 0 ? device.fp64_tensor_peak_tflops() : device.fp64_peak_tflops();
-  return device.fp32_peak_tflops();
 }
 
 /// The kernel the dispatch picks for a call, loaded from the database as a launcher; `binaries`
@@ -391,7 +381,7 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
     // One interleaved run: the winner, cuBLAS (when it has the type), the header, and for a batch
     // the seed's bmm variants.
     std::vector<GemmLauncher> launches{winner.launch};
-    const bool has_cublas = cublas_has_gemm(p.dtype);
+    const bool has_cublas = type_info(p.dtype).cublas_baseline;
     if (has_cublas) launches.push_back(cublas);
     if (header) launches.push_back(header_launch);
     const size_t first_seed = launches.size();
@@ -410,7 +400,7 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
       }
     }
     // INT32 has no cuBLAS baseline: hold it against the FP32 kernel the dispatch runs at the shape.
-    if (p.dtype == DType::i32) {
+    if (!type_info(p.dtype).cublas_baseline) {
       Problem p32 = p;
       p32.dtype = DType::f32;
       try {

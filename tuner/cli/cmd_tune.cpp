@@ -9,6 +9,7 @@
 #include <random>
 #include <spdlog/spdlog.h>
 
+#include "core/dtype.hpp"
 #include "cli/app.hpp"
 #include "cli/progress.hpp"
 #include "core/error.hpp"
@@ -78,7 +79,7 @@ void print_summary(const TuneSummary& s, const DeviceInfo& device,
       fmt::print("calibration ({} kernels on {} shapes, for the exported dispatch's cost model):\n", s.calibration_candidates,
                  s.calibration.size());
     const std::string counts = fmt::format("{}/{}/{}/{}/{}", p.ok, p.wrong, p.failed, p.abandoned, p.skipped);
-    const bool baseline = has_cublas_baseline(p.problem.dtype);  // i32: none, so no ratio either
+    const bool baseline = type_info(p.problem.dtype).cublas_baseline;  // i32: none, so no ratio either
     const std::string cublas = !baseline ? "n/a" : p.baseline ? fmt::format("{:.2f}", p.baseline->gflops / 1e3) : "-";
     if (p.winner && baseline)
       fmt::print("{:<24} {:<18} {:<44} {:>8.2f} {:>8} {:>6.3f}x  {}\n", p.problem.to_string(), p.winner->template_name,
@@ -183,7 +184,7 @@ int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const
   progress.finish();
   std::map<Problem, Int32Comparison> int32_comparisons;
   for (const auto& p : summary.problems)
-    if (!has_cublas_baseline(p.problem.dtype) && p.winner)
+    if (!type_info(p.problem.dtype).cublas_baseline && p.winner)
       int32_comparisons.emplace(p.problem, compare_int32(store, device, *p.winner));
   const WorkerStats& ws = measurer.stats();
   spdlog::info("measuring process: {} requests, {} restart{} after faults, {:.2f} s starting, {:.2f} s in transport "

@@ -6,24 +6,25 @@
 #include <fmt/format.h>
 #include <tuple>
 
+#include "core/dtype.hpp"
 #include "core/error.hpp"
 
 namespace cmt {
 
-std::string_view dtype_name(DType dtype) { return k_dtype_names[static_cast<int>(dtype)]; }
+std::string_view dtype_name(DType dtype) { return type_info(dtype).name; }
 
 std::optional<DType> parse_dtype(std::string_view name) {
-  for (int i = 0; i < 3; ++i) {
-    const std::string_view want = k_dtype_names[i];
+  for (const TypeInfo& t : k_types) {
+    const std::string_view want = t.name;
     bool same = name.size() == want.size();
     for (size_t c = 0; same && c < name.size(); ++c)
       same = (name[c] >= 'A' && name[c] <= 'Z' ? static_cast<char>(name[c] - 'A' + 'a') : name[c]) == want[c];
-    if (same) return static_cast<DType>(i);
+    if (same) return t.dtype;
   }
   return std::nullopt;
 }
 
-int dtype_bytes(DType dtype) { return dtype == DType::f64 ? 8 : 4; }
+int dtype_bytes(DType dtype) { return type_info(dtype).bytes; }
 
 Problem Problem::make(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, int64_t batch, DType dtype) {
   Problem p{m, n, k, trans_a, trans_b, batch};

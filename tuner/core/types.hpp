@@ -14,9 +14,7 @@ namespace cmt {
 /// products and sums wrap modulo 2^32 (two's complement).
 enum class DType : uint8_t { f32 = 0, f64 = 1, i32 = 2 };
 
-/// The element types, in DType order.
-constexpr std::string_view k_dtype_names[] = {"f32", "f64", "i32"};
-/// "f32", "f64" or "i32".
+/// "f32", "f64" or "i32" (core/dtype.hpp: the table of what each type is).
 std::string_view dtype_name(DType dtype);
 /// The DType of "f32", "f64" or "i32" (either case); nullopt for anything else.
 std::optional<DType> parse_dtype(std::string_view name);

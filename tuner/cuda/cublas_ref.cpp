@@ -60,7 +60,6 @@ cublasStatus_t CublasHandle::gemm_status(const GemmArgs& g) const {
   return CUBLAS_STATUS_NOT_SUPPORTED;  // no INT32 x INT32 -> INT32 GEMM in cuBLAS
 }
 
-bool cublas_has_gemm(DType dtype) { return dtype != DType::i32; }
 
 const char* cublas_routine(DType dtype, bool batched) {
   switch (dtype) {

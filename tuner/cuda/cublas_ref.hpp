@@ -39,8 +39,6 @@ class CublasHandle {
   cublasHandle_t m_handle = nullptr;
 };
 
-/// Whether cuBLAS computes GEMMs of this element type (f32, f64: yes; i32: no).
-bool cublas_has_gemm(DType dtype);
 /// The cuBLAS routine gemm_status calls for a problem: "cublasSgemm", "cublasDgemmStridedBatched"...
 /// ("none" for i32).
 const char* cublas_routine(DType dtype, bool batched);

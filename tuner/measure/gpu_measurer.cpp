@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/hash.hpp"
 #include "cuda/check.hpp"
@@ -234,7 +235,7 @@ Measurement GpuMeasurer::measure(const KernelUnderTest& k, const Problem& proble
 }
 
 SampleStats GpuMeasurer::measure_cublas(const Problem& problem) {
-  if (!has_cublas_baseline(problem.dtype))
+  if (!type_info(problem.dtype).cublas_baseline)
     throw InfraError("cuBLAS", "gemm",
                      fmt::format("{}: cuBLAS has no {} GEMM, so the problem has no baseline", problem.to_string(),
                                  dtype_name(problem.dtype)),
@@ -260,7 +261,7 @@ std::vector<RetimeResult> GpuMeasurer::retime(const std::vector<KernelUnderTest>
     launches.push_back(launch ? std::move(*launch) : [](const GemmArgs&) { return cudaErrorInvalidValue; });
   }
   // cuBLAS last, when the problem's type has a baseline; otherwise its place says why not.
-  const bool baseline = has_cublas_baseline(problem.dtype);
+  const bool baseline = type_info(problem.dtype).cublas_baseline;
   if (baseline) launches.push_back(cublas_launcher());
   const std::vector<TimingResult> timed = time_interleaved(launches, problem, m_settings.retime_rounds, kernel_timeout_ms);
   m_held = held_before;

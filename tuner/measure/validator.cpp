@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fmt/format.h>
 
+#include "core/dtype.hpp"
 #include "cuda/check.hpp"
 #include "measure/validation_kernels.hpp"
 
@@ -72,7 +73,7 @@ std::string describe_c_offset(const CWorkLayout& l, int64_t offset) {
     const int64_t row = r / l.ldc, col = r % l.ldc;
     return element_name(l, b, row, col) + (col >= l.n ? " (a padding column)" : "");
   }
-  const char* unit = element_word(l.dtype);
+  const std::string_view unit = type_info(l.dtype).elements;
   if (offset < l.lead)
     return fmt::format("{} {} before {}", l.lead - offset, unit, l.batch > 1 ? "the first C" : "C");
   const int64_t off = offset - l.lead;
@@ -134,7 +135,7 @@ ValidationResult Validator::validate(const GemmLauncher& launch, const ProblemWo
       const std::string name = element_name(layout, b, r / layout.ldc, r % layout.ldc);
       const std::string got = read_element(ws.c_work_allocation(), first, dtype);
       const std::string want = read_element(ws.reference(int(i)), b * ws.ref_stride() + r, dtype);
-      if (dtype == DType::i32)
+      if (type_info(dtype).exact)
         result.reason = fmt::format("{} of {} elements wrong ({}); first {} is {}, expected {}{}", st.bad_elements,
                                     p.m * p.n * p.batch, args, name, got, want,
                                     got == std::to_string(static_cast<int32_t>(k_pad_bits)) ? " (never written)" : "");
@@ -145,7 +146,7 @@ ValidationResult Validator::validate(const GemmLauncher& launch, const ProblemWo
                                     from_bits(st.max_ratio_bits));
     }
     if (st.guard_violations > 0 || st.pad_violations > 0) {
-      const char* unit = element_word(dtype);
+      const std::string_view unit = type_info(dtype).elements;
       std::string what;
       if (st.guard_violations > 0) what = fmt::format("{} guard {}", st.guard_violations, unit);
       if (st.pad_violations > 0)

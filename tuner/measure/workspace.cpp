@@ -41,7 +41,7 @@ Plan plan_for(const Problem& p, int64_t ld_align) {
   plan.sb = stored_b(p);
   const Layout& v = plan.v;
   const Layout& t = plan.t;
-  const bool exact = p.dtype == DType::i32;  // no |A||B|; a third case with its own inputs
+  const bool exact = type_info(p.dtype).exact;  // no |A||B|; a third case with its own inputs
   const size_t cases = validation_cases(p.dtype).size();
 
   plan.span_a = batch_span(p.batch, v.stride_a, plan.sa.rows, v.lda);
@@ -159,7 +159,7 @@ ProblemWorkspace::ProblemWorkspace(const Problem& problem, uint64_t seed, cudaSt
   const Layout& t = m_timing;
   const DType dtype = problem.dtype;
   const int64_t m = problem.m, n = problem.n, batch = problem.batch;
-  const bool exact = dtype == DType::i32;
+  const bool exact = type_info(dtype).exact;
 
   // The fills and cuBLAS must run in order (A and B are made absolute in place and drawn again
   // around a cuBLAS call): a handle on another stream is ordered by waiting for the device.

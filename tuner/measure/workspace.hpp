@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/dtype.hpp"
 #include "core/types.hpp"
 #include "cuda/cublas_ref.hpp"
 #include "cuda/gpu.hpp"
@@ -57,7 +58,7 @@ class ProblemWorkspace {
   const void* b_of(const ValidationCase& vc) const { return arena(vc.large_inputs ? m_off_b_large : m_off_b); }
   const void* c0_val() const { return arena(m_off_c0); }
   /// |A||B|, which scales the floating-point tolerance; null for i32.
-  const void* abs_ab_val() const { return m_problem.dtype == DType::i32 ? nullptr : arena(m_off_abs_ab); }
+  const void* abs_ab_val() const { return type_info(m_problem.dtype).exact ? nullptr : arena(m_off_abs_ab); }
   const void* reference(int case_index) const { return arena(m_off_ref[case_index]); }
   /// Elements from one matrix of C0, |A||B| or a reference to the next (a multiple of 64).
   int64_t ref_stride() const { return m_ref_stride; }

@@ -58,7 +58,7 @@ class Measurer {
   /// problem without a cuBLAS baseline, which the pipeline never asks for).
   virtual SampleStats measure_cublas(const Problem& problem) = 0;
   /// Times the kernels and cuBLAS interleaved, round-robin; one result per kernel, cuBLAS last.
-  /// A problem without a cuBLAS baseline (has_cublas_baseline: i32) times the kernels alone, and
+  /// A problem without a cuBLAS baseline (TypeInfo::cublas_baseline: i32) times the kernels alone, and
   /// the last result is not ok and says why. kernel_timeout_ms > 0 bounds each launch, as in measure.
   virtual std::vector<RetimeResult> retime(const std::vector<KernelUnderTest>& kernels, const Problem& problem,
                                            double kernel_timeout_ms) = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/dtype.hpp"
 #include "tune/protocol.hpp"
 #include "tune/ranking.hpp"
 
@@ -16,7 +17,7 @@ ProblemState::ProblemState(Store& store, int64_t device_id, const Problem& probl
   for (const auto& t : m_trials) m_keys.insert(t.trial_key);
   // With a baseline, the best time starts at cuBLAS's (record_baseline); without one, at the best
   // stored trial's.
-  if (!has_cublas_baseline(problem.dtype))
+  if (!type_info(problem.dtype).cublas_baseline)
     for (const auto& t : m_trials)
       if (passed(t)) m_best_ms = m_best_ms > 0 ? std::min(m_best_ms, *t.median_ms) : *t.median_ms;
 }
@@ -58,7 +59,7 @@ void ProblemState::record(Store& store, TrialRecord trial) {
     m_trials.erase(old);
   }
   if (passed(trial))
-    m_best_ms = m_best_ms > 0 || has_cublas_baseline(m_problem.dtype) ? std::min(m_best_ms, *trial.median_ms)
+    m_best_ms = m_best_ms > 0 || type_info(m_problem.dtype).cublas_baseline ? std::min(m_best_ms, *trial.median_ms)
                                                                       : *trial.median_ms;
   m_trials.push_back(std::move(trial));
   m_changed = true;

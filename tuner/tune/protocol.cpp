@@ -1,3 +1,4 @@
+#include "core/dtype.hpp"
 #include "tune/protocol.hpp"
 
 #include <algorithm>
@@ -44,7 +45,7 @@ std::optional<std::string> unmet_requirements(const Requirements& req, const Lay
        {std::pair{"the stride of A", layout.stride_a}, {"the stride of B", layout.stride_b}, {"the stride of C", layout.stride_c}})
     if (stride % align != 0)
       return fmt::format("needs {}-byte aligned matrices ({} is {} {})", req.align_bytes, name, stride,
-                         element_word(dtype));
+                         type_info(dtype).elements);
   return std::nullopt;
 }
 

@@ -101,16 +101,9 @@ constexpr int64_t k_guard_floats = 1024;         // elements before C (4 or 8 Ki
 /// Guard elements after C: a whole row more than before it, so a write to row M is caught.
 inline int64_t c_guard_after(int64_t ldc) { return k_guard_floats + ldc; }
 
-/// Whether a problem of this element type has a cuBLAS baseline (and a ratio to it): FP32 (SGEMM)
-/// and FP64 (DGEMM) do; INT32 does not, since cuBLAS has no INT32 x INT32 -> INT32 GEMM. Without
-/// one, a trial's ratio_to_cublas is NULL, a winner's is 0 (printed "n/a"), and winners rank by time
-/// as always.
-inline bool has_cublas_baseline(DType dtype) { return dtype != DType::i32; }
-
-/// "floats", "doubles" or "ints": what messages count offsets and strides in.
-inline const char* element_word(DType dtype) {
-  return dtype == DType::f64 ? "doubles" : dtype == DType::i32 ? "ints" : "floats";
-}
+// Whether an element type has a cuBLAS baseline is TypeInfo::cublas_baseline (core/dtype.hpp).
+// Without one, a trial's ratio_to_cublas is NULL, a winner's is 0 (printed "n/a"), and winners rank
+// by time as always.
 
 /// Why a kernel's requirements rule out a layout of elements of `dtype`, or nullopt when they are
 /// met. Workspace buffers come from cudaMalloc (256-byte aligned), so only the leading-dimension

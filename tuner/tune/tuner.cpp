@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "core/dtype.hpp"
 #include "core/thread_pool.hpp"
 #include "space/target.hpp"
 #include "tune/calibration.hpp"
@@ -53,14 +54,12 @@ std::vector<const TrialRecord*> leaders(const ProblemState& state, int retime_to
 double kernel_timeout_ms(const TuneRequest& request, const ProblemState& state) {
   if (request.kernel_timeout_s) return *request.kernel_timeout_s * 1e3;
   const Problem& p = state.problem();
-  if (!has_cublas_baseline(p.dtype)) return default_kernel_timeout_ms(peak_time_ms(request.device, p));
+  if (!type_info(p.dtype).cublas_baseline) return default_kernel_timeout_ms(peak_time_ms(request.device, p));
   return default_kernel_timeout_ms(state.cublas_ms().value_or(0.0));
 }
 
 double peak_time_ms(const DeviceInfo& device, const Problem& problem) {
-  const double peak = problem.dtype == DType::i32   ? device.int32_peak_tops()
-                      : problem.dtype == DType::f64 ? device.fp64_peak_tflops()
-                                                    : device.fp32_peak_tflops();
+  const double peak = type_peak(device, problem.dtype);
   return peak > 0 ? problem.flops() / (peak * 1e12) * 1e3 : 0.0;
 }
 
@@ -81,7 +80,7 @@ void retime_leaders(Store& store, Measurer& measurer, ProblemState& state, int64
   const std::vector<RetimeResult> results = measurer.retime(kernels, state.problem(), kernel_timeout_ms);
   const RetimeResult& cublas = results.back();
   // A type without a cuBLAS baseline (i32) records the kernels' times without a ratio.
-  const bool baseline = has_cublas_baseline(state.problem().dtype);
+  const bool baseline = type_info(state.problem().dtype).cublas_baseline;
   if (baseline) {
     if (!cublas.ok || cublas.stats.count == 0) return;
     state.record_baseline(store, run_id, cublas.stats);
@@ -155,7 +154,7 @@ TuneSummary run_tune(Store& store, const Compiler& compiler, Measurer& measurer,
         }
         m = compile_failure(compiled->binary);
       } else {
-        if (!state.cublas_ms() && has_cublas_baseline(p.dtype)) {
+        if (!state.cublas_ms() && type_info(p.dtype).cublas_baseline) {
           state.record_baseline(store, summary.run_id, measurer.measure_cublas(p));
           spdlog::debug("cuBLAS {}: {:.4f} ms", p.to_string(), *state.cublas_ms());
         }
@@ -166,7 +165,7 @@ TuneSummary run_tune(Store& store, const Compiler& compiler, Measurer& measurer,
       state.record(store, t);
       ++summary.trials_measured;
       if (t.outcome == Outcome::ok && *t.median_ms <= state.best_ms())
-        status = fmt::format("best {:.1f} {} at {} ({})", *t.gflops / 1e3, p.dtype == DType::i32 ? "TOP/s" : "TF/s",
+        status = fmt::format("best {:.1f} {} at {} ({})", *t.gflops / 1e3, type_info(p.dtype).rate_unit,
                              p.to_string(), cand.tmpl->name);
       recorded.push_back(std::move(t));
       if (progress) progress(done, total, status);

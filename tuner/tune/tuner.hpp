@@ -81,8 +81,8 @@ void retime_leaders(Store& store, Measurer& measurer, ProblemState& state, int64
 /// for a type without a cuBLAS baseline (i32) from peak_time_ms.
 double kernel_timeout_ms(const TuneRequest& request, const ProblemState& state);
 
-/// The time a problem takes at the device's peak rate for its type (FP32, FP64 CUDA cores, INT32
-/// multiply-add), in ms; 0 when the device's peak is unknown.
+/// The time a problem takes at the device's peak rate for its type (type_peak), in ms; 0 when the
+/// device's peak is unknown.
 double peak_time_ms(const DeviceInfo& device, const Problem& problem);
 
 }  // namespace cmt
