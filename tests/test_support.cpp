@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <cstring>
 #include <fcntl.h>
+#include <grp.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -352,6 +353,41 @@ void downgrade_schema(const fs::path& file, int version) {
   }
   if (version < 2)
     db.exec("ALTER TABLE trials DROP COLUMN grid_z; ALTER TABLE winners DROP COLUMN grid_z; PRAGMA user_version = 1");
+}
+
+namespace {
+constexpr uid_t k_nobody_uid = 65534;
+}  // namespace
+
+/// Runs a shell command as a user who may not write what root created: nobody when the tests run as
+/// root (root writes any file whatever its mode), else this user. nullopt when root cannot become
+/// nobody here, or nobody cannot run the binary (a folder above the build is private to root).
+std::optional<CommandResult> run_unprivileged(const std::string& command) {
+  int out[2];
+  if (::pipe(out) != 0) throw std::runtime_error("pipe failed");
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    ::close(out[0]);
+    ::dup2(out[1], 1);
+    ::dup2(out[1], 2);
+    if (::geteuid() == 0 && (::setgroups(0, nullptr) != 0 || ::setgid(k_nobody_uid) != 0 || ::setuid(k_nobody_uid) != 0))
+      ::_exit(125);
+    if (::access(cmtune_binary().c_str(), X_OK) != 0) ::_exit(125);
+    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  CommandResult r;
+  char buffer[4096];
+  ssize_t n = 0;
+  while ((n = ::read(out[0], buffer, sizeof buffer)) > 0) r.output.append(buffer, static_cast<size_t>(n));
+  ::close(out[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (r.exit_code == 125) return std::nullopt;
+  return r;
 }
 
 }  // namespace cmt::test

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -63,6 +64,10 @@ struct CommandResult {
 
 /// Runs a shell command line, capturing its output.
 CommandResult run_command(const std::string& command_line);
+/// Runs a shell command as a user who may not read or write what root created: nobody when the tests
+/// run as root (root reads and writes any file whatever its mode), else this user. nullopt when root
+/// cannot become nobody here, or nobody cannot run the binary (a folder above the build is private).
+std::optional<CommandResult> run_unprivileged(const std::string& command);
 struct SplitResult {
   int exit_code = -1;
   std::string out, err;

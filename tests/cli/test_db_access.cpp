@@ -29,7 +29,6 @@ namespace cmt {
 namespace {
 
 constexpr int k_usage = 2;
-constexpr uid_t k_nobody = 65534;
 
 /// A tuned database (one device, one synthetic winner), closed again.
 void build_database(const fs::path& file) { test::tuned_database(file, "GPU-db-access"); }
@@ -53,39 +52,8 @@ void expect_line(const test::CommandResult& r, const std::string& line) {
   EXPECT_EQ(r.output, "cm-tune: error: " + line + "\n");
 }
 
-/// Runs a shell command as a user who may not write what root created: nobody when the tests run as
-/// root (root writes any file whatever its mode), else this user. nullopt when root cannot become
-/// nobody here, or nobody cannot run the binary (a folder above the build is private to root).
-std::optional<test::CommandResult> run_unprivileged(const std::string& command) {
-  int out[2];
-  if (::pipe(out) != 0) throw std::runtime_error("pipe failed");
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    ::close(out[0]);
-    ::dup2(out[1], 1);
-    ::dup2(out[1], 2);
-    if (::geteuid() == 0 && (::setgroups(0, nullptr) != 0 || ::setgid(k_nobody) != 0 || ::setuid(k_nobody) != 0))
-      ::_exit(125);
-    if (::access(test::cmtune_binary().c_str(), X_OK) != 0) ::_exit(125);
-    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  ::close(out[1]);
-  test::CommandResult r;
-  char buffer[4096];
-  ssize_t n = 0;
-  while ((n = ::read(out[0], buffer, sizeof buffer)) > 0) r.output.append(buffer, static_cast<size_t>(n));
-  ::close(out[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (r.exit_code == 125) return std::nullopt;
-  return r;
-}
-
 #define RUN_UNPRIVILEGED(result, command)                                                \
-  const auto result##_maybe = run_unprivileged(command);                                 \
+  const auto result##_maybe = test::run_unprivileged(command);                           \
   if (!result##_maybe) GTEST_SKIP() << "cannot run cm-tune as an unprivileged user here";  \
   const test::CommandResult& result = *result##_maybe
 
