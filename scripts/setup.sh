@@ -6,7 +6,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${CMTUNE_BUILD_DIR:-$root/build}"
 
 packages=(build-essential cmake pkg-config libspdlog-dev libfmt-dev libcli11-dev libsqlite3-dev
-          libtomlplusplus-dev libgtest-dev nlohmann-json3-dev libxxhash-dev libzstd-dev)
+          libtomlplusplus-dev libgtest-dev nlohmann-json3-dev libxxhash-dev libzstd-dev python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
