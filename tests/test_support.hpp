@@ -62,6 +62,9 @@ struct CommandResult {
   std::string output;   // stdout and stderr together
 };
 
+/// The preset and template fixtures of the space tests (tests/fixtures/space).
+inline const std::filesystem::path k_space_fixtures = std::filesystem::path(CMTUNE_TEST_FIXTURES) / "space";
+
 /// Runs a shell command line, capturing its output.
 CommandResult run_command(const std::string& command_line);
 /// Runs a shell command as a user who may not read or write what root created: nobody when the tests

@@ -16,12 +16,12 @@ namespace fs = std::filesystem;
 namespace cmt {
 namespace {
 
-const fs::path k_fixtures = fs::path(CMTUNE_TEST_FIXTURES) / "space";
-const fs::path k_fixture_templates = k_fixtures / "templates";
+using test::k_space_fixtures;
+const fs::path k_fixture_templates = k_space_fixtures / "templates";
 
 TEST(SpaceList, TextShowsTemplatesConstraintsAndCounts) {
   const std::vector<TemplateDesc> templates = load_templates({k_fixture_templates});
-  const Preset preset = load_preset(k_fixtures / "presets" / "full.toml");
+  const Preset preset = load_preset(k_space_fixtures / "presets" / "full.toml");
   const SearchSpace space = enumerate_space(templates, preset, test::sm90());
   const std::string text = render_space_text(templates, preset, test::sm90(), "", space);
 
@@ -52,7 +52,7 @@ TEST(SpaceList, TextShowsTemplatesConstraintsAndCounts) {
 
 TEST(SpaceList, JsonCarriesTheSameContent) {
   const std::vector<TemplateDesc> templates = load_templates({k_fixture_templates});
-  const Preset preset = load_preset(k_fixtures / "presets" / "toy_only.toml");
+  const Preset preset = load_preset(k_space_fixtures / "presets" / "toy_only.toml");
   const SearchSpace space = enumerate_space(templates, preset, test::sm90());
   const nlohmann::json j = render_space_json(templates, preset, test::sm90(), space);
 
@@ -84,7 +84,7 @@ TEST(SpaceList, JsonCarriesTheSameContent) {
 
 TEST(SpaceList, CandidatesShowInstantiationLaunchShapeAndRequirements) {
   const std::vector<TemplateDesc> templates = load_templates({k_fixture_templates});
-  const Preset preset = load_preset(k_fixtures / "presets" / "toy_only.toml");
+  const Preset preset = load_preset(k_space_fixtures / "presets" / "toy_only.toml");
   const SearchSpace space = enumerate_space(templates, preset, test::sm90());
   ASSERT_EQ(space.candidates.size(), 2u);
   // A=2, B=2, C=8 (the grid's first valid point): 32 threads, 16 x 16 tiles, 16 bytes of shared memory.

@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 namespace cmt {
 namespace {
 
-const fs::path k_fixtures = fs::path(CMTUNE_TEST_FIXTURES) / "space";
+using test::k_space_fixtures;
 
 using test::usage_error;
 
@@ -65,11 +65,11 @@ class PresetErrors : public ::testing::Test {
   }
 
   test::TempDir m_dir;
-  std::vector<TemplateDesc> m_templates = load_templates({k_fixtures / "templates"});
+  std::vector<TemplateDesc> m_templates = load_templates({k_space_fixtures / "templates"});
 };
 
 TEST(PresetLoad, ReadsEveryField) {
-  const fs::path file = k_fixtures / "presets" / "full.toml";
+  const fs::path file = k_space_fixtures / "presets" / "full.toml";
   const Preset p = load_preset(file);
   EXPECT_EQ(p.file, file);
   EXPECT_EQ(p.name, "full");
@@ -225,16 +225,16 @@ TEST_F(PresetErrors, UnknownTopLevelKeyAndMissingTemplates) {
 }
 
 TEST(PresetResolve, BareNamesLookInTheConfigsFolder) {
-  const ScopedEnv env("CMTUNE_CONFIGS", (k_fixtures / "presets").string());
-  EXPECT_EQ(default_configs_dir(), k_fixtures / "presets");
-  EXPECT_EQ(resolve_preset("full"), k_fixtures / "presets" / "full.toml");
+  const ScopedEnv env("CMTUNE_CONFIGS", (k_space_fixtures / "presets").string());
+  EXPECT_EQ(default_configs_dir(), k_space_fixtures / "presets");
+  EXPECT_EQ(resolve_preset("full"), k_space_fixtures / "presets" / "full.toml");
   const std::string msg = usage_error([] { (void)resolve_preset("nosuch"); });
   EXPECT_NE(msg.find("unknown preset 'nosuch'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("(available: full, toy_only)"), std::string::npos) << msg;
 }
 
 TEST(PresetResolve, PathsAreUsedAsGiven) {
-  const std::string path = (k_fixtures / "presets" / "toy_only.toml").string();
+  const std::string path = (k_space_fixtures / "presets" / "toy_only.toml").string();
   EXPECT_EQ(resolve_preset(path), fs::path(path));
   test::TempDir dir;
   test::write_file(dir / "p.toml", "[templates.toy]\n");

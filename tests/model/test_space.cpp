@@ -20,8 +20,8 @@ namespace fs = std::filesystem;
 namespace cmt {
 namespace {
 
-const fs::path k_fixtures = fs::path(CMTUNE_TEST_FIXTURES) / "space";
-const fs::path k_fixture_templates = k_fixtures / "templates";
+using test::k_space_fixtures;
+const fs::path k_fixture_templates = k_space_fixtures / "templates";
 
 using test::usage_error;
 
@@ -307,7 +307,7 @@ TEST(SpaceSource, MissingIncludeNamesFileAndLine) {
 class SpaceEnumerate : public ::testing::Test {
  protected:
   std::vector<TemplateDesc> m_templates = load_templates({k_fixture_templates});
-  Preset m_full = load_preset(k_fixtures / "presets" / "full.toml");
+  Preset m_full = load_preset(k_space_fixtures / "presets" / "full.toml");
 };
 
 TEST_F(SpaceEnumerate, FullPresetCountsAndOrder) {
@@ -343,7 +343,7 @@ TEST_F(SpaceEnumerate, FullPresetCountsAndOrder) {
 }
 
 TEST_F(SpaceEnumerate, CountsAddUp) {
-  for (const Preset& preset : {m_full, load_preset(k_fixtures / "presets" / "toy_only.toml")}) {
+  for (const Preset& preset : {m_full, load_preset(k_space_fixtures / "presets" / "toy_only.toml")}) {
     const SearchSpace space = enumerate_space(m_templates, preset, test::sm90());
     int64_t valid = 0;
     for (const auto& s : space.stats) {
@@ -357,7 +357,7 @@ TEST_F(SpaceEnumerate, CountsAddUp) {
     }
     EXPECT_EQ(static_cast<int64_t>(space.candidates.size()), valid);
   }
-  const SearchSpace narrow = enumerate_space(m_templates, load_preset(k_fixtures / "presets" / "toy_only.toml"), test::sm90());
+  const SearchSpace narrow = enumerate_space(m_templates, load_preset(k_space_fixtures / "presets" / "toy_only.toml"), test::sm90());
   ASSERT_EQ(narrow.stats.size(), 1u);
   EXPECT_EQ(narrow.stats[0].raw, 4);   // A=[2], B=[1,2,3,4], C=[8]
   EXPECT_EQ(narrow.stats[0].valid, 2);
@@ -391,7 +391,7 @@ TEST_F(SpaceEnumerate, EachConstraintPrunesWithItsReason) {
 TEST_F(SpaceEnumerate, IsDeterministicAndEvaluatesShapes) {
   const SearchSpace first = enumerate_space(m_templates, m_full, test::sm90());
   const std::vector<TemplateDesc> reloaded = load_templates({k_fixture_templates});
-  const SearchSpace second = enumerate_space(reloaded, load_preset(k_fixtures / "presets" / "full.toml"), test::sm90());
+  const SearchSpace second = enumerate_space(reloaded, load_preset(k_space_fixtures / "presets" / "full.toml"), test::sm90());
   EXPECT_EQ(candidate_ids(first), candidate_ids(second));
   ASSERT_EQ(first.stats.size(), second.stats.size());
   for (size_t i = 0; i < first.stats.size(); ++i) {
@@ -433,7 +433,7 @@ TEST_F(SpaceEnumerate, OnlyTemplate) {
   const std::string unknown = usage_error([&] { (void)enumerate_space(m_templates, m_full, test::sm90(), std::string("nosuch")); });
   EXPECT_NE(unknown.find("unknown template 'nosuch' (known: other, toy)"), std::string::npos) << unknown;
 
-  const Preset narrow = load_preset(k_fixtures / "presets" / "toy_only.toml");
+  const Preset narrow = load_preset(k_space_fixtures / "presets" / "toy_only.toml");
   const std::string absent = usage_error([&] { (void)enumerate_space(m_templates, narrow, test::sm90(), std::string("other")); });
   EXPECT_NE(absent.find("template 'other' is not in preset 'toy_only'"), std::string::npos) << absent;
 
