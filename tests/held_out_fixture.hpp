@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "db_builder.hpp"
+#include "export/export_model.hpp"
+#include "export_fixtures.hpp"
 
 namespace cmt::test {
 
@@ -67,6 +69,14 @@ struct HeldOutFixture {
   /// The measured time: the formula's, times the cliff factor for splitk at the cliff shape.
   double measured_us(const FormulaKernel& k, const Problem& p) const {
     return formula_us(k, p) * (k.name == "splitk" && p == cliff ? k_cliff_factor : 1.0);
+  }
+
+  /// The fixture's export model, as `cm-tune export` builds it from the fixture's database (written
+  /// to db_file).
+  ExportModel export_model(const std::filesystem::path& db_file) {
+    DbBuilder db(db_file);
+    build(db);
+    return build_export_model(db.store(), {}, export_fixtures::fixture_blocktile2d());
   }
 
   /// Stores the kernels' sources, a trial of every measurement, and each shape's fastest as its winner.

@@ -21,14 +21,6 @@ using namespace cmt;
 using test::FormulaKernel;
 using test::HeldOutFixture;
 
-const TemplateDesc& fixture_blocktile2d() {
-  static const std::vector<TemplateDesc> templates =
-      load_templates({fs::path(CMTUNE_TEST_FIXTURES) / "export" / "templates"});
-  for (const auto& t : templates)
-    if (t.name == "blocktile2d") return t;
-  throw std::runtime_error("no blocktile2d in the export fixtures");
-}
-
 /// What leaving one shape out must give, worked out from the fixture's formulas alone.
 struct Expected {
   std::string chosen;
@@ -99,11 +91,7 @@ struct Checked {
   // Built in the initializers, not assigned: g++ 12 at -O2 warns (-Wstringop-overflow, wrongly)
   // about the move assignment of an ExportModel.
   Checked() : model(built(dir, fixture)), checks(check_held_out(model)) {}
-  static ExportModel built(const test::TempDir& dir, HeldOutFixture& fixture) {
-    test::DbBuilder db(dir / "t.db");
-    fixture.build(db);
-    return build_export_model(db.store(), {}, fixture_blocktile2d());
-  }
+  static ExportModel built(const test::TempDir& dir, HeldOutFixture& fixture) { return fixture.export_model(dir / "t.db"); }
   std::string name(int kernel) const {
     return kernel < 0 ? "(none)" : model.kernels.at(static_cast<size_t>(kernel)).template_name;
   }

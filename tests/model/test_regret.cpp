@@ -23,24 +23,12 @@ using namespace cmt;
 using test::FormulaKernel;
 using test::HeldOutFixture;
 
-const TemplateDesc& fixture_blocktile2d() {
-  static const std::vector<TemplateDesc> templates =
-      load_templates({fs::path(CMTUNE_TEST_FIXTURES) / "export" / "templates"});
-  for (const auto& t : templates)
-    if (t.name == "blocktile2d") return t;
-  throw std::runtime_error("no blocktile2d in the export fixtures");
-}
-
 struct Built {
   test::TempDir dir;
   HeldOutFixture fixture;
   ExportModel model;
   Built() : model(built(dir, fixture)) {}
-  static ExportModel built(const test::TempDir& dir, HeldOutFixture& fixture) {
-    test::DbBuilder db(dir / "t.db");
-    fixture.build(db);
-    return build_export_model(db.store(), {}, fixture_blocktile2d());
-  }
+  static ExportModel built(const test::TempDir& dir, HeldOutFixture& fixture) { return fixture.export_model(dir / "t.db"); }
   const FormulaKernel* formula(int kernel) const {
     const std::string& name = model.kernels.at(static_cast<size_t>(kernel)).template_name;
     for (const FormulaKernel& k : fixture.kernels)
