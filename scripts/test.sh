@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds cm-tune if needed and runs every test. GPU tests skip, with their reason, without a GPU.
 # Then runs the CPU tests again, built with AddressSanitizer and UndefinedBehaviorSanitizer
-# (scripts/test_sanitized.sh, in build-asan/: about seven minutes more on two cores), also after a
+# (scripts/test_sanitized.sh, in build-asan/: about six minutes more on two cores), also after a
 # failed first run, so that one run shows every failure; CMTUNE_SANITIZED=0 skips it. The ctest
 # arguments go to both runs. Each run prints one line with its time.
 # Usage: scripts/test.sh [ctest arguments]
