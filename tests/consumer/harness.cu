@@ -91,7 +91,7 @@ struct CompareResult {
   unsigned long long outside_written;   // elements outside the block that changed
 };
 
-// Allowed |ours - ref| per element, as in cm-tune's tuner/tune/tolerance.hpp:
+// Allowed |ours - ref| per element, as in cm-tune's tuner/measure/tolerance.hpp:
 //   2 (K + 4) 2^-24 (|alpha| (|A||B|)_ij + |beta| |C0_ij|) + 1e-30
 __device__ float tolerance(int k, float alpha, float beta, float abs_ab, float c0) {
   const float c_term = beta == 0.0f ? 0.0f : fabsf(beta) * fabsf(c0);   // C0 may be NaN when beta == 0

@@ -11,10 +11,10 @@
 #include "core/dtype.hpp"
 #include "cuda/cublas_ref.hpp"
 #include "cuda/kernel_module.hpp"
-#include "measure/validator.hpp"
-#include "measure/workspace.hpp"
-#include "tune/protocol.hpp"
-#include "tune/tolerance.hpp"
+#include "measure/gpu/validator.hpp"
+#include "measure/gpu/workspace.hpp"
+#include "measure/protocol.hpp"
+#include "measure/tolerance.hpp"
 
 namespace cmt {
 namespace {

@@ -30,15 +30,15 @@
 #include "cuda/gpu.hpp"
 #include "cuda/nvrtc_compiler.hpp"
 #include "gpu/naive_gemm.hpp"
-#include "measure/gpu_measurer.hpp"
-#include "measure/validator.hpp"
-#include "measure/workspace.hpp"
+#include "measure/gpu/gpu_measurer.hpp"
+#include "measure/gpu/validator.hpp"
+#include "measure/gpu/workspace.hpp"
 #include "space/preset.hpp"
 #include "space/space.hpp"
 #include "store/store.hpp"
 #include "test_support.hpp"
 #include "tune/compile_service.hpp"
-#include "tune/protocol.hpp"
+#include "measure/protocol.hpp"
 
 namespace cmt {
 namespace {

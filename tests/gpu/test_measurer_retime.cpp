@@ -8,7 +8,7 @@
 #include "space/space.hpp"
 #include "test_support.hpp"
 #include "cuda/nvrtc_compiler.hpp"
-#include "measure/gpu_measurer.hpp"
+#include "measure/gpu/gpu_measurer.hpp"
 #include "tune/compile_service.hpp"
 
 namespace cmt {

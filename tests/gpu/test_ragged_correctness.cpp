@@ -12,10 +12,10 @@
 #include "space/space.hpp"
 #include "test_support.hpp"
 #include "cuda/nvrtc_compiler.hpp"
-#include "measure/validator.hpp"
-#include "measure/workspace.hpp"
+#include "measure/gpu/validator.hpp"
+#include "measure/gpu/workspace.hpp"
 #include "tune/compile_service.hpp"
-#include "tune/protocol.hpp"
+#include "measure/protocol.hpp"
 
 namespace cmt {
 namespace {

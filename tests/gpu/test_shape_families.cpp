@@ -7,7 +7,7 @@
 //
 // Every case builds its own inputs on the host (uniform in [-1, 1); the padding columns of A and B
 // hold NaN, so a read past K or N poisons the result), the cuBLAS references alpha*A*B + beta*C0 and
-// |A||B| (for the tolerance of tune/tolerance.hpp; where alpha = 0 or K = 0 the reference is beta*C0,
+// |A||B| (for the tolerance of measure/tolerance.hpp; where alpha = 0 or K = 0 the reference is beta*C0,
 // formed on the host), and a C with guard floats before, after and between its rows (the padding
 // columns), which must come back bit for bit unchanged.
 #include <gtest/gtest.h>
@@ -36,8 +36,8 @@
 #include "space/space.hpp"
 #include "test_support.hpp"
 #include "tune/compile_service.hpp"
-#include "tune/protocol.hpp"
-#include "tune/tolerance.hpp"
+#include "measure/protocol.hpp"
+#include "measure/tolerance.hpp"
 
 namespace cmt {
 namespace {

@@ -10,7 +10,7 @@
 #include "store/store.hpp"
 #include "migration_check.hpp"
 #include "test_support.hpp"
-#include "tune/protocol.hpp"
+#include "measure/protocol.hpp"
 #include "tune/trial.hpp"
 
 namespace fs = std::filesystem;

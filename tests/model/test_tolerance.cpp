@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "core/stats.hpp"
-#include "tune/tolerance.hpp"
+#include "measure/tolerance.hpp"
 
 namespace cmt {
 namespace {

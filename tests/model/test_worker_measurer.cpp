@@ -11,7 +11,7 @@
 
 #include "core/error.hpp"
 #include "test_support.hpp"
-#include "tune/worker_measurer.hpp"
+#include "measure/worker_measurer.hpp"
 
 namespace cmt {
 namespace {

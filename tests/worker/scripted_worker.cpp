@@ -1,4 +1,4 @@
-// A measuring process for the CPU tests: speaks the real worker protocol (tune/worker_loop.hpp)
+// A measuring process for the CPU tests: speaks the real worker protocol (measure/worker_loop.hpp)
 // over the real pipes, but scripts the measurements, since there is no GPU here. What it does is
 // chosen by the kernel's label, so a test can make one candidate fault in each way a GPU kernel
 // can, and by the environment:
@@ -21,7 +21,7 @@
 
 #include "core/dtype.hpp"
 #include "core/error.hpp"
-#include "tune/worker_loop.hpp"
+#include "measure/worker_loop.hpp"
 
 namespace {
 

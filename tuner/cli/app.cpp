@@ -21,7 +21,7 @@
 #include "core/files.hpp"
 #include "core/log.hpp"
 #include "core/stop_signal.hpp"
-#include "tune/protocol.hpp"
+#include "measure/protocol.hpp"
 #include "space/space.hpp"
 #include "cuda/nvrtc_compiler.hpp"
 

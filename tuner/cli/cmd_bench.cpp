@@ -19,8 +19,8 @@
 #include "cuda/nvrtc_compiler.hpp"
 #include "export/dispatch.hpp"
 #include "export/regret.hpp"
-#include "measure/gpu_measurer.hpp"
-#include "measure/seed_bmm.hpp"
+#include "measure/gpu/gpu_measurer.hpp"
+#include "measure/gpu/seed_bmm.hpp"
 
 namespace cmt::cli {
 

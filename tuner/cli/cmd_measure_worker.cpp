@@ -1,4 +1,4 @@
-// cm-tune measure-worker: the measuring process tune starts (tune/worker_measurer.hpp). Hidden
+// cm-tune measure-worker: the measuring process tune starts (measure/worker_measurer.hpp). Hidden
 // from --help: it speaks the worker protocol on descriptors 3 and 4, not to a person.
 #include <csignal>
 #include <fcntl.h>
@@ -9,8 +9,8 @@
 #include "core/error.hpp"
 #include "core/stop_signal.hpp"
 #include "cuda/device.hpp"
-#include "measure/gpu_measurer.hpp"
-#include "tune/worker_loop.hpp"
+#include "measure/gpu/gpu_measurer.hpp"
+#include "measure/worker_loop.hpp"
 
 namespace cmt::cli {
 

@@ -16,11 +16,11 @@
 #include "cli/sizes.hpp"
 #include "core/stop_signal.hpp"
 #include "cuda/nvrtc_compiler.hpp"
-#include "measure/workspace.hpp"
+#include "measure/gpu/workspace.hpp"
 #include "space/space.hpp"
 #include "tune/calibration.hpp"
 #include "tune/tuner.hpp"
-#include "tune/worker_measurer.hpp"
+#include "measure/worker_measurer.hpp"
 
 namespace cmt::cli {
 

@@ -1,6 +1,6 @@
 // cuBLAS GEMM on row-major matrices, the reference and the baseline: SGEMM in FP32 (TF32 off) and
 // DGEMM in FP64. cuBLAS has no INT32 x INT32 -> INT32 GEMM; INT32 has its own exact reference
-// (measure/validation_kernels.hpp) and no baseline.
+// (measure/gpu/validation_kernels.hpp) and no baseline.
 #pragma once
 
 #include <cublas_v2.h>

@@ -5,7 +5,7 @@
 #include <map>
 
 #include "export/rules.hpp"
-#include "tune/protocol.hpp"
+#include "measure/protocol.hpp"
 
 namespace cmt {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "core/dtype.hpp"
-#include "tune/protocol.hpp"
+#include "measure/protocol.hpp"
 #include "tune/ranking.hpp"
 
 namespace cmt {

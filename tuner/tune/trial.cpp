@@ -1,7 +1,7 @@
 #include "tune/trial.hpp"
 
 #include "core/hash.hpp"
-#include "tune/protocol.hpp"
+#include "measure/protocol.hpp"
 
 namespace cmt {
 

@@ -7,7 +7,7 @@
 
 #include "space/space.hpp"
 #include "store/records.hpp"
-#include "tune/measurer.hpp"
+#include "measure/measurer.hpp"
 
 namespace cmt {
 

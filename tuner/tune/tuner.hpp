@@ -14,7 +14,7 @@
 #include "space/space.hpp"
 #include "store/store.hpp"
 #include "tune/compiler.hpp"
-#include "tune/measurer.hpp"
+#include "measure/measurer.hpp"
 #include "tune/problem_state.hpp"
 
 namespace cmt {
@@ -37,7 +37,7 @@ struct TuneRequest {
   /// Per candidate (empty: none): measure it also on problems where its family's `applies` is
   /// false (calibration's leaders, which the exported dispatch may run at any shape).
   std::vector<bool> ignore_applies;
-  /// The watchdog on one launch; unset: default_kernel_timeout_ms (tune/protocol.hpp).
+  /// The watchdog on one launch; unset: default_kernel_timeout_ms (measure/protocol.hpp).
   std::optional<double> kernel_timeout_s;
   /// Asked after every trial: true stops the run as soon as the trial in flight is recorded
   /// (SIGINT, SIGTERM). Nothing is re-timed; a rerun re-times what this run left.

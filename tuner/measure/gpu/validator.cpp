@@ -1,4 +1,4 @@
-#include "measure/validator.hpp"
+#include "measure/gpu/validator.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include "core/dtype.hpp"
 #include "cuda/check.hpp"
-#include "measure/validation_kernels.hpp"
+#include "measure/gpu/validation_kernels.hpp"
 
 namespace cmt {
 

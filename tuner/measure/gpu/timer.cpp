@@ -1,4 +1,4 @@
-#include "measure/timer.hpp"
+#include "measure/gpu/timer.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "tune/worker_measurer.hpp"
+#include "measure/worker_measurer.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -19,7 +19,7 @@ namespace cmt {
 
 namespace {
 
-/// The worker's ends of the pipes, as it finds them (tune/worker_loop.hpp reads 3, writes 4).
+/// The worker's ends of the pipes, as it finds them (measure/worker_loop.hpp reads 3, writes 4).
 constexpr int k_worker_in = 3;
 constexpr int k_worker_out = 4;
 

@@ -1,5 +1,5 @@
 // Fault isolation for the measure stage: a Measurer that runs every call in a separate measuring
-// process (`cm-tune measure-worker`, tune/worker_loop.hpp) and survives it. A kernel that breaks
+// process (`cm-tune measure-worker`, measure/worker_loop.hpp) and survives it. A kernel that breaks
 // the CUDA context, a worker that dies, or one that does not answer in time costs one trial
 // (`crashed` or `timeout`) and a restart, never the run. The tuner process itself never touches
 // the GPU.
@@ -11,7 +11,7 @@
 #include <sys/types.h>
 #include <vector>
 
-#include "tune/worker_protocol.hpp"
+#include "measure/worker_protocol.hpp"
 
 namespace cmt {
 

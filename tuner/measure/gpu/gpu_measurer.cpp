@@ -1,4 +1,4 @@
-#include "measure/gpu_measurer.hpp"
+#include "measure/gpu/gpu_measurer.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>

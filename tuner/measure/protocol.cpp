@@ -1,5 +1,5 @@
 #include "core/dtype.hpp"
-#include "tune/protocol.hpp"
+#include "measure/protocol.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-#include "tune/worker_protocol.hpp"
+#include "measure/worker_protocol.hpp"
 
 #include <algorithm>
 #include <cerrno>

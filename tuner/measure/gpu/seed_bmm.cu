@@ -1,4 +1,4 @@
-#include "measure/seed_bmm.hpp"
+#include "measure/gpu/seed_bmm.hpp"
 
 #include <algorithm>
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Device buffers for one problem, laid out as tune/protocol.hpp says: random inputs, references for
+// Device buffers for one problem, laid out as measure/protocol.hpp says: random inputs, references for
 // validation (cuBLAS for f32 and f64, the exact wrapping kernel of validation_kernels.hpp for i32),
 // and copies in the timing layout for timing. Every buffer holds the problem's whole batch, A and B
 // in their stored shapes (stored_a, stored_b), as elements of the problem's type; offsets, strides
@@ -28,8 +28,8 @@
 #include "cuda/cublas_ref.hpp"
 #include "cuda/gpu.hpp"
 #include "cuda/kernel_module.hpp"
-#include "measure/validation_kernels.hpp"
-#include "tune/protocol.hpp"
+#include "measure/gpu/validation_kernels.hpp"
+#include "measure/protocol.hpp"
 
 namespace cmt {
 

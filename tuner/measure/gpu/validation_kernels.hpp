@@ -1,6 +1,6 @@
 // The kernels validation runs around a candidate (compiled by nvcc into the library): random inputs,
 // NaN poison and guards, |x|, the exact INT32 reference GEMM, and the elementwise comparison with
-// the tolerance of tune/tolerance.hpp (exact equality for INT32), for one matrix or a strided batch
+// the tolerance of measure/tolerance.hpp (exact equality for INT32), for one matrix or a strided batch
 // of them. Every buffer holds elements of one DType; counts, offsets, leading dimensions and strides
 // count those elements.
 #pragma once
@@ -10,7 +10,7 @@
 
 #include "core/types.hpp"
 #include "cuda/kernel_module.hpp"
-#include "tune/protocol.hpp"
+#include "measure/protocol.hpp"
 
 namespace cmt {
 

@@ -1,4 +1,4 @@
-// The measuring process's side of tune/worker_protocol.hpp: reads requests, runs them on a
+// The measuring process's side of measure/worker_protocol.hpp: reads requests, runs them on a
 // Measurer, writes replies. CUDA-free: `cm-tune measure-worker` gives it the GPU measurer, the CPU
 // tests a scripted one.
 #pragma once
@@ -6,7 +6,7 @@
 #include <functional>
 #include <memory>
 
-#include "tune/worker_protocol.hpp"
+#include "measure/worker_protocol.hpp"
 
 namespace cmt {
 

@@ -1,6 +1,6 @@
 // The measure stage's seam: validates and times compiled kernels on one problem. The GPU
-// implementation is measure/gpu_measurer.hpp; tune runs it in a worker process through
-// tune/worker_measurer.hpp, and the CPU tests script one. It hands back what it found, and the
+// implementation is measure/gpu/gpu_measurer.hpp; tune runs it in a worker process through
+// measure/worker_measurer.hpp, and the CPU tests script one. It hands back what it found, and the
 // pipeline builds the trial record (tune/trial.hpp).
 #pragma once
 
@@ -11,7 +11,7 @@
 #include "core/stats.hpp"
 #include "core/types.hpp"
 #include "store/records.hpp"
-#include "tune/protocol.hpp"
+#include "measure/protocol.hpp"
 
 namespace cmt {
 

@@ -6,7 +6,7 @@
 
 #include "cuda/gpu.hpp"
 #include "cuda/kernel_module.hpp"
-#include "measure/workspace.hpp"
+#include "measure/gpu/workspace.hpp"
 
 namespace cmt {
 

@@ -1,4 +1,4 @@
-#include "tune/worker_loop.hpp"
+#include "measure/worker_loop.hpp"
 
 #include <algorithm>
 #include <chrono>

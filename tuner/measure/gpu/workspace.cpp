@@ -1,4 +1,4 @@
-#include "measure/workspace.hpp"
+#include "measure/gpu/workspace.hpp"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
-// What the tuner and its measuring process say to each other (tune/worker_measurer.hpp is the
-// tuner's side, tune/worker_loop.hpp the worker's). Each message is one frame on a pipe: an 8-byte
+// What the tuner and its measuring process say to each other (measure/worker_measurer.hpp is the
+// tuner's side, measure/worker_loop.hpp the worker's). Each message is one frame on a pipe: an 8-byte
 // little-endian length, then MessagePack. Requests carry everything a Measurer call takes, CUBINs
 // included, so the worker keeps no state the tuner depends on and can be restarted at any time.
 #pragma once
@@ -12,7 +12,7 @@
 
 #include "core/device_info.hpp"
 #include "space/preset.hpp"
-#include "tune/measurer.hpp"
+#include "measure/measurer.hpp"
 
 namespace cmt {
 

@@ -2,8 +2,8 @@
 
 #include "core/error.hpp"
 #include "cuda/check.hpp"
-#include "measure/validation_kernels.hpp"
-#include "tune/tolerance.hpp"
+#include "measure/gpu/validation_kernels.hpp"
+#include "measure/tolerance.hpp"
 
 namespace cmt {
 
@@ -128,7 +128,7 @@ struct ElementError {
   float abs_err;
 };
 
-/// Floating point: the tolerance of tune/tolerance.hpp in the element's own precision.
+/// Floating point: the tolerance of measure/tolerance.hpp in the element's own precision.
 template <class T>
 __device__ ElementError element_error(T value, T expected, int k, T alpha, T beta, const T* abs_ab, const T* c0,
                                       int64_t j) {

@@ -14,11 +14,11 @@
 #include "cuda/cublas_ref.hpp"
 #include "cuda/gpu.hpp"
 #include "cuda/kernel_module.hpp"
-#include "measure/timer.hpp"
-#include "measure/validator.hpp"
-#include "measure/workspace.hpp"
+#include "measure/gpu/timer.hpp"
+#include "measure/gpu/validator.hpp"
+#include "measure/gpu/workspace.hpp"
 #include "space/preset.hpp"
-#include "tune/measurer.hpp"
+#include "measure/measurer.hpp"
 
 namespace cmt {
 
@@ -46,7 +46,7 @@ class GpuMeasurer final : public Measurer {
   /// ops of trans_a/trans_b, and the strided-batched routine when batch > 1. i32 calls fail.
   GemmLauncher cublas_launcher() const;
   /// The reference validation compares with: cublas_launcher() for f32 and f64, the exact wrapping
-  /// INT32 kernel (measure/validation_kernels.hpp) for i32.
+  /// INT32 kernel (measure/gpu/validation_kernels.hpp) for i32.
   GemmLauncher reference_launcher() const;
   /// Validates an implementation on the problem's workspace (tune's validation, guards and all).
   ValidationResult validate(const GemmLauncher& launch, const Problem& problem);
