@@ -9,10 +9,10 @@
 
 #include "store/store.hpp"
 #include "test_support.hpp"
-#include "tune/problem_state.hpp"
-#include "tune/ranking.hpp"
+#include "record/problem_state.hpp"
+#include "record/ranking.hpp"
 #include "tune/searcher.hpp"
-#include "tune/trial.hpp"
+#include "record/trial.hpp"
 
 namespace cmt {
 namespace {

@@ -11,7 +11,7 @@
 #include "migration_check.hpp"
 #include "test_support.hpp"
 #include "measure/protocol.hpp"
-#include "tune/trial.hpp"
+#include "record/trial.hpp"
 
 namespace fs = std::filesystem;
 using namespace cmt;

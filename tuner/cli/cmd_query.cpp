@@ -9,7 +9,7 @@
 #include "core/error.hpp"
 #include "export/dispatch.hpp"
 #include "export/model_check.hpp"
-#include "tune/ranking.hpp"
+#include "record/ranking.hpp"
 
 namespace cmt::cli {
 

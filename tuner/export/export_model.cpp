@@ -14,7 +14,7 @@
 #include "export/dispatch.hpp"
 #include "space/space.hpp"
 #include "space/target.hpp"
-#include "tune/ranking.hpp"
+#include "record/ranking.hpp"
 
 namespace cmt {
 
@@ -162,7 +162,7 @@ void check_source_hashes(const KernelCollector& collector, const std::vector<Exp
 
 /// The faster of two optional winners; ties go to the one seen first (devices come sorted by uuid).
 /// Of two winners of one problem on devices that share a table, keeps the one whose trial ranks first
-/// (tune/ranking.hpp); ties keep the one seen first (devices come sorted by uuid).
+/// (record/ranking.hpp); ties keep the one seen first (devices come sorted by uuid).
 void keep_better(Store& store, std::optional<WinnerRecord>& current, const WinnerRecord& candidate) {
   if (!current) {
     current = candidate;
@@ -194,7 +194,7 @@ void fit_device_models(Store& store, ExportDevice& dev,
     trials.push_back(store.trials(record.id));
     for (const TrialRecord& t : trials.back()) {
       if (!passed(t) || !wanted(t.problem.dtype)) continue;
-      const double us = rank_time(t) * 1e3;  // the time trials rank by (tune/ranking.hpp)
+      const double us = rank_time(t) * 1e3;  // the time trials rank by (record/ranking.hpp)
       auto [it, inserted] = fastest_us.emplace(t.problem, us);
       if (!inserted) it->second = std::min(it->second, us);
     }
@@ -215,7 +215,7 @@ void fit_device_models(Store& store, ExportDevice& dev,
       // A generic default that was also measured: its build is in the compile cache (bench times it).
       ExportKernel& exported = kernels[static_cast<size_t>(index->second)];
       if (exported.binary_key.empty()) exported.binary_key = t.binary_key;
-      const double us = rank_time(t) * 1e3;  // the time trials rank by (tune/ranking.hpp)
+      const double us = rank_time(t) * 1e3;  // the time trials rank by (record/ranking.hpp)
       const double competitive = fastest_us.at(t.problem) / us;
       points[index->second].push_back({t.problem, us, competitive * competitive});
       blocks_per_sm.emplace(index->second,

@@ -15,7 +15,7 @@
 #include "core/error.hpp"
 #include "export/dispatch.hpp"
 #include "space/space.hpp"
-#include "tune/ranking.hpp"
+#include "record/ranking.hpp"
 
 namespace cmt {
 

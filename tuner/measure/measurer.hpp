@@ -1,7 +1,7 @@
 // The measure stage's seam: validates and times compiled kernels on one problem. The GPU
 // implementation is measure/gpu/gpu_measurer.hpp; tune runs it in a worker process through
 // measure/worker_measurer.hpp, and the CPU tests script one. It hands back what it found, and the
-// pipeline builds the trial record (tune/trial.hpp).
+// pipeline builds the trial record (record/trial.hpp).
 #pragma once
 
 #include <optional>

@@ -6,7 +6,7 @@
 #include <map>
 #include <set>
 
-#include "tune/ranking.hpp"
+#include "record/ranking.hpp"
 
 namespace cmt {
 

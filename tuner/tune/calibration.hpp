@@ -45,7 +45,7 @@ struct CalibrationCandidate {
 };
 
 /// Which candidates calibration measures: of each requested problem's passing trials, the
-/// `leaders` best (tune/ranking.hpp) and the best without input requirements (leaders); and every
+/// `leaders` best (record/ranking.hpp) and the best without input requirements (leaders); and every
 /// shape-specific candidate: of a family that declares `applies`, one that does not apply to some
 /// requested problem (it serves only some shapes, and is measured where it applies; a candidate
 /// that applies to every requested problem was measured on them, and leads or not as any other).

@@ -10,9 +10,9 @@
 #include "space/target.hpp"
 #include "tune/calibration.hpp"
 #include "tune/compile_service.hpp"
-#include "tune/ranking.hpp"
+#include "record/ranking.hpp"
 #include "tune/searcher.hpp"
-#include "tune/trial.hpp"
+#include "record/trial.hpp"
 
 namespace cmt {
 

@@ -15,7 +15,7 @@
 #include "store/store.hpp"
 #include "tune/compiler.hpp"
 #include "measure/measurer.hpp"
-#include "tune/problem_state.hpp"
+#include "record/problem_state.hpp"
 
 namespace cmt {
 

@@ -1,4 +1,4 @@
-#include "tune/trial.hpp"
+#include "record/trial.hpp"
 
 #include "core/hash.hpp"
 #include "measure/protocol.hpp"

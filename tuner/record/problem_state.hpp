@@ -51,7 +51,7 @@ class ProblemState {
   void record(Store& store, TrialRecord trial);
   /// Stores a re-timing of the trial with this id; no ratio without a cuBLAS baseline.
   void record_retime(Store& store, int64_t trial_id, double median_ms, std::optional<double> ratio_to_cublas);
-  /// Chooses the winners from the trials (tune/ranking.hpp) and stores them in place of the old ones.
+  /// Chooses the winners from the trials (record/ranking.hpp) and stores them in place of the old ones.
   void store_winners(Store& store);
 
   ProblemSummary summary() const;

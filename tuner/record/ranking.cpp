@@ -1,4 +1,4 @@
-#include "tune/ranking.hpp"
+#include "record/ranking.hpp"
 
 #include <algorithm>
 #include <map>

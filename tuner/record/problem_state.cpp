@@ -1,10 +1,10 @@
-#include "tune/problem_state.hpp"
+#include "record/problem_state.hpp"
 
 #include <algorithm>
 
 #include "core/dtype.hpp"
 #include "measure/protocol.hpp"
-#include "tune/ranking.hpp"
+#include "record/ranking.hpp"
 
 namespace cmt {
 
