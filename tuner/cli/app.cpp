@@ -1,4 +1,3 @@
-#include "core/dtype.hpp"
 #include "cli/app.hpp"
 #include "cli/sizes.hpp"
 
@@ -17,6 +16,7 @@
 #include <cuda_runtime_api.h>
 #include <sqlite3.h>
 
+#include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/log.hpp"

@@ -9,18 +9,18 @@
 #include <random>
 #include <spdlog/spdlog.h>
 
-#include "core/dtype.hpp"
 #include "cli/app.hpp"
 #include "cli/progress.hpp"
-#include "core/error.hpp"
 #include "cli/sizes.hpp"
+#include "core/dtype.hpp"
+#include "core/error.hpp"
 #include "core/stop_signal.hpp"
 #include "cuda/nvrtc_compiler.hpp"
 #include "measure/gpu/workspace.hpp"
+#include "measure/worker_measurer.hpp"
 #include "space/space.hpp"
 #include "tune/calibration.hpp"
 #include "tune/tuner.hpp"
-#include "measure/worker_measurer.hpp"
 
 namespace cmt::cli {
 

@@ -1,9 +1,10 @@
-#include "core/dtype.hpp"
 #include "measure/protocol.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>
 #include <utility>
+
+#include "core/dtype.hpp"
 
 namespace cmt {
 

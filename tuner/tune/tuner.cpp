@@ -7,12 +7,12 @@
 
 #include "core/dtype.hpp"
 #include "core/thread_pool.hpp"
+#include "record/ranking.hpp"
+#include "record/trial.hpp"
 #include "space/target.hpp"
 #include "tune/calibration.hpp"
 #include "tune/compile_service.hpp"
-#include "record/ranking.hpp"
 #include "tune/searcher.hpp"
-#include "record/trial.hpp"
 
 namespace cmt {
 
