@@ -10,9 +10,9 @@
 #include <random>
 #include <spdlog/spdlog.h>
 
-#include "core/dtype.hpp"
 #include "cli/app.hpp"
 #include "cli/sizes.hpp"
+#include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/stats.hpp"
 #include "cuda/device.hpp"
@@ -174,8 +174,7 @@ double geomean(const std::vector<double>& v) {
   return std::exp(s / static_cast<double>(v.size()));
 }
 
-/// The kernel the dispatch picks for a call, loaded from the database as a launcher; `binaries`
-/// keeps the binary alive while the measurer does.
+/// The kernel the dispatch picks for a call, as a launcher (KernelCache).
 struct DispatchedKernel {
   std::string label;    // template[params]
   std::string why;      // the dispatch's reason
@@ -206,79 +205,103 @@ BinaryRecord build_generic(const ExportKernel& k, const TemplateDesc& blocktile2
   return b;
 }
 
-/// Exported kernel `index` as a launcher: its binary from the database, or, for a generic default
-/// the database never measured, built with NVRTC. `binaries` keeps the binary alive while the
-/// measurer does. Throws UsageError when it cannot run here.
-GemmLauncher load_kernel(const ExportModel& model, int index, Store& store, GpuMeasurer& measurer,
-                         std::vector<std::unique_ptr<BinaryRecord>>& binaries, const TemplateDesc& blocktile2d,
-                         const std::string& arch) {
-  const ExportKernel& k = model.kernels.at(static_cast<size_t>(index));
-  const std::string label = kernel_label(k.template_name, k.params);
-  if (k.binary_key.empty()) {  // a generic default this database never measured
-    binaries.push_back(std::make_unique<BinaryRecord>(build_generic(k, blocktile2d, arch)));
-  } else {
-    auto binary = store.find_binary(k.binary_key);
-    if (!binary || !binary->ok) throw UsageError(fmt::format("the binary of {} is missing from the database", label));
-    binaries.push_back(std::make_unique<BinaryRecord>(std::move(*binary)));
-  }
-  std::string why_not;
-  auto launch = measurer.kernel_launcher({binaries.back().get(), k.shape, k.requirements, label}, &why_not);
-  if (!launch) throw UsageError(fmt::format("{} cannot run here: {}", label, why_not));
-  return std::move(*launch);
-}
+/// The exported kernels bench runs, each loaded once for every call that runs it: its binary from the
+/// database, or, for a generic default the database never measured, built with NVRTC. It keeps the
+/// binaries alive, so it must not outlive the measurer.
+class KernelCache {
+ public:
+  KernelCache(const ExportModel& model, Store& store, GpuMeasurer& measurer, const TemplateDesc& blocktile2d,
+              std::string arch)
+      : m_model(model), m_store(store), m_measurer(measurer), m_blocktile2d(blocktile2d), m_arch(std::move(arch)) {}
 
-DispatchedKernel load_dispatched(const ExportModel& model, const CallShape& call, Store& store, GpuMeasurer& measurer,
-                                 std::vector<std::unique_ptr<BinaryRecord>>& binaries, const TemplateDesc& blocktile2d,
-                                 const std::string& arch) {
+  /// Kernel `index`'s launcher; throws UsageError saying why when it cannot run here (loaded once:
+  /// a kernel that failed fails again with the same reason).
+  const GemmLauncher& launcher(int index) {
+    if (const auto it = m_launchers.find(index); it != m_launchers.end()) return it->second;
+    if (const auto it = m_unusable.find(index); it != m_unusable.end()) throw UsageError(it->second);
+    try {
+      return m_launchers.emplace(index, load(index)).first->second;
+    } catch (const UsageError& e) {
+      m_unusable.emplace(index, e.what());
+      throw;
+    }
+  }
+  /// Whether kernel `index` was tried and cannot run here.
+  bool unusable(int index) const { return m_unusable.count(index) != 0; }
+  /// template[params] of kernel `index`.
+  std::string label(int index) const {
+    const ExportKernel& k = m_model.kernels.at(static_cast<size_t>(index));
+    return kernel_label(k.template_name, k.params);
+  }
+
+ private:
+  GemmLauncher load(int index) {
+    const ExportKernel& k = m_model.kernels.at(static_cast<size_t>(index));
+    if (k.binary_key.empty()) {  // a generic default this database never measured
+      m_binaries.push_back(std::make_unique<BinaryRecord>(build_generic(k, m_blocktile2d, m_arch)));
+    } else {
+      auto binary = m_store.find_binary(k.binary_key);
+      if (!binary || !binary->ok)
+        throw UsageError(fmt::format("the binary of {} is missing from the database", label(index)));
+      m_binaries.push_back(std::make_unique<BinaryRecord>(std::move(*binary)));
+    }
+    std::string why_not;
+    auto launch = m_measurer.kernel_launcher({m_binaries.back().get(), k.shape, k.requirements, label(index)}, &why_not);
+    if (!launch) throw UsageError(fmt::format("{} cannot run here: {}", label(index), why_not));
+    return std::move(*launch);
+  }
+
+  const ExportModel& m_model;
+  Store& m_store;
+  GpuMeasurer& m_measurer;
+  const TemplateDesc& m_blocktile2d;
+  std::string m_arch;
+  std::vector<std::unique_ptr<BinaryRecord>> m_binaries;
+  std::map<int, GemmLauncher> m_launchers;
+  std::map<int, std::string> m_unusable;   // why each kernel that cannot run here cannot
+};
+
+DispatchedKernel load_dispatched(const ExportModel& model, const CallShape& call, KernelCache& kernels) {
   const Problem& p = call.problem;
   const DispatchChoice choice = choose_kernel(model, 0, call);
   if (choice.kernel < 0) throw UsageError(fmt::format("{}: {}", p.to_string(), choice.why));
-  const ExportKernel& k = model.kernels.at(static_cast<size_t>(choice.kernel));
   DispatchedKernel out;
-  out.label = kernel_label(k.template_name, k.params);
+  out.label = kernels.label(choice.kernel);
   out.why = choice.why;
   out.exact = choice.exact;
   out.splits = choice.splits;
   try {
-    out.launch = load_kernel(model, choice.kernel, store, measurer, binaries, blocktile2d, arch);
+    out.launch = kernels.launcher(choice.kernel);
   } catch (const UsageError& e) {
     throw UsageError(fmt::format("{}: {}", p.to_string(), e.what()));
   }
   return out;
 }
 
-/// The exported kernels bench --regret loaded, by index; a kernel that cannot run here is remembered
-/// as such (nullopt) and warned about once.
-using LoadedKernels = std::map<int, std::optional<GemmLauncher>>;
-
 /// Times every exported kernel the call can run with the one the dispatch chose, interleaved, and
 /// gives the regret (export/regret.hpp). When the dispatch splits K and the header is benched, the
-/// chosen time is the header's split run, timed in the same rounds.
+/// chosen time is the header's split run, timed in the same rounds. A kernel that cannot run here is
+/// warned about once and left out of every call.
 RegretRow measure_regret(const ExportModel& model, const CallShape& call, const GemmLauncher* header_launch,
-                         LoadedKernels& loaded, Store& store, GpuMeasurer& measurer,
-                         std::vector<std::unique_ptr<BinaryRecord>>& binaries, const TemplateDesc& blocktile2d,
-                         const std::string& arch, int rounds) {
+                         KernelCache& kernels, GpuMeasurer& measurer, int rounds) {
   const Problem& p = call.problem;
   const DispatchChoice choice = choose_kernel(model, 0, call);
   std::vector<int> timed;
   std::vector<GemmLauncher> launches;
   std::vector<int> failed;
   for (const int index : regret_candidates(choice)) {
-    auto it = loaded.find(index);
-    if (it == loaded.end()) {
-      std::optional<GemmLauncher> launch;
-      try {
-        launch = load_kernel(model, index, store, measurer, binaries, blocktile2d, arch);
-      } catch (const UsageError& e) {
-        if (index == choice.kernel) throw;
-        spdlog::warn("regret: {}; it is left out of every call", e.what());
-      }
-      it = loaded.emplace(index, std::move(launch)).first;
+    if (index != choice.kernel && kernels.unusable(index)) continue;
+    const GemmLauncher* launch = nullptr;
+    try {
+      launch = &kernels.launcher(index);
+    } catch (const UsageError& e) {
+      if (index == choice.kernel) throw;
+      spdlog::warn("regret: {}; it is left out of every call", e.what());
+      continue;
     }
-    if (!it->second) continue;
-    if (!measurer.validate(*it->second, p).passed) failed.push_back(index);
+    if (!measurer.validate(*launch, p).passed) failed.push_back(index);
     timed.push_back(index);
-    launches.push_back(*it->second);
+    launches.push_back(*launch);
   }
   const bool split_run = header_launch != nullptr && choice.splits > 1;
   if (split_run) launches.push_back(*header_launch);
@@ -304,16 +327,11 @@ std::string ratio_text(double num, double den) { return num > 0 && den > 0 ? fmt
 nlohmann::json ratio_json(double num, double den) { return num > 0 && den > 0 ? nlohmann::json(num / den) : nlohmann::json(); }
 nlohmann::json rate_json(double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(); }
 
-std::string kernel_name_of(const ExportModel& model, int index) {
-  const ExportKernel& k = model.kernels.at(static_cast<size_t>(index));
-  return kernel_label(k.template_name, k.params);
-}
-
 /// The regret table: a row per call, then the spread.
-void print_regret(const ExportModel& model, const std::vector<RegretRow>& rows) {
+void print_regret(const KernelCache& kernels, const std::vector<RegretRow>& rows) {
   size_t width = 16;
   for (const RegretRow& r : rows)
-    width = std::max({width, kernel_name_of(model, r.chosen).size(), kernel_name_of(model, r.best).size()});
+    width = std::max({width, kernels.label(r.chosen).size(), kernels.label(r.best).size()});
   fmt::print("\ndispatch regret: the chosen kernel's time over the fastest exported kernel's that the call can run, "
              "timed together\n");
   fmt::print("{:<22} {:<{}} {:>9} {:<{}} {:>9} {:>7} {:>6}\n", "problem", "chosen", width, "its us", "fastest", width,
@@ -321,9 +339,9 @@ void print_regret(const ExportModel& model, const std::vector<RegretRow>& rows) 
   for (const RegretRow& r : rows) {
     std::string notes;
     if (r.splits > 1) notes += fmt::format("  (chosen: split into {} slices)", r.splits);
-    for (const int k : r.failed) notes += fmt::format("  (VALIDATION FAILED: {})", kernel_name_of(model, k));
+    for (const int k : r.failed) notes += fmt::format("  (VALIDATION FAILED: {})", kernels.label(k));
     fmt::print("{:<22} {:<{}} {:>9.1f} {:<{}} {:>9.1f} {:>7.3f} {:>6}{}\n", r.problem.to_string(),
-               kernel_name_of(model, r.chosen), width, r.chosen_us, r.best == r.chosen ? "(the chosen one)" : kernel_name_of(model, r.best),
+               kernels.label(r.chosen), width, r.chosen_us, r.best == r.chosen ? "(the chosen one)" : kernels.label(r.best),
                width, r.best_us, r.regret, r.timed, notes);
   }
   const Spread s = regret_spread(rows);
@@ -354,15 +372,14 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
   const GemmLauncher cublas = measurer.cublas_launcher();
   const std::vector<SeedBmmVariant> seed = seed_bmm_variants(measurer.stream());
   std::vector<BenchRow> rows;
-  std::vector<std::unique_ptr<BinaryRecord>> binaries;  // the kernels stay loaded while the measurer lives
-  LoadedKernels regret_kernels;
+  KernelCache kernels(model, store, measurer, blocktile2d, device.arch());  // declared after the measurer: dies first
   std::vector<RegretRow> regret_rows;
   for (const Problem& p : problems) {
     BenchRow row;
     row.problem = p;
     row.peak = type_peak(device, p.dtype);
     const CallShape call = tight_call(p);
-    const DispatchedKernel winner = load_dispatched(model, call, store, measurer, binaries, blocktile2d, device.arch());
+    const DispatchedKernel winner = load_dispatched(model, call, kernels);
     row.winner = winner.label;
     row.dispatch_note = winner.why;
     row.splits = winner.splits;
@@ -404,7 +421,7 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
       Problem p32 = p;
       p32.dtype = DType::f32;
       try {
-        const DispatchedKernel f32 = load_dispatched(model, tight_call(p32), store, measurer, binaries, blocktile2d, device.arch());
+        const DispatchedKernel f32 = load_dispatched(model, tight_call(p32), kernels);
         row.f32_kernel = f32.label;
         row.f32_tflops = tflops_of(p32, measurer.time_interleaved({f32.launch}, p32, o.rounds).at(0));
       } catch (const UsageError& e) {
@@ -412,8 +429,8 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
       }
     }
     if (o.regret) {
-      regret_rows.push_back(measure_regret(model, call, header ? &header_launch : nullptr, regret_kernels, store, measurer,
-                                           binaries, blocktile2d, device.arch(), o.rounds));
+      regret_rows.push_back(
+          measure_regret(model, call, header ? &header_launch : nullptr, kernels, measurer, o.rounds));
       const RegretRow& r = regret_rows.back();
       spdlog::info("{}: regret {:.3f} over {} kernels", p.to_string(), r.regret, r.timed);
     }
@@ -471,12 +488,12 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
     nlohmann::json regret = nlohmann::json::array();
     for (const RegretRow& r : regret_rows) {
       nlohmann::json failed = nlohmann::json::array();
-      for (const int k : r.failed) failed.push_back(kernel_name_of(model, k));
+      for (const int k : r.failed) failed.push_back(kernels.label(k));
       regret.push_back({{"problem", r.problem.to_string()},
-                        {"chosen", kernel_name_of(model, r.chosen)},
+                        {"chosen", kernels.label(r.chosen)},
                         {"splits", r.splits},
                         {"chosen_us", r.chosen_us},
-                        {"best", kernel_name_of(model, r.best)},
+                        {"best", kernels.label(r.best)},
                         {"best_us", r.best_us},
                         {"regret", r.regret},
                         {"timed", r.timed},
@@ -520,7 +537,7 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
       fmt::print("{:<22} {:>8} {:>8} {:>8} {:>7.3f}x {:>8}\n", "geomean (cuBLAS rows)", "", "", "", geomean(winner_ratios),
                  header ? fmt::format("{:.3f}x", geomean(header_ratios)) : "-");
   }
-  if (o.regret && !o.json) print_regret(model, regret_rows);
+  if (o.regret && !o.json) print_regret(kernels, regret_rows);
   for (const auto& r : rows)
     if (!r.winner_valid || (header && !r.header_valid)) return 1;
   for (const auto& r : regret_rows)
