@@ -102,6 +102,12 @@ ExportKernelModel fit_kernel_model(std::vector<ModelPoint> points, const LaunchS
       if (mask & (1 << t)) terms.push_back(t);
     const size_t k = terms.size();
     if (k > n) continue;
+    // How far the fit with coefficients c (of `terms`) misses point i: |predicted / measured - 1|.
+    const auto miss = [&](const std::vector<double>& c, size_t i) {
+      double t = 0;
+      for (size_t a = 0; a < k; ++a) t += c[a] * rows[i][static_cast<size_t>(terms[a])];
+      return std::fabs(t / times[i] - 1.0);
+    };
     // Weighted least squares on relative error (rows scaled by 1/t, target 1, each row weighted),
     // made robust by iterative reweighting with Huber's loss: a point the features cannot explain
     // (a thin edge the kernel computes cheaply, a ragged size it reads slowly) is heeded less the
@@ -124,18 +130,14 @@ ExportKernelModel fit_kernel_model(std::vector<ModelPoint> points, const LaunchS
         break;
       x = std::move(solved);
       for (size_t i = 0; i < n; ++i) {
-        double t = 0;
-        for (size_t a = 0; a < k; ++a) t += (*x)[a] * rows[i][static_cast<size_t>(terms[a])];
-        const double r = std::fabs(t / times[i] - 1.0);
+        const double r = miss(*x, i);
         eff[i] = weights[i] * (r <= k_huber_delta ? 1.0 : k_huber_delta / r);
       }
     }
     if (!x) continue;
     double rss = 0, squares = 0;
     for (size_t i = 0; i < n; ++i) {
-      double t = 0;
-      for (size_t a = 0; a < k; ++a) t += (*x)[a] * rows[i][static_cast<size_t>(terms[a])];
-      const double r = std::fabs(t / times[i] - 1.0);
+      const double r = miss(*x, i);
       rss += weights[i] * (r <= k_huber_delta ? r * r : k_huber_delta * (2.0 * r - k_huber_delta));  // Huber, x2
       squares += weights[i] * r * r;
     }
