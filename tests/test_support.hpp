@@ -119,6 +119,13 @@ std::string gpu_unavailable_reason();
 
 }  // namespace cmt::test
 
+/// Runs `command` with test::run_unprivileged into `result` (a test::CommandResult), or skips the
+/// current test, visibly, where cm-tune cannot run as an unprivileged user.
+#define CMT_RUN_UNPRIVILEGED(result, command)                                              \
+  const auto result##_maybe = ::cmt::test::run_unprivileged(command);                      \
+  if (!result##_maybe) GTEST_SKIP() << "cannot run cm-tune as an unprivileged user here";  \
+  const ::cmt::test::CommandResult& result = *result##_maybe
+
 /// Skips the current test, visibly and with the reason, when no GPU can be used.
 #define CMT_REQUIRE_GPU()                                                      \
   do {                                                                         \

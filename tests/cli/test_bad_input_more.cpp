@@ -249,11 +249,10 @@ TEST(PathKinds, UnreadablePresetSaysWhy) {
   fs::permissions(dir / "locked.toml", fs::perms::none);
   fs::permissions(dir.path(), fs::perms::all);  // the folder is open: only the file is locked
   // Root reads a file of mode 000, so the run is nobody's where the tests run as root (as CI does).
-  const auto r = test::run_unprivileged(fmt::format("cd '{}' && '{}' list --config locked.toml", dir.path().string(),
-                                                    test::cmtune_binary()));
-  if (!r) GTEST_SKIP() << "cannot run cm-tune as an unprivileged user here";
-  EXPECT_EQ(r->exit_code, k_usage) << r->output;
-  EXPECT_EQ(r->output, "cm-tune: error: cannot read preset 'locked.toml': Permission denied\n");
+  CMT_RUN_UNPRIVILEGED(r, fmt::format("cd '{}' && '{}' list --config locked.toml", dir.path().string(),
+                                      test::cmtune_binary()));
+  EXPECT_EQ(r.exit_code, k_usage) << r.output;
+  EXPECT_EQ(r.output, "cm-tune: error: cannot read preset 'locked.toml': Permission denied\n");
 }
 
 TEST(PathKinds, PresetFromAPipeOrDeviceIsRead) {

@@ -9,10 +9,8 @@
 #include <chrono>
 #include <cstdio>
 #include <fmt/format.h>
-#include <grp.h>
 #include <string>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
@@ -52,11 +50,6 @@ void expect_line(const test::CommandResult& r, const std::string& line) {
   EXPECT_EQ(r.output, "cm-tune: error: " + line + "\n");
 }
 
-#define RUN_UNPRIVILEGED(result, command)                                                \
-  const auto result##_maybe = test::run_unprivileged(command);                           \
-  if (!result##_maybe) GTEST_SKIP() << "cannot run cm-tune as an unprivileged user here";  \
-  const test::CommandResult& result = *result##_maybe
-
 /// Every command that only reads, on `db`; the header goes to out_dir.
 std::vector<std::string> read_commands(const fs::path& db, const fs::path& out_dir) {
   const std::string at = " --db '" + db.string() + "'";
@@ -72,13 +65,13 @@ TEST(DbAccess, ReadCommandsWorkOnAReadOnlyFileAndLeaveNothingBehind) {
   fs::permissions(dir.path(), fs::perms::all);   // the folder is writable: SQLite could leave files there
   const std::string before = test::read_file(db);
   for (const std::string& command : read_commands(db, dir.path())) {
-    RUN_UNPRIVILEGED(r, command);
+    CMT_RUN_UNPRIVILEGED(r, command);
     EXPECT_EQ(r.exit_code, 0) << command << "\n" << r.output;
     EXPECT_EQ(test::read_file(db), before) << command;
     fs::remove(dir / "t.cuh");
     EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"tune.db"}) << command << " left files behind";
   }
-  RUN_UNPRIVILEGED(vacuum, cmtune("db vacuum --db " + db.string()));
+  CMT_RUN_UNPRIVILEGED(vacuum, cmtune("db vacuum --db " + db.string()));
   expect_line(vacuum, fmt::format("cannot write database {}: Permission denied (query, export, bench, db check and "
                                   "db info only read it)",
                                   db.string()));
@@ -94,18 +87,18 @@ TEST(DbAccess, ReadCommandsWorkInAReadOnlyFolder) {
                               fs::perms::others_read | fs::perms::others_exec);
   const std::string before = test::read_file(db);
   for (const std::string& command : read_commands(db, out.path())) {
-    RUN_UNPRIVILEGED(r, command);
+    CMT_RUN_UNPRIVILEGED(r, command);
     EXPECT_EQ(r.exit_code, 0) << command << "\n" << r.output;
     EXPECT_EQ(entries(folder), std::vector<std::string>{"tune.db"}) << command;
   }
   EXPECT_EQ(test::read_file(db), before);
   // A file this user may write in a folder it may not: SQLite could not create the -wal and -shm.
   fs::permissions(db, fs::perms::all);
-  RUN_UNPRIVILEGED(vacuum, cmtune("db vacuum --db " + db.string()));
+  CMT_RUN_UNPRIVILEGED(vacuum, cmtune("db vacuum --db " + db.string()));
   expect_line(vacuum, fmt::format("cannot write database {}: its folder {} is not writable (Permission denied), and "
                                   "SQLite keeps its -wal and -shm files there",
                                   db.string(), folder.string()));
-  RUN_UNPRIVILEGED(compile, cmtune("compile --config quick --arch sm_90 --db " + (folder / "new.db").string()));
+  CMT_RUN_UNPRIVILEGED(compile, cmtune("compile --config quick --arch sm_90 --db " + (folder / "new.db").string()));
   expect_line(compile, fmt::format("cannot write database {}: its folder {} is not writable (Permission denied), and "
                                    "SQLite keeps its -wal and -shm files there",
                                    (folder / "new.db").string(), folder.string()));
@@ -124,7 +117,7 @@ TEST(DbAccess, ReadsADatabaseBeingWrittenInAReadOnlyFolder) {
   fs::permissions(folder, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                               fs::perms::others_read | fs::perms::others_exec);
   for (const std::string& command : read_commands(db, out.path())) {
-    RUN_UNPRIVILEGED(r, command);
+    CMT_RUN_UNPRIVILEGED(r, command);
     EXPECT_EQ(r.exit_code, 0) << command << "\n" << r.output;
   }
 }
