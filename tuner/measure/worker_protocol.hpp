@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/device_info.hpp"
-#include "space/preset.hpp"
+#include "core/tune_settings.hpp"
 #include "measure/measurer.hpp"
 
 namespace cmt {

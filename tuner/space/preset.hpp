@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/tune_settings.hpp"
 #include "core/types.hpp"
 
 namespace cmt {
@@ -16,20 +17,6 @@ struct PresetTemplate {
   std::map<std::string, std::vector<int64_t>> values;   // overrides of the descriptor's values
   int line = 0;                                         // line of [templates.NAME] in the preset file
   std::map<std::string, int> value_lines{};             // line of each override, for messages
-};
-
-/// Tuning settings a preset may carry ([tune] table); defaults when absent.
-struct TuneSettings {
-  double budget_ms = 25.0;       // sampling time per candidate and problem
-  int min_samples = 10;
-  int max_samples = 2000;
-  int warmup = 2;
-  int retime_top = 8;            // candidates re-timed, interleaved, per problem
-  int retime_rounds = 30;
-  double abandon_factor = 3.0;   // stop timing when the first samples are this much slower than the best
-  // Kernels that spill registers to local memory are skipped: how much they spill depends on the
-  // compiler front end (NVRTC here, nvcc for an exported header), so their speed would not carry over.
-  bool allow_spills = false;
 };
 
 struct Preset {

@@ -11,13 +11,13 @@
 #include <vector>
 
 #include "core/device_info.hpp"
+#include "core/tune_settings.hpp"
 #include "cuda/cublas_ref.hpp"
 #include "cuda/gpu.hpp"
 #include "cuda/kernel_module.hpp"
 #include "measure/gpu/timer.hpp"
 #include "measure/gpu/validator.hpp"
 #include "measure/gpu/workspace.hpp"
-#include "space/preset.hpp"
 #include "measure/measurer.hpp"
 
 namespace cmt {
