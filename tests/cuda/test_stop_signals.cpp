@@ -8,12 +8,12 @@
 #include <csignal>
 #include <thread>
 
+#include "compile/compile_service.hpp"
+#include "compile/nvrtc/nvrtc_compiler.hpp"
 #include "core/stop_signal.hpp"
-#include "cuda/nvrtc_compiler.hpp"
 #include "space/space.hpp"
 #include "store/store.hpp"
 #include "test_support.hpp"
-#include "tune/compile_service.hpp"
 
 namespace cmt {
 namespace {

@@ -17,12 +17,12 @@
 
 #include <fmt/format.h>
 
-#include "cuda/nvrtc_compiler.hpp"
+#include "compile/compile_service.hpp"
+#include "compile/nvrtc/nvrtc_compiler.hpp"
+#include "compiler_parity.hpp"
 #include "space/space.hpp"
 #include "store/store.hpp"
-#include "compiler_parity.hpp"
 #include "test_support.hpp"
-#include "tune/compile_service.hpp"
 
 namespace cmt {
 namespace {

@@ -3,11 +3,11 @@
 
 #include <algorithm>
 
-#include "cuda/nvrtc_compiler.hpp"
+#include "compile/compile_service.hpp"
+#include "compile/nvrtc/nvrtc_compiler.hpp"
 #include "space/space.hpp"
 #include "store/store.hpp"
 #include "test_support.hpp"
-#include "tune/compile_service.hpp"
 
 namespace cmt {
 namespace {

@@ -10,12 +10,12 @@
 
 #include <fmt/format.h>
 
+#include "compile/nvrtc/nvrtc_compiler.hpp"
 #include "core/dtype.hpp"
 #include "core/hash.hpp"
+#include "search/calibration.hpp"
 #include "space/space.hpp"
 #include "test_support.hpp"
-#include "cuda/nvrtc_compiler.hpp"
-#include "tune/calibration.hpp"
 #include "tune/tuner.hpp"
 
 namespace cmt {

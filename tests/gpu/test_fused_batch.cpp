@@ -12,17 +12,17 @@
 #include <utility>
 #include <vector>
 
+#include "compile/compile_service.hpp"
+#include "compile/nvrtc/nvrtc_compiler.hpp"
 #include "cuda/check.hpp"
 #include "cuda/cublas_ref.hpp"
 #include "cuda/device.hpp"
 #include "cuda/gpu.hpp"
 #include "cuda/kernel_module.hpp"
-#include "cuda/nvrtc_compiler.hpp"
 #include "space/preset.hpp"
 #include "space/space.hpp"
 #include "store/store.hpp"
 #include "test_support.hpp"
-#include "tune/compile_service.hpp"
 
 namespace cmt {
 namespace {

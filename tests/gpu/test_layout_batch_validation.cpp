@@ -25,20 +25,20 @@
 #include <string>
 #include <vector>
 
+#include "compile/compile_service.hpp"
+#include "compile/nvrtc/nvrtc_compiler.hpp"
 #include "cuda/cublas_ref.hpp"
 #include "cuda/device.hpp"
 #include "cuda/gpu.hpp"
-#include "cuda/nvrtc_compiler.hpp"
 #include "gpu/naive_gemm.hpp"
 #include "measure/gpu/gpu_measurer.hpp"
 #include "measure/gpu/validator.hpp"
 #include "measure/gpu/workspace.hpp"
+#include "measure/protocol.hpp"
 #include "space/preset.hpp"
 #include "space/space.hpp"
 #include "store/store.hpp"
 #include "test_support.hpp"
-#include "tune/compile_service.hpp"
-#include "measure/protocol.hpp"
 
 namespace cmt {
 namespace {

@@ -4,12 +4,12 @@
 
 #include <vector>
 
+#include "compile/compile_service.hpp"
+#include "compile/nvrtc/nvrtc_compiler.hpp"
 #include "cuda/device.hpp"
+#include "measure/gpu/gpu_measurer.hpp"
 #include "space/space.hpp"
 #include "test_support.hpp"
-#include "cuda/nvrtc_compiler.hpp"
-#include "measure/gpu/gpu_measurer.hpp"
-#include "tune/compile_service.hpp"
 
 namespace cmt {
 namespace {

@@ -6,16 +6,16 @@
 #include <memory>
 #include <random>
 
+#include "compile/compile_service.hpp"
+#include "compile/nvrtc/nvrtc_compiler.hpp"
 #include "cuda/cublas_ref.hpp"
 #include "cuda/device.hpp"
 #include "cuda/kernel_module.hpp"
-#include "space/space.hpp"
-#include "test_support.hpp"
-#include "cuda/nvrtc_compiler.hpp"
 #include "measure/gpu/validator.hpp"
 #include "measure/gpu/workspace.hpp"
-#include "tune/compile_service.hpp"
 #include "measure/protocol.hpp"
+#include "space/space.hpp"
+#include "test_support.hpp"
 
 namespace cmt {
 namespace {

@@ -26,18 +26,18 @@
 #include <tuple>
 #include <vector>
 
+#include "compile/compile_service.hpp"
+#include "compile/nvrtc/nvrtc_compiler.hpp"
 #include "core/error.hpp"
 #include "cuda/check.hpp"
 #include "cuda/cublas_ref.hpp"
 #include "cuda/device.hpp"
 #include "cuda/gpu.hpp"
 #include "cuda/kernel_module.hpp"
-#include "cuda/nvrtc_compiler.hpp"
-#include "space/space.hpp"
-#include "test_support.hpp"
-#include "tune/compile_service.hpp"
 #include "measure/protocol.hpp"
 #include "measure/tolerance.hpp"
+#include "space/space.hpp"
+#include "test_support.hpp"
 
 namespace cmt {
 namespace {

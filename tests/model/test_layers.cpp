@@ -16,27 +16,38 @@ namespace fs = std::filesystem;
 namespace {
 
 // Module -> the modules it may include (besides itself). A module is a folder of tuner/, and a
-// stage's CUDA part, its gpu/ subfolder, is a module of its own ("measure/gpu").
-// Model: core, space, store, measure (the protocol, the Measurer seam, the worker transport), record
-// (trials, problem state, ranking), tune (the pipeline), export. CUDA: cuda (thin wrappers; it implements tune's Compiler seam), measure/gpu (implements
-// the Measurer).
+// stage's CUDA part, its gpu/ or nvrtc/ subfolder, is a module of its own ("measure/gpu").
+// Model, one folder per stage of preset -> space -> search -> compile -> measure -> record -> export:
+// core, space (templates, presets, the space), store, search (searchers, calibration's plan), compile
+// (the Compiler seam, the compile cache), measure (the protocol, the Measurer seam, the worker
+// transport), record (trials, problem state, ranking), tune (the driver that runs the stages), export.
+// CUDA: cuda (thin wrappers), compile/nvrtc (implements the Compiler), measure/gpu (implements the
+// Measurer).
 const std::map<std::string, std::set<std::string>> k_allowed = {
     {"core", {}},
     {"space", {"core"}},
     {"store", {"core"}},
+    {"search", {"core", "space", "store"}},
+    {"compile", {"core", "space", "store"}},
     {"measure", {"core", "space", "store"}},
     {"record", {"core", "space", "store", "measure"}},
-    {"tune", {"core", "space", "store", "measure", "record"}},
+    {"tune", {"core", "space", "store", "search", "compile", "measure", "record"}},
     {"export", {"core", "space", "store", "measure", "record"}},
-    {"cuda", {"core", "tune"}},
+    {"cuda", {"core"}},
+    {"compile/nvrtc", {"core", "cuda", "compile"}},
     {"measure/gpu", {"core", "cuda", "space", "store", "measure"}},
-    {"cli", {"core", "space", "store", "measure", "record", "tune", "export", "cuda", "measure/gpu"}},
+    {"cli",
+     {"core", "space", "store", "search", "compile", "measure", "record", "tune", "export", "cuda", "compile/nvrtc",
+      "measure/gpu"}},
 };
-const std::set<std::string> k_model = {"core", "space", "store", "measure", "record", "tune", "export"};
+const std::set<std::string> k_model = {"core",    "space",  "store", "search", "compile",
+                                       "measure", "record", "tune",  "export"};
+/// The subfolders that hold a stage's CUDA part.
+const std::set<std::string> k_cuda_parts = {"gpu", "nvrtc"};
 
 TEST(Layers, IncludesPointDownTheModuleMap) {
   const fs::path tuner = fs::path(CMTUNE_SOURCE_DIR) / "tuner";
-  const std::regex quoted(R"re(^\s*#\s*include\s*"([a-z_]+)(/gpu)?/[^"]+")re");
+  const std::regex quoted(R"re(^\s*#\s*include\s*"([a-z_]+)(/gpu|/nvrtc)?/[^"]+")re");
   const std::regex cuda_header(R"re(^\s*#\s*include\s*<(cuda|cublas|nvrtc|cuda_runtime)[^>]*>)re");
   int files = 0;
   for (const auto& entry : fs::recursive_directory_iterator(tuner)) {
@@ -44,7 +55,8 @@ TEST(Layers, IncludesPointDownTheModuleMap) {
     const fs::path rel = fs::relative(entry.path(), tuner);
     auto part = rel.begin();
     std::string module = (part++)->string();
-    if (part != rel.end() && part->string() == "gpu" && std::next(part) != rel.end()) module += "/gpu";
+    if (part != rel.end() && k_cuda_parts.count(part->string()) && std::next(part) != rel.end())
+      module += "/" + part->string();
     const std::string ext = entry.path().extension().string();
     if (ext != ".hpp" && ext != ".cpp" && ext != ".cu" && ext != ".h" && ext != ".cuh") continue;
     ASSERT_TRUE(k_allowed.count(module)) << rel << ": a module missing from the map (tests/model/test_layers.cpp)";

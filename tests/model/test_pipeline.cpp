@@ -7,12 +7,12 @@
 #include <random>
 #include <set>
 
-#include "store/store.hpp"
-#include "test_support.hpp"
 #include "record/problem_state.hpp"
 #include "record/ranking.hpp"
-#include "tune/searcher.hpp"
 #include "record/trial.hpp"
+#include "search/searcher.hpp"
+#include "store/store.hpp"
+#include "test_support.hpp"
 
 namespace cmt {
 namespace {

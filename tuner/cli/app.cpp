@@ -16,6 +16,7 @@
 #include <cuda_runtime_api.h>
 #include <sqlite3.h>
 
+#include "compile/nvrtc/nvrtc_compiler.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -23,7 +24,6 @@
 #include "core/stop_signal.hpp"
 #include "measure/protocol.hpp"
 #include "space/space.hpp"
-#include "cuda/nvrtc_compiler.hpp"
 
 namespace cmt::cli {
 

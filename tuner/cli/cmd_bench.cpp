@@ -12,11 +12,11 @@
 
 #include "cli/app.hpp"
 #include "cli/sizes.hpp"
+#include "compile/nvrtc/nvrtc_compiler.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/stats.hpp"
 #include "cuda/device.hpp"
-#include "cuda/nvrtc_compiler.hpp"
 #include "export/dispatch.hpp"
 #include "export/regret.hpp"
 #include "measure/gpu/gpu_measurer.hpp"

@@ -7,12 +7,12 @@
 #include "cli/app.hpp"
 #include "cli/progress.hpp"
 #include "cli/sizes.hpp"
+#include "compile/compile_service.hpp"
+#include "compile/nvrtc/nvrtc_compiler.hpp"
 #include "core/error.hpp"
 #include "core/stop_signal.hpp"
 #include "cuda/device.hpp"
-#include "cuda/nvrtc_compiler.hpp"
 #include "space/space.hpp"
-#include "tune/compile_service.hpp"
 
 namespace cmt::cli {
 

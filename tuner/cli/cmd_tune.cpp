@@ -12,14 +12,14 @@
 #include "cli/app.hpp"
 #include "cli/progress.hpp"
 #include "cli/sizes.hpp"
+#include "compile/nvrtc/nvrtc_compiler.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/stop_signal.hpp"
-#include "cuda/nvrtc_compiler.hpp"
 #include "measure/gpu/workspace.hpp"
 #include "measure/worker_measurer.hpp"
+#include "search/calibration.hpp"
 #include "space/space.hpp"
-#include "tune/calibration.hpp"
 #include "tune/tuner.hpp"
 
 namespace cmt::cli {

@@ -4,9 +4,9 @@
 #include <fmt/format.h>
 
 #include "cli/app.hpp"
+#include "compile/nvrtc/nvrtc_compiler.hpp"
 #include "core/error.hpp"
 #include "cuda/device.hpp"
-#include "cuda/nvrtc_compiler.hpp"
 
 namespace cmt::cli {
 

@@ -1,4 +1,4 @@
-#include "tune/compile_service.hpp"
+#include "compile/compile_service.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

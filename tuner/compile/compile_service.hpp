@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "compile/compiler.hpp"
 #include "core/thread_pool.hpp"
 #include "space/space.hpp"
 #include "store/store.hpp"
-#include "tune/compiler.hpp"
 
 namespace cmt {
 

@@ -1,5 +1,5 @@
 // The compile stage's seam: what turns one template instantiation into a CUBIN. NVRTC implements
-// it (cuda/nvrtc_compiler.hpp); the pipeline and the compile cache see only this interface.
+// it (compile/nvrtc/nvrtc_compiler.hpp); the pipeline and the compile cache see only this interface.
 #pragma once
 
 #include <string>

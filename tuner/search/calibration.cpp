@@ -1,4 +1,4 @@
-#include "tune/calibration.hpp"
+#include "search/calibration.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,6 @@
 #include <map>
 #include <set>
 
-#include "record/ranking.hpp"
 
 namespace cmt {
 
@@ -164,7 +163,7 @@ std::vector<CalibrationShape> calibration_shapes(const std::vector<Problem>& pro
   return out;
 }
 
-std::vector<CalibrationCandidate> calibration_candidates(const std::vector<std::vector<TrialRecord>>& trials_per_problem,
+std::vector<CalibrationCandidate> calibration_candidates(const std::vector<std::vector<TrialRecord>>& ranked_per_problem,
                                                          const std::vector<Candidate>& candidates, int leaders,
                                                          const std::vector<Problem>& requested, const Target& target) {
   std::map<std::string, size_t> by_id;
@@ -173,8 +172,7 @@ std::vector<CalibrationCandidate> calibration_candidates(const std::vector<std::
   const auto take = [&](const TrialRecord& t) {
     if (auto it = by_id.find(kernel_label(t.template_name, t.params)); it != by_id.end()) chosen[it->second] = true;
   };
-  for (const auto& trials : trials_per_problem) {
-    const std::vector<TrialRecord> ranked = ranked_passing(trials);
+  for (const auto& ranked : ranked_per_problem) {
     for (size_t i = 0; i < ranked.size() && i < static_cast<size_t>(std::max(leaders, 0)); ++i) take(ranked[i]);
     const auto portable = std::find_if(ranked.begin(), ranked.end(), [](const auto& t) { return t.requirements.none(); });
     if (portable != ranked.end()) take(*portable);
@@ -193,7 +191,7 @@ std::vector<CalibrationCandidate> calibration_candidates(const std::vector<std::
 }
 
 CalibrationPlan calibration_plan(const std::vector<CalibrationShape>& shapes,
-                                 const std::vector<std::vector<TrialRecord>>& trials_per_problem,
+                                 const std::vector<std::vector<TrialRecord>>& ranked_per_problem,
                                  const std::vector<Candidate>& candidates, int leaders,
                                  const std::vector<Problem>& requested, const Target& target) {
   CalibrationPlan plan;
@@ -215,7 +213,7 @@ CalibrationPlan calibration_plan(const std::vector<CalibrationShape>& shapes,
     plan.ignore_applies.push_back(leader);
   };
   const std::vector<CalibrationCandidate> chosen =
-      calibration_candidates(trials_per_problem, candidates, leaders, requested, target);
+      calibration_candidates(ranked_per_problem, candidates, leaders, requested, target);
   for (const CalibrationCandidate& c : chosen) take(candidates[c.index], c.leader);
   for (const CalibrationCandidate& c : chosen)
     for (const std::string& layout : layouts)

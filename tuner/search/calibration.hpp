@@ -2,8 +2,8 @@
 // that serve only some shapes, such as GEMV-like ones), and their builds of every other layout, are
 // measured on a small set of shapes of every class, layout and batch, so the exported dispatch's
 // cost model (export/cost_model.hpp) is fitted on shapes unlike the requested ones too, and one
-// tune serves every layout and batch. Which shapes and which kernels is decided here; run_tune measures
-// them like any other problem.
+// tune serves every layout and batch. Which shapes and which kernels is decided here (the search
+// stage: what to measure); the driver (tune/tuner.cpp) measures them in passes like any other problem.
 #pragma once
 
 #include <cstddef>
@@ -44,13 +44,14 @@ struct CalibrationCandidate {
   bool leader = false;
 };
 
-/// Which candidates calibration measures: of each requested problem's passing trials, the
-/// `leaders` best (record/ranking.hpp) and the best without input requirements (leaders); and every
+/// Which candidates calibration measures: of each requested problem's passing trials, best first
+/// (`ranked_per_problem`: the one ranking's order, record/ranking.hpp, which the driver applies), the
+/// `leaders` first and the first without input requirements (leaders); and every
 /// shape-specific candidate: of a family that declares `applies`, one that does not apply to some
 /// requested problem (it serves only some shapes, and is measured where it applies; a candidate
 /// that applies to every requested problem was measured on them, and leads or not as any other).
 /// Sorted by index, each once.
-std::vector<CalibrationCandidate> calibration_candidates(const std::vector<std::vector<TrialRecord>>& trials_per_problem,
+std::vector<CalibrationCandidate> calibration_candidates(const std::vector<std::vector<TrialRecord>>& ranked_per_problem,
                                                          const std::vector<Candidate>& candidates, int leaders,
                                                          const std::vector<Problem>& requested, const Target& target);
 
@@ -65,7 +66,7 @@ struct CalibrationPlan {
   std::vector<Problem> problems;
 };
 CalibrationPlan calibration_plan(const std::vector<CalibrationShape>& shapes,
-                                 const std::vector<std::vector<TrialRecord>>& trials_per_problem,
+                                 const std::vector<std::vector<TrialRecord>>& ranked_per_problem,
                                  const std::vector<Candidate>& candidates, int leaders,
                                  const std::vector<Problem>& requested, const Target& target);
 

@@ -1,4 +1,4 @@
-#include "tune/searcher.hpp"
+#include "search/searcher.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
 // The tuning pipeline: search -> compile -> measure -> record, then re-time the leaders and choose
-// the winners. Each stage is its own seam or module (tune/searcher.hpp, compile_service.hpp,
+// the winners. Each stage is its own seam or module (search/searcher.hpp, compile_service.hpp,
 // measurer.hpp, trial.hpp, problem_state.hpp, ranking.hpp); this file only runs them in order.
 #pragma once
 
@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "compile/compiler.hpp"
 #include "core/device_info.hpp"
+#include "measure/measurer.hpp"
+#include "record/problem_state.hpp"
 #include "space/preset.hpp"
 #include "space/space.hpp"
 #include "store/store.hpp"
-#include "tune/compiler.hpp"
-#include "measure/measurer.hpp"
-#include "record/problem_state.hpp"
 
 namespace cmt {
 
@@ -31,7 +31,7 @@ struct TuneRequest {
   uint64_t seed = 0;                       // sampling order
   std::string command_line;
   /// After the problems: measure their leaders and the shape-specific families on the calibration
-  /// shapes (tune/calibration.hpp), which the exported dispatch's cost model is fitted on.
+  /// shapes (search/calibration.hpp), which the exported dispatch's cost model is fitted on.
   bool calibrate = false;
   int calibration_leaders = 3;             // best trials per problem that calibration measures
   /// Per candidate (empty: none): measure it also on problems where its family's `applies` is
@@ -44,14 +44,19 @@ struct TuneRequest {
   std::function<bool()> should_stop;
 };
 
-struct TuneSummary {
-  std::vector<ProblemSummary> problems;
-  int64_t candidates = 0;                  // candidates the search planned (after --budget)
+/// What the passes of a run did, added up over them.
+struct TuneCounts {
   int64_t trials_measured = 0;
   int64_t trials_reused = 0;
   int64_t compile_cache_hits = 0;
   int64_t compiled = 0;
   int64_t compile_failures = 0;
+  TuneCounts& operator+=(const TuneCounts& other);
+};
+
+struct TuneSummary : TuneCounts {
+  std::vector<ProblemSummary> problems;
+  int64_t candidates = 0;                  // candidates the search planned (after --budget)
   double wall_seconds = 0;
   int64_t run_id = 0;
   std::string stop_reason;                 // empty when the whole space was searched

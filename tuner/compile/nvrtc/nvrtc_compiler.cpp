@@ -1,4 +1,4 @@
-#include "cuda/nvrtc_compiler.hpp"
+#include "compile/nvrtc/nvrtc_compiler.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "tune/compiler.hpp"
+#include "compile/compiler.hpp"
 
 namespace cmt {
 
