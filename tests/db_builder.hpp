@@ -110,7 +110,6 @@ class DbBuilder {
     t.outcome = Outcome::ok;
     t.median_ms = ms;
     t.gflops = p.flops() / ms / 1e6;
-    t.threads = k.shape.threads;
     t.registers = k.registers;
     t.smem_bytes = k.shape.dynamic_smem;
     t.shape = k.shape;

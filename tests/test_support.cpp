@@ -247,7 +247,6 @@ std::string add_synthetic_winner(Store& store, int64_t run, int64_t device, cons
   t.outcome = Outcome::ok;
   t.median_ms = 1.0;
   t.gflops = p.flops() / 1e6;
-  t.threads = 128;
   t.registers = 64;
   t.shape = {128, 64, 64, 0};
   t.requirements = Requirements{4, 1};
@@ -271,6 +270,13 @@ std::string add_synthetic_winner(Store& store, int64_t run, int64_t device, cons
 
 void downgrade_schema(const fs::path& file, int version) {
   Database db(file);
+  if (version < 6)
+    db.exec(R"sql(
+      ALTER TABLE trials RENAME COLUMN threads TO shape_threads;
+      ALTER TABLE trials ADD COLUMN threads INTEGER NOT NULL DEFAULT 0;
+      UPDATE trials SET threads = shape_threads;
+      PRAGMA user_version = 5;
+    )sql");
   if (version < 5)
     db.exec(R"sql(
       ALTER TABLE binaries DROP COLUMN takes_batch_count;

@@ -22,12 +22,19 @@ struct MigratedTrials {
   std::vector<TrialRecord> before, after;
 };
 
-/// Rewrites `file` to schema `version`, checks that `table` has no column `column` there and that
-/// the file says `version`, then opens it with Store and checks that it is at the latest schema,
-/// hashes the same, and holds the same trials (keys and problems, in order). Fatal failures return
-/// early: call it inside ASSERT_NO_FATAL_FAILURE.
+/// Rewrites `file` to schema `version`, checks that `table` has no column `column` there (or, for a
+/// migration that removes a column, `removed`, that it has it there and not after) and that the file
+/// says `version`, then opens it with Store and checks that it is at the latest schema, hashes the
+/// same, and holds the same trials (keys and problems, in order). Fatal failures return early: call
+/// it inside ASSERT_NO_FATAL_FAILURE.
 inline void expect_migration_keeps_trials(const std::filesystem::path& file, int version, const std::string& table,
-                                          const std::string& column, MigratedTrials& out) {
+                                          const std::string& column, MigratedTrials& out, bool removed = false) {
+  const auto has_column = [&](Database& db) {
+    Statement s = db.prepare(fmt::format("SELECT count(*) FROM pragma_table_info('{}') WHERE name = ?", table));
+    s.bind(1, std::string_view(column));
+    EXPECT_TRUE(s.step());
+    return s.column_int(0) != 0;
+  };
   std::string hash_before;
   {
     Store store(file);
@@ -38,15 +45,14 @@ inline void expect_migration_keeps_trials(const std::filesystem::path& file, int
   downgrade_schema(file, version);
   {
     Database db(file);
-    Statement s = db.prepare(fmt::format("SELECT count(*) FROM pragma_table_info('{}') WHERE name = ?", table));
-    s.bind(1, std::string_view(column));
-    ASSERT_TRUE(s.step());
-    ASSERT_EQ(s.column_int(0), 0) << "the downgraded file has no " << table << "." << column << " column";
+    ASSERT_EQ(has_column(db), removed) << "the downgraded file " << (removed ? "has" : "has no") << " " << table << "."
+                                       << column << " column";
     Statement v = db.prepare("PRAGMA user_version");
     ASSERT_TRUE(v.step());
     ASSERT_EQ(v.column_int(0), version);
   }
   Store store(file);
+  if (removed) EXPECT_FALSE(has_column(store.db())) << "the migration removes " << table << "." << column;
   EXPECT_EQ(store.schema_version(), latest_schema_version());
   EXPECT_EQ(store.content_hash(), hash_before) << "the same results hash the same after the migration";
   out.after = store.trials(store.devices().at(0).id);

@@ -248,7 +248,6 @@ FusedRows fused_rows(Store& store, int64_t device, int64_t run, int64_t per_bloc
   r.trial.problem = p;
   r.trial.lda = r.trial.ldb = r.trial.ldc = 64;
   r.trial.median_ms = 0.1;
-  r.trial.threads = 128;
   r.trial.shape = {128, 64, 64, 32768, 1, per_block};
   r.trial.requirements = {16, 4};
   r.winner.device_id = device;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "migration_check.hpp"
 #include "store/store.hpp"
 #include "test_support.hpp"
 
@@ -79,8 +80,7 @@ TrialRecord make_trial(const std::string& key, int64_t device_id, int64_t run_id
   t.retime_median_ms = 0.10001;
   t.registers = 128;
   t.smem_bytes = 49152;
-  t.threads = 256;
-  t.shape.threads = 255;   // differs from threads on purpose: both must round-trip on their own
+  t.shape.threads = 255;
   t.shape.tile_m = 128;
   t.shape.tile_n = 64;
   t.shape.dynamic_smem = 16384;
@@ -117,7 +117,6 @@ void expect_same_trial(const TrialRecord& a, const TrialRecord& b) {
   EXPECT_EQ(a.retime_median_ms, b.retime_median_ms);
   EXPECT_EQ(a.registers, b.registers);
   EXPECT_EQ(a.smem_bytes, b.smem_bytes);
-  EXPECT_EQ(a.threads, b.threads);
   EXPECT_EQ(a.shape.threads, b.shape.threads);
   EXPECT_EQ(a.shape.tile_m, b.shape.tile_m);
   EXPECT_EQ(a.shape.tile_n, b.shape.tile_n);
@@ -776,6 +775,21 @@ TEST(StoreFile, Version1DatabaseGainsGridZAndKeepsItsRows) {
   ASSERT_EQ(winners.size(), 1u);
   winner.shape.grid_z = 1;
   expect_same_winner(winners[0], winner);
+}
+
+TEST(StoreFile, ADatabaseWithThreadsTwiceKeepsEachTrialsThreadsOnce) {
+  // Before migration 6 a trial stored its threads per block twice (threads, shape_threads); the
+  // launch shape's column stays, named threads, with every row's value.
+  cmt::test::TempDir dir;
+  const fs::path file = dir / "v5.db";
+  cmt::test::tuned_database(file, "GPU-v5");
+  cmt::test::MigratedTrials m;
+  ASSERT_NO_FATAL_FAILURE(
+      cmt::test::expect_migration_keeps_trials(file, 5, "trials", "shape_threads", m, /*removed=*/true));
+  for (size_t i = 0; i < m.after.size(); ++i) {
+    EXPECT_GT(m.after[i].shape.threads, 0);
+    EXPECT_EQ(m.after[i].shape.threads, m.before[i].shape.threads);
+  }
 }
 
 TEST(StoreFile, CommittedTrialsAreVisibleToAnotherConnection) {

@@ -79,7 +79,6 @@ struct Tuned {
     t.ldb = t.ldc = p.n;
     t.median_ms = ms;
     t.gflops = p.flops() / (ms * 1e6);
-    t.threads = 128;
     t.registers = 64;
     t.shape = {128, 64, 64, 0};
     t.requirements = Requirements{4, 1};

@@ -49,7 +49,6 @@ TrialRecord make_trial(const TrialContext& context, const Candidate& candidate, 
   }
   t.registers = m.registers;
   t.smem_bytes = m.smem_bytes;
-  t.threads = candidate.shape.threads;
   t.shape = candidate.shape;
   t.requirements = candidate.requirements;
   return t;

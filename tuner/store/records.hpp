@@ -97,8 +97,7 @@ struct TrialRecord {
   std::optional<double> retime_median_ms;  // median of the interleaved re-timing, if re-timed
   int registers = -1;
   int64_t smem_bytes = -1;                 // static + dynamic
-  int64_t threads = 0;
-  LaunchShape shape;                       // launch shape measured (shape.threads == threads)
+  LaunchShape shape;                       // launch shape measured
   Requirements requirements;
   std::string created_at;
 };

@@ -237,7 +237,7 @@ constexpr std::string_view k_trial_columns =
     "trial_key, run_id, device_id, template_name, params, name_expression, binary_key, m, n, k, layout, batch, "
     "stride_a, stride_b, stride_c, dtype, lda, ldb, ldc, "
     "outcome, reason, log, max_abs_error, max_error_ratio, median_ms, min_ms, cv, samples, gflops, "
-    "ratio_to_cublas, retime_median_ms, registers, smem_bytes, threads, shape_threads, tile_m, tile_n, dynamic_smem, "
+    "ratio_to_cublas, retime_median_ms, registers, smem_bytes, threads, tile_m, tile_n, dynamic_smem, "
     "grid_z, problems_per_block, align_bytes, ld_multiple, created_at";
 
 constexpr std::string_view k_baseline_columns =
@@ -317,7 +317,7 @@ void bind_trial(Statement& s, const TrialRecord& t, const std::string& created_a
   b(to_string(t.outcome))(t.reason)(t.log);
   b(t.max_abs_error)(t.max_error_ratio)(t.median_ms)(t.min_ms)(t.cv)(t.samples)(t.gflops);
   b(t.ratio_to_cublas)(t.retime_median_ms);
-  b(t.registers)(t.smem_bytes)(t.threads);
+  b(t.registers)(t.smem_bytes);
   b.shape(t.shape).requirements(t.requirements)(created_at);
 }
 
@@ -351,7 +351,6 @@ TrialRecord read_trial(const Statement& s) {
   t.retime_median_ms = r.opt_real();
   t.registers = r.small();
   t.smem_bytes = r.integer();
-  t.threads = r.integer();
   t.shape = r.shape();
   t.requirements = r.requirements();
   t.created_at = r.text();
