@@ -251,10 +251,8 @@ inline int split_count_choice(int i) { return 2 << i; }   // 2, 4, 8, 16, 32
 /// A slice's K is at least this: shorter slices gain less than the sum costs.
 constexpr long long k_min_split_slice_k = 256;
 /// A split runs only when it is predicted this much faster than the best unsplit kernel: both
-/// predictions are fitted, and the split's also extrapolates to a batch of K slices. At 0.8 the
-/// in-kernel K splits' optimism at very long K (a 64x128 tile, one block per SM, K/16 of 4096 per
-/// block, predicted at 33 TF/s and measured at 20 on an H100) kept 256x256x65536 unsplit in three
-/// layouts, at 0.41-0.61x of cuBLAS where the split NT call ran 0.84x.
+/// predictions are fitted, and the split's also extrapolates to a batch of K slices (docs/EXPORT.md
+/// says how this margin was chosen).
 constexpr double k_split_gain = 0.85;
 /// Microseconds a launch of the sum costs beyond its memory traffic.
 constexpr double k_split_sum_launch_us = 3.0;
