@@ -26,8 +26,13 @@ std::string add_synthetic_winner(Store& store, int64_t run, int64_t device, cons
 /// template "fast" tuned at 1024^3, closed again. Returns the source's hash.
 std::string tuned_database(const std::filesystem::path& file, const std::string& device_uuid);
 
+/// The names of a folder's entries, sorted (what a command left behind, temporary files included).
+std::vector<std::string> entries(const std::filesystem::path& folder);
+/// The lines of a text, without their newlines.
+std::vector<std::string> lines_of(const std::string& text);
+
 /// Rewrites a database of the latest schema as an older cm-tune wrote it: the exact reverse of every
-/// migration after `version` (4: problems per block; 3: layouts and batches; 2: grid_z), rows kept,
+/// migration after `version` (5: threads twice in trials; 4: problems per block; 3: layouts and batches; 2: grid_z), rows kept,
 /// user_version set. The migration tests start from this.
 void downgrade_schema(const std::filesystem::path& file, int version);
 

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli/app.hpp"
 #include "store/store.hpp"
 #include "test_support.hpp"
 
@@ -20,22 +21,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int k_failure = 1;    // the command ran and reports a failure
-constexpr int k_usage = 2;      // UsageError and every parse error
-constexpr int k_no_device = 3;  // NoDeviceError
 
 const fs::path k_fixture_templates = fs::path(CMTUNE_TEST_FIXTURES) / "templates";
 
 using Split = test::SplitResult;
 using test::run_split;
 
-/// The folder's entries, sorted, by name.
-std::vector<std::string> entries(const fs::path& folder) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(folder)) out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 /// Asserts the exit code and that stderr is exactly `line` (one line, "cm-tune: error: " prepended).
 void expect_line(const Split& r, int exit_code, const std::string& line) {
@@ -53,7 +44,7 @@ void expect_error(const std::string& args, int exit_code, const std::vector<std:
   EXPECT_EQ(r.err.rfind("cm-tune: error: ", 0), 0u);
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
   for (const auto& needle : needles) EXPECT_NE(r.err.find(needle), std::string::npos) << "missing: " << needle;
-  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{}) << "files were created";
+  EXPECT_EQ(test::entries(dir.path()), std::vector<std::string>{}) << "files were created";
 }
 
 bool no_gpu() { return !test::gpu_unavailable_reason().empty(); }
@@ -83,14 +74,14 @@ TEST(CompileExit, EveryCandidateCompiledIsZero) {
 TEST(CompileExit, SomeFailedIsOneNamingTheFirstAndItsReason) {
   test::TempDir dir;
   const Split first = compile_values(dir, "1, 2, 4");
-  expect_line(first, k_failure, "2 of 3 candidates failed to compile; the first: " + k_v2_error);
+  expect_line(first, cli::k_exit_failure, "2 of 3 candidates failed to compile; the first: " + k_v2_error);
   EXPECT_NE(first.out.find("compiled 1 (1 fresh, 0 cache hits), failed 2,"), std::string::npos) << first.out;
   EXPECT_NE(first.out.find("  FAILED compile_error[V=2]\n    compile_error.cuh(11): error:"), std::string::npos) << first.out;
   EXPECT_NE(first.out.find("  FAILED compile_error[V=4]\n"), std::string::npos) << first.out;
 
   // Failures are cached: a rerun compiles nothing and still says so.
   const Split again = compile_values(dir, "1, 2, 4");
-  expect_line(again, k_failure, "2 of 3 candidates failed to compile; the first: " + k_v2_error);
+  expect_line(again, cli::k_exit_failure, "2 of 3 candidates failed to compile; the first: " + k_v2_error);
   EXPECT_NE(again.out.find("(0 fresh, 3 cache hits), failed 2,"), std::string::npos) << again.out;
 
   // --allow-failures: the cache holds what compiles, and that is enough.
@@ -100,7 +91,7 @@ TEST(CompileExit, SomeFailedIsOneNamingTheFirstAndItsReason) {
   EXPECT_NE(allowed.out.find("  FAILED compile_error[V=2]\n"), std::string::npos) << allowed.out;
 
   const Split json = compile_values(dir, "1, 2, 4", "--json");
-  expect_line(json, k_failure, "2 of 3 candidates failed to compile; the first: " + k_v2_error);
+  expect_line(json, cli::k_exit_failure, "2 of 3 candidates failed to compile; the first: " + k_v2_error);
   const nlohmann::json doc = nlohmann::json::parse(json.out);
   EXPECT_EQ(doc.at("failed"), 2);
   EXPECT_EQ(doc.at("failures").size(), 2u);
@@ -111,12 +102,12 @@ TEST(CompileExit, NoneCompiledIsOneEvenWithAllowFailuresAndListsFiveInFull) {
   const std::string line =
       "7 of 7 candidates failed to compile (none compiled); the first: " + k_v2_error;
   const Split r = compile_values(dir, "2, 4, 6, 8, 10, 12, 14");
-  expect_line(r, k_failure, line);
+  expect_line(r, cli::k_exit_failure, line);
   size_t shown = 0;
   for (size_t at = r.out.find("  FAILED "); at != std::string::npos; at = r.out.find("  FAILED ", at + 1)) ++shown;
   EXPECT_EQ(shown, 5u) << r.out;
   EXPECT_NE(r.out.find("  ... and 2 more failed (--json lists every one)\n"), std::string::npos) << r.out;
-  expect_line(compile_values(dir, "2, 4, 6, 8, 10, 12, 14", "--allow-failures"), k_failure, line);
+  expect_line(compile_values(dir, "2, 4, 6, 8, 10, 12, 14", "--allow-failures"), cli::k_exit_failure, line);
 }
 
 // --- --device: one meaning in every command ---------------------------------------------------
@@ -124,21 +115,21 @@ TEST(CompileExit, NoneCompiledIsOneEvenWithAllowFailuresAndListsFiveInFull) {
 TEST(DeviceOption, BenchAndCompileTakeADeviceSpecAndSayNoDriverWithout) {
   if (!no_gpu()) GTEST_SKIP() << "a GPU is present; this checks the no-driver path";
   // bench resolves the GPU before it opens the database: nothing is created.
-  expect_error("bench --device abc --sizes 256 --db b.db", k_no_device, {"no CUDA driver found"});
-  expect_error("bench --device 'NVIDIA H100' --sizes 256 --db b.db", k_no_device, {"no CUDA driver found"});
-  expect_error("compile --device GPU-0a1b --config quick --db c.db", k_no_device,
+  expect_error("bench --device abc --sizes 256 --db b.db", cli::k_exit_no_device, {"no CUDA driver found"});
+  expect_error("bench --device 'NVIDIA H100' --sizes 256 --db b.db", cli::k_exit_no_device, {"no CUDA driver found"});
+  expect_error("compile --device GPU-0a1b --config quick --db c.db", cli::k_exit_no_device,
                {"cannot find the target arch: no CUDA driver found", "pass --arch"});
 }
 
 TEST(DeviceOption, NegativeOrEmptyDeviceIsAUsageErrorBeforeTheDriverIsAsked) {
   for (const std::string command : {"bench --sizes 256 --db b.db", "compile --config quick --db c.db"}) {
-    expect_error(command + " --device -1", k_usage, {"--device '-1' names no GPU", "CUDA index"});
-    expect_error(command + " --device ''", k_usage, {"--device '' names no GPU"});
+    expect_error(command + " --device -1", cli::k_exit_usage, {"--device '-1' names no GPU", "CUDA index"});
+    expect_error(command + " --device ''", cli::k_exit_usage, {"--device '' names no GPU"});
   }
 }
 
 TEST(DeviceOption, CompileTakesArchOrDeviceNotBoth) {
-  expect_error("compile --config quick --arch sm_90 --device 0 --db c.db", k_usage, {"--device", "--arch"});
+  expect_error("compile --config quick --arch sm_90 --device 0 --db c.db", cli::k_exit_usage, {"--device", "--arch"});
 }
 
 TEST(DeviceOption, HelpSaysTheSameInEveryCommand) {
@@ -169,7 +160,7 @@ TEST(FullDevice, ExportOutDevFullSaysNoSpaceAndKeepsTheDevice) {
   test::TempDir dir;
   build_tuned_database(dir / "t.db");
   const Split r = run_split(dir, "--quiet export --db t.db --out /dev/full");
-  expect_line(r, k_usage, "cannot write /dev/full: No space left on device");
+  expect_line(r, cli::k_exit_usage, "cannot write /dev/full: No space left on device");
   EXPECT_TRUE(fs::is_character_file("/dev/full"));
   EXPECT_FALSE(fs::exists("/dev/full.tmp"));
 }
@@ -188,7 +179,7 @@ TEST(FullDevice, ExportIntoADeviceWritesInPlaceAndNeverReplacesIt) {
   EXPECT_EQ(piped.exit_code, 0) << piped.output;
   EXPECT_EQ(piped.output.rfind("// GEMM kernels tuned by cm-tune", 0), 0u) << piped.output.substr(0, 200);
   EXPECT_NE(piped.output.find("\nwrote /dev/stdout: 1 device table"), std::string::npos);
-  expect_line(run_split(dir, "--quiet export --db t.db --check --out /dev/null"), k_usage,
+  expect_line(run_split(dir, "--quiet export --db t.db --check --out /dev/null"), cli::k_exit_usage,
               "--out /dev/null: is a device or a pipe; --check compares a header file");
 }
 
@@ -223,10 +214,10 @@ TEST(FullDevice, StdoutOnAFullDeviceIsAnErrorNotExitZero) {
   const std::string compile =
       fmt::format("--quiet --templates '{}' compile --config preset.toml --arch sm_90 --db c.db", k_fixture_templates.string());
   const std::string line = "cannot write standard output: No space left on device";
-  expect_line(run_split(dir, compile, "/dev/full"), k_usage, line);              // a short summary, buffered
-  expect_line(run_split(dir, compile + " --json", "/dev/full"), k_usage, line);  // JSON through std::cout
-  expect_line(run_split(dir, "list --config quick", "/dev/full"), k_usage, line);  // longer than the buffer
-  expect_line(run_split(dir, "--version", "/dev/full"), k_usage, line);
+  expect_line(run_split(dir, compile, "/dev/full"), cli::k_exit_usage, line);              // a short summary, buffered
+  expect_line(run_split(dir, compile + " --json", "/dev/full"), cli::k_exit_usage, line);  // JSON through std::cout
+  expect_line(run_split(dir, "list --config quick", "/dev/full"), cli::k_exit_usage, line);  // longer than the buffer
+  expect_line(run_split(dir, "--version", "/dev/full"), cli::k_exit_usage, line);
 }
 
 // --- paths of the wrong kind ------------------------------------------------------------------
@@ -235,12 +226,12 @@ TEST(PathKinds, FolderAsPresetAndFileAsTemplatesSayWhatTheyAre) {
   test::TempDir dir;
   fs::create_directories(dir / "presets");
   test::write_file(dir / "preset.toml", "[templates.naive]\n");
-  expect_line(run_split(dir, "list --config presets/"), k_usage, "--config presets/ is a folder, not a preset file");
-  expect_line(run_split(dir, "list --config presets"), k_usage, "--config presets is a folder, not a preset file");
-  expect_line(run_split(dir, "--templates preset.toml list"), k_usage,
+  expect_line(run_split(dir, "list --config presets/"), cli::k_exit_usage, "--config presets/ is a folder, not a preset file");
+  expect_line(run_split(dir, "list --config presets"), cli::k_exit_usage, "--config presets is a folder, not a preset file");
+  expect_line(run_split(dir, "--templates preset.toml list"), cli::k_exit_usage,
               "--templates preset.toml is a file, not a folder of templates");
-  expect_line(run_split(dir, "--templates presets list"), k_usage, "--templates presets holds no template (no *.toml descriptor)");
-  expect_line(run_split(dir, "--templates missing list"), k_usage, "templates folder 'missing' does not exist");
+  expect_line(run_split(dir, "--templates presets list"), cli::k_exit_usage, "--templates presets holds no template (no *.toml descriptor)");
+  expect_line(run_split(dir, "--templates missing list"), cli::k_exit_usage, "templates folder 'missing' does not exist");
 }
 
 TEST(PathKinds, UnreadablePresetSaysWhy) {
@@ -251,7 +242,7 @@ TEST(PathKinds, UnreadablePresetSaysWhy) {
   // Root reads a file of mode 000, so the run is nobody's where the tests run as root (as CI does).
   CMT_RUN_UNPRIVILEGED(r, fmt::format("cd '{}' && '{}' list --config locked.toml", dir.path().string(),
                                       test::cmtune_binary()));
-  EXPECT_EQ(r.exit_code, k_usage) << r.output;
+  EXPECT_EQ(r.exit_code, cli::k_exit_usage) << r.output;
   EXPECT_EQ(r.output, "cm-tune: error: cannot read preset 'locked.toml': Permission denied\n");
 }
 
@@ -264,9 +255,9 @@ TEST(PathKinds, PresetFromAPipeOrDeviceIsRead) {
                                     (dir / "preset.toml").string(), test::cmtune_binary(), k_fixture_templates.string()));
   EXPECT_EQ(piped.exit_code, 0) << piped.output;
   EXPECT_NE(piped.output.find("template compile_error:"), std::string::npos) << piped.output;
-  expect_line(run_split(dir, "list --config /dev/null"), k_usage,
+  expect_line(run_split(dir, "list --config /dev/null"), cli::k_exit_usage,
               "/dev/null:1: templates: required table [templates.NAME] is missing: the preset names no template");
-  expect_line(run_split(dir, "list --config /dev/zero"), k_usage, "cannot read preset '/dev/zero': it is larger than 64 MiB");
+  expect_line(run_split(dir, "list --config /dev/zero"), cli::k_exit_usage, "cannot read preset '/dev/zero': it is larger than 64 MiB");
 }
 
 // --- export: where --out cannot be written ----------------------------------------------------
@@ -276,21 +267,21 @@ TEST(ExportWrite, UnwritableOutSaysCannotWriteAndWhy) {
   build_tuned_database(dir / "t.db");
   fs::create_directory_symlink("loop", dir / "loop");
   test::write_file(dir / "notes.txt", "x");
-  const std::vector<std::string> before = entries(dir.path());
-  expect_line(run_split(dir, "--quiet export --db t.db --out missing/x.cuh"), k_usage,
+  const std::vector<std::string> before = test::entries(dir.path());
+  expect_line(run_split(dir, "--quiet export --db t.db --out missing/x.cuh"), cli::k_exit_usage,
               "cannot write missing/x.cuh: folder missing does not exist");
-  expect_line(run_split(dir, "--quiet export --db t.db --out loop/x.cuh"), k_usage,
+  expect_line(run_split(dir, "--quiet export --db t.db --out loop/x.cuh"), cli::k_exit_usage,
               "cannot write loop/x.cuh: Too many levels of symbolic links");
-  expect_line(run_split(dir, "--quiet export --db t.db --out notes.txt/x.cuh"), k_usage,
+  expect_line(run_split(dir, "--quiet export --db t.db --out notes.txt/x.cuh"), cli::k_exit_usage,
               "cannot write notes.txt/x.cuh: Not a directory");
-  EXPECT_EQ(entries(dir.path()), before) << "a file was left behind";
+  EXPECT_EQ(test::entries(dir.path()), before) << "a file was left behind";
 }
 
 // --- found by trying bad input as a new user would ---------------------------------------------
 
 TEST(BadInputMore, EmptyOutAndTemplatesNamesAreErrors) {
-  expect_error("export --db t.db --out ''", k_usage, {"--out", "the file name is empty"});   // was "cannot write : ..."
-  expect_error("--templates '' list", k_usage, {"--templates: the folder name is empty"});
+  expect_error("export --db t.db --out ''", cli::k_exit_usage, {"--out", "the file name is empty"});   // was "cannot write : ..."
+  expect_error("--templates '' list", cli::k_exit_usage, {"--templates: the folder name is empty"});
 }
 
 TEST(BadInputMore, EmptyOrNegativeDatabaseDeviceIsRefused) {
@@ -299,7 +290,7 @@ TEST(BadInputMore, EmptyOrNegativeDatabaseDeviceIsRefused) {
   // '' is part of every name: it used to pick the only device, unasked.
   for (const std::string command : {"query --size 256", "export --out x.cuh"})
     for (const std::string spec : {"", "-1"})
-      expect_line(run_split(dir, fmt::format("--quiet {} --db t.db --device '{}'", command, spec)), k_usage,
+      expect_line(run_split(dir, fmt::format("--quiet {} --db t.db --device '{}'", command, spec)), cli::k_exit_usage,
                   fmt::format("--device '{}' names no device: give a CUDA index (0, 1, ...), a position in the "
                               "database, a UUID or a unique part of the device's name",
                               spec));
@@ -310,7 +301,7 @@ TEST(BadInputMore, LogFileNamingADatabaseIsRefusedAndTheDatabaseKept) {
   test::TempDir dir;
   build_tuned_database(dir / "t.db");
   const std::string before = test::read_file(dir / "t.db");
-  expect_line(run_split(dir, "--log-file t.db query --db t.db --size 1024"), k_usage,
+  expect_line(run_split(dir, "--log-file t.db query --db t.db --size 1024"), cli::k_exit_usage,
               "--log-file t.db is a SQLite database, not a log; refusing to append to it");
   EXPECT_EQ(test::read_file(dir / "t.db"), before);
 }
@@ -329,29 +320,29 @@ TEST(BadInputMore, LogFileNamingASideFileOfTheDatabaseIsRefusedWhetherOrNotItExi
     for (const bool exists : {false, true}) {
       SCOPED_TRACE(suffix + (exists ? ", existing" : ", missing"));
       if (exists) test::write_file(dir / ("t.db" + suffix), "not a log");
-      const std::vector<std::string> before = entries(dir.path());
+      const std::vector<std::string> before = test::entries(dir.path());
       for (const std::string& log : {"t.db" + suffix, "./sub/../t.db" + suffix, db + suffix})
-        expect_line(run_split(dir, fmt::format("--log-file {} query --db {} --size 1024", log, db)), k_usage,
+        expect_line(run_split(dir, fmt::format("--log-file {} query --db {} --size 1024", log, db)), cli::k_exit_usage,
                     fmt::format("--log-file {}: is the {} file of the database {}, which SQLite deletes or replays; "
                                 "name another log file",
                                 log, suffix, db));
-      expect_line(run_split(dir, fmt::format("--log-file other.db{} query --db t.db --size 1024", suffix)), k_usage,
+      expect_line(run_split(dir, fmt::format("--log-file other.db{} query --db t.db --size 1024", suffix)), cli::k_exit_usage,
                   fmt::format("--log-file other.db{0}: is the {0} file of the SQLite database other.db, which SQLite "
                               "deletes or replays; name another log file",
                               suffix));
-      EXPECT_EQ(entries(dir.path()), before) << "a file was created or removed";
+      EXPECT_EQ(test::entries(dir.path()), before) << "a file was created or removed";
       if (exists) EXPECT_EQ(test::read_file(dir / ("t.db" + suffix)), "not a log");
       fs::remove(dir / ("t.db" + suffix));
     }
   }
   EXPECT_EQ(test::read_file(dir / "t.db"), before_db);
   // --db given globally, for a command that only reads.
-  expect_line(run_split(dir, "--log-file t.db-shm --db t.db db info"), k_usage,
+  expect_line(run_split(dir, "--log-file t.db-shm --db t.db db info"), cli::k_exit_usage,
               fmt::format("--log-file t.db-shm: is the -shm file of the database {}, which SQLite deletes or replays; "
                           "name another log file",
                           "t.db"));
   // The database a tune is about to create counts too.
-  expect_line(run_split(dir, "--log-file new.db-wal tune --db new.db --sizes 64"), k_usage,
+  expect_line(run_split(dir, "--log-file new.db-wal tune --db new.db --sizes 64"), cli::k_exit_usage,
               "--log-file new.db-wal: is the -wal file of the database new.db, which SQLite deletes or replays; name "
               "another log file");
   EXPECT_FALSE(fs::exists(dir / "new.db"));
@@ -361,9 +352,9 @@ TEST(BadInputMore, LogFileNamingASideFileOfTheDatabaseIsRefusedWhetherOrNotItExi
 // --- Empty values that used to read as "not given" --------------------------------------------
 
 TEST(BadInputMore, EmptyArchAndHeaderAreErrors) {
-  expect_error("list --arch ''", k_usage, {"--arch", "the architecture is empty"});
-  expect_error("compile --config quick --arch '' --db c.db", k_usage, {"--arch", "the architecture is empty"});
-  expect_error("bench --header '' --sizes 64 --db c.db", k_usage, {"--header", "the file name is empty"});
+  expect_error("list --arch ''", cli::k_exit_usage, {"--arch", "the architecture is empty"});
+  expect_error("compile --config quick --arch '' --db c.db", cli::k_exit_usage, {"--arch", "the architecture is empty"});
+  expect_error("bench --header '' --sizes 64 --db c.db", cli::k_exit_usage, {"--header", "the file name is empty"});
 }
 
 }  // namespace

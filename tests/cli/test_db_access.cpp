@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "cli/app.hpp"
 #include "model/test_store_processes.hpp"
 #include "store/sqlite.hpp"
 #include "store/store.hpp"
@@ -26,27 +27,17 @@ using std::chrono::steady_clock;
 namespace cmt {
 namespace {
 
-constexpr int k_usage = 2;
 
-/// A tuned database (one device, one synthetic winner), closed again.
-void build_database(const fs::path& file) { test::tuned_database(file, "GPU-db-access"); }
 
 /// Makes a database of the latest schema look as one written before migration 2.
 void downgrade_to_version_1(const fs::path& file) { test::downgrade_schema(file, 1); }
 
-/// The folder's entries, sorted.
-std::vector<std::string> entries(const fs::path& folder) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(folder)) out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 std::string cmtune(const std::string& args) { return test::cmtune_binary() + " --quiet " + args; }
 
 /// The run failed as a usage error with exactly this one line.
 void expect_line(const test::CommandResult& r, const std::string& line) {
-  EXPECT_EQ(r.exit_code, k_usage) << r.output;
+  EXPECT_EQ(r.exit_code, cli::k_exit_usage) << r.output;
   EXPECT_EQ(r.output, "cm-tune: error: " + line + "\n");
 }
 
@@ -60,7 +51,7 @@ std::vector<std::string> read_commands(const fs::path& db, const fs::path& out_d
 TEST(DbAccess, ReadCommandsWorkOnAReadOnlyFileAndLeaveNothingBehind) {
   test::TempDir dir;
   const fs::path db = dir / "tune.db";
-  build_database(db);
+  test::tuned_database(db, "GPU-db-access");
   fs::permissions(db, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
   fs::permissions(dir.path(), fs::perms::all);   // the folder is writable: SQLite could leave files there
   const std::string before = test::read_file(db);
@@ -69,7 +60,7 @@ TEST(DbAccess, ReadCommandsWorkOnAReadOnlyFileAndLeaveNothingBehind) {
     EXPECT_EQ(r.exit_code, 0) << command << "\n" << r.output;
     EXPECT_EQ(test::read_file(db), before) << command;
     fs::remove(dir / "t.cuh");
-    EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"tune.db"}) << command << " left files behind";
+    EXPECT_EQ(test::entries(dir.path()), std::vector<std::string>{"tune.db"}) << command << " left files behind";
   }
   CMT_RUN_UNPRIVILEGED(vacuum, cmtune("db vacuum --db " + db.string()));
   expect_line(vacuum, fmt::format("cannot write database {}: Permission denied (query, export, bench, db check and "
@@ -81,7 +72,7 @@ TEST(DbAccess, ReadCommandsWorkInAReadOnlyFolder) {
   test::TempDir dir, out;
   const fs::path folder = dir / "ro";
   const fs::path db = folder / "tune.db";
-  build_database(db);
+  test::tuned_database(db, "GPU-db-access");
   fs::permissions(out.path(), fs::perms::all);
   fs::permissions(folder, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                               fs::perms::others_read | fs::perms::others_exec);
@@ -89,7 +80,7 @@ TEST(DbAccess, ReadCommandsWorkInAReadOnlyFolder) {
   for (const std::string& command : read_commands(db, out.path())) {
     CMT_RUN_UNPRIVILEGED(r, command);
     EXPECT_EQ(r.exit_code, 0) << command << "\n" << r.output;
-    EXPECT_EQ(entries(folder), std::vector<std::string>{"tune.db"}) << command;
+    EXPECT_EQ(test::entries(folder), std::vector<std::string>{"tune.db"}) << command;
   }
   EXPECT_EQ(test::read_file(db), before);
   // A file this user may write in a folder it may not: SQLite could not create the -wal and -shm.
@@ -102,14 +93,14 @@ TEST(DbAccess, ReadCommandsWorkInAReadOnlyFolder) {
   expect_line(compile, fmt::format("cannot write database {}: its folder {} is not writable (Permission denied), and "
                                    "SQLite keeps its -wal and -shm files there",
                                    (folder / "new.db").string(), folder.string()));
-  EXPECT_EQ(entries(folder), std::vector<std::string>{"tune.db"});
+  EXPECT_EQ(test::entries(folder), std::vector<std::string>{"tune.db"});
 }
 
 TEST(DbAccess, ReadsADatabaseBeingWrittenInAReadOnlyFolder) {
   test::TempDir dir, out;
   const fs::path folder = dir / "ro";
   const fs::path db = folder / "tune.db";
-  build_database(db);
+  test::tuned_database(db, "GPU-db-access");
   fs::permissions(out.path(), fs::perms::all);
   // Another process has it open, so its -wal and -shm exist: the reader uses them read-only.
   test::DatabaseHolder writer(db, test::DatabaseHolder::Hold::open);
@@ -125,7 +116,7 @@ TEST(DbAccess, ReadsADatabaseBeingWrittenInAReadOnlyFolder) {
 TEST(DbAccess, LockedDatabaseSaysWhoHoldsItAndGivesUpAfterTheTimeout) {
   test::TempDir dir;
   const fs::path db = dir / "tune.db";
-  build_database(db);
+  test::tuned_database(db, "GPU-db-access");
   downgrade_to_version_1(db);   // so that db migrate needs the write lock
   test::DatabaseHolder writer(db, test::DatabaseHolder::Hold::write_lock);
   const std::string holder = fmt::format("process {} (cmt_cli_tests", writer.pid());
@@ -133,7 +124,7 @@ TEST(DbAccess, LockedDatabaseSaysWhoHoldsItAndGivesUpAfterTheTimeout) {
   const test::CommandResult r =
       test::run_command("CMTUNE_LOCK_TIMEOUT=2 " + test::cmtune_binary() + " db migrate --db " + db.string());
   const auto waited = steady_clock::now() - start;
-  EXPECT_EQ(r.exit_code, k_usage) << r.output;
+  EXPECT_EQ(r.exit_code, cli::k_exit_usage) << r.output;
   // One warning after a second of waiting, then one error line.
   const std::string waiting = "warning: waiting for " + holder;
   const std::string error = fmt::format("cm-tune: error: database {} is locked by {}", db.string(), holder);
@@ -155,7 +146,7 @@ TEST(DbAccess, LockedDatabaseSaysWhoHoldsItAndGivesUpAfterTheTimeout) {
 TEST(DbAccess, WriterWaitsForTheLockAndGoesOnWhenItIsReleased) {
   test::TempDir dir;
   const fs::path db = dir / "tune.db";
-  build_database(db);
+  test::tuned_database(db, "GPU-db-access");
   downgrade_to_version_1(db);
   // The lock is held until cm-tune has said that it waits, then released: an event, not a time, so
   // a slow start (ASan, a loaded machine) cannot outlast the hold and miss the warning.
@@ -198,7 +189,7 @@ TEST(DbAccess, FolderDeviceAndPipeAreOneLineAndNothingIsCreated) {
                             (dir / "cm-tune.db").string()));
   }
   EXPECT_EQ(journal_stamp(), journal_before) << "/dev/null-journal was written";
-  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"pipe.db"});
+  EXPECT_EQ(test::entries(dir.path()), std::vector<std::string>{"pipe.db"});
 }
 
 TEST(DbAccess, EmptyFileIsLeftEmpty) {
@@ -209,7 +200,7 @@ TEST(DbAccess, EmptyFileIsLeftEmpty) {
     expect_line(test::run_command(cmtune(std::string(command) + " --db " + db.string())),
                 "database " + db.string() + " is empty (no cm-tune data yet); run cm-tune tune first");
   EXPECT_EQ(fs::file_size(db), 0u);
-  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"empty.db"});
+  EXPECT_EQ(test::entries(dir.path()), std::vector<std::string>{"empty.db"});
 }
 
 TEST(DbAccess, FileThatIsNoDatabaseIsOneLine) {
@@ -222,7 +213,7 @@ TEST(DbAccess, FileThatIsNoDatabaseIsOneLine) {
     expect_line(test::run_command(cmtune(std::string(command) + " --db " + db.string())),
                 db.string() + " is not a cm-tune database (not an SQLite file)");
   EXPECT_EQ(test::read_file(db), text);
-  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"notes.db"});
+  EXPECT_EQ(test::entries(dir.path()), std::vector<std::string>{"notes.db"});
 }
 
 TEST(DbAccess, MissingDatabaseIsNotCreatedByWhatOnlyReads) {
@@ -231,7 +222,7 @@ TEST(DbAccess, MissingDatabaseIsNotCreatedByWhatOnlyReads) {
   for (const char* command : {"db info", "db check", "db vacuum", "db vacuum --dry-run", "db migrate"})
     expect_line(test::run_command(cmtune(std::string(command) + " --db " + db.string())),
                 "database " + db.string() + " does not exist; run cm-tune tune first");
-  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{});
+  EXPECT_EQ(test::entries(dir.path()), std::vector<std::string>{});
 }
 
 TEST(DbAccess, BadLockTimeoutIsOneLine) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/app.hpp"
 #include "store/sqlite.hpp"
 #include "store/store.hpp"
 #include "test_support.hpp"
@@ -18,13 +19,8 @@ namespace fs = std::filesystem;
 namespace cmt {
 namespace {
 
-constexpr int k_usage = 2;
-constexpr int k_failure = 1;
 constexpr const char* k_advice = "; restore it from a backup, or remove it and tune again\n";
 
-/// A tuned database (one device, one synthetic winner, its trial, binary and source), closed, so
-/// the whole of it is in the file (no -wal).
-void build_database(const fs::path& file) { test::tuned_database(file, "GPU-db-damage"); }
 
 /// The first page of each of these tables, 1-based, and the page size.
 std::pair<std::vector<int64_t>, int64_t> root_pages(const fs::path& file, const std::vector<std::string>& tables) {
@@ -55,7 +51,7 @@ const char* damage_name(Damage d) {
 
 /// Builds a tuned database at file and damages it.
 void build_damaged(const fs::path& file, Damage damage) {
-  build_database(file);
+  test::tuned_database(file, "GPU-db-damage");
   std::string bytes = test::read_file(file);
   switch (damage) {
     case Damage::truncated:
@@ -91,7 +87,7 @@ size_t line_count(const std::string& text) { return static_cast<size_t>(std::cou
 /// The run failed as a usage error with one line saying that db is damaged; returns what it says is
 /// wrong (the text in the parentheses).
 std::string expect_damaged_line(const test::CommandResult& r, const fs::path& db, const std::string& context) {
-  EXPECT_EQ(r.exit_code, k_usage) << context << "\n" << r.output;
+  EXPECT_EQ(r.exit_code, cli::k_exit_usage) << context << "\n" << r.output;
   EXPECT_EQ(line_count(r.output), 1u) << context << "\n" << r.output;
   const std::string head = fmt::format("cm-tune: error: database {} is damaged (", db.string());
   const bool starts = r.output.rfind(head, 0) == 0;
@@ -142,7 +138,7 @@ void check_every_command(Damage damage) {
   // db check: its usual report, the damage a failed check, exit 1.
   test::write_file(db, bytes);
   const test::CommandResult check = test::run_command(cmtune("db check", db));
-  EXPECT_EQ(check.exit_code, k_failure) << check.output;
+  EXPECT_EQ(check.exit_code, cli::k_exit_failure) << check.output;
   EXPECT_EQ(check.output.rfind("FAIL  integrity        ", 0), 0u) << check.output;
   EXPECT_EQ(line_count(check.output), 8u) << check.output;
   EXPECT_NE(check.output.find(fmt::format("\n{}: ", db.string())), std::string::npos) << check.output;
@@ -162,7 +158,7 @@ TEST(DbDamage, CheckNamesTheDamagedPagesAndChecksWhatItCanRead) {
   const fs::path db = dir / "t.db";
   build_damaged(db, Damage::btree_pages);
   const test::CommandResult r = test::run_command(cmtune("db check", db));
-  EXPECT_EQ(r.exit_code, k_failure) << r.output;
+  EXPECT_EQ(r.exit_code, cli::k_exit_failure) << r.output;
   // integrity_check names the pages; the checks that do not read them still run and pass.
   EXPECT_EQ(r.output.rfind("FAIL  integrity        Page ", 0), 0u) << r.output;
   EXPECT_NE(r.output.find("\nok    schema           version "), std::string::npos) << r.output;
@@ -174,7 +170,7 @@ TEST(DbDamage, CheckOfAFileItCannotOpenFailsEveryCheck) {
   const fs::path db = dir / "t.db";
   build_damaged(db, Damage::truncated);
   const test::CommandResult r = test::run_command(cmtune("db check", db));
-  EXPECT_EQ(r.exit_code, k_failure) << r.output;
+  EXPECT_EQ(r.exit_code, cli::k_exit_failure) << r.output;
   const std::string malformed = "SQLite: database disk image is malformed";
   std::string expected = fmt::format("FAIL  {:<15}  {}\n", "integrity", malformed);
   for (const char* name : {"schema", "orphans", "winners", "winner binaries", "cubins", "sources"})
@@ -183,7 +179,7 @@ TEST(DbDamage, CheckOfAFileItCannotOpenFailsEveryCheck) {
   EXPECT_EQ(r.output, expected);
   // --json says the same.
   const test::CommandResult json = test::run_command(cmtune("db check --json", db));
-  EXPECT_EQ(json.exit_code, k_failure) << json.output;
+  EXPECT_EQ(json.exit_code, cli::k_exit_failure) << json.output;
   EXPECT_NE(json.output.find("\"ok\": false"), std::string::npos) << json.output;
   EXPECT_NE(json.output.find(malformed), std::string::npos) << json.output;
 }

@@ -19,12 +19,6 @@ using test::run_split;
 /// The fixture's worst regret: mid at 256x256x16384, where splitk (17.4 us) is fastest.
 const double k_max_regret = (2 + 1.5 * 4096 * 16384 * 1e-6) / (4 + 1.6 * 4096 * 2048 * 1e-6);
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
 
 struct HeldOutDatabase {
   test::TempDir dir;
@@ -40,7 +34,7 @@ TEST(ExportHeldOut, PrintsOneSummaryLineAfterWrote) {
   const HeldOutDatabase db;
   const auto r = db.run("export --out h.cuh");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto lines = lines_of(r.out);
+  const auto lines = test::lines_of(r.out);
   // wrote, the check, and the line of the calls no tuned kernel serves (the fixture's are f32 nn only)
   ASSERT_EQ(lines.size(), 3u) << r.out;
   EXPECT_EQ(lines[0].rfind("wrote h.cuh: ", 0), 0u) << r.out;
@@ -52,7 +46,7 @@ TEST(ExportHeldOut, PrintsOneSummaryLineAfterWrote) {
   EXPECT_TRUE(std::regex_match(lines[1], summary)) << lines[1];
   // Unchanged, the header is not rewritten; the check is printed all the same.
   const auto again = db.run("export --out h.cuh");
-  const auto again_lines = lines_of(again.out);
+  const auto again_lines = test::lines_of(again.out);
   ASSERT_EQ(again_lines.size(), 3u) << again.out;
   EXPECT_EQ(again_lines[0].rfind("h.cuh unchanged: ", 0), 0u) << again.out;
   EXPECT_EQ(again_lines[1], lines[1]);
@@ -62,7 +56,7 @@ TEST(ExportHeldOut, RegretPrintsARowPerProblem) {
   const HeldOutDatabase db;
   const auto r = db.run("export --out h.cuh --regret");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto lines = lines_of(r.out);
+  const auto lines = test::lines_of(r.out);
   ASSERT_EQ(lines.size(), 2u + 1 + 13 + 1) << r.out;   // wrote, summary, the table's head and 13 rows, unserved
   const auto row = [&](const std::string& problem) {
     for (const auto& line : lines)

@@ -22,26 +22,14 @@ namespace {
 
 const std::string k_header_start = "// GEMM kernels tuned by cm-tune";
 
-/// A database with one tuned problem of one synthetic kernel, stored as the tuner stores it; the
-/// hash of that kernel's source.
-std::string build_database(const fs::path& file) {
-  return test::tuned_database(file, "GPU-export-safety");
-}
 
-/// The folder's entries, sorted: what an export left behind (temporary files included).
-std::vector<std::string> entries(const fs::path& folder) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(folder)) out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 /// A tuned database in a fresh folder, and `cm-tune export` run in that folder on it.
 class ExportSafety : public ::testing::Test {
  protected:
   void SetUp() override {
     db = dir / "tune.db";
-    source_hash = build_database(db);
+    source_hash = test::tuned_database(db, "GPU-export-safety");
     db_bytes = test::read_file(db);
   }
 
@@ -66,14 +54,14 @@ class ExportSafety : public ::testing::Test {
 
 TEST_F(ExportSafety, OutNamingTheDatabaseIsRefusedAndTheDatabaseKept) {
   fs::create_directory(dir / "sub");
-  const std::vector<std::string> before = entries(dir.path());
+  const std::vector<std::string> before = test::entries(dir.path());
   const std::string refusal =
       fmt::format("is the database {} itself; refusing to overwrite it with a header", db.string());
   expect_refused(export_with("--out " + db.string()), fmt::format("--out {}: {}", db.string(), refusal));
   expect_refused(export_with("--out tune.db"), "--out tune.db: " + refusal);                 // relative
   expect_refused(export_with("--out ./sub/../tune.db"), "--out ./sub/../tune.db: " + refusal);
   expect_refused(export_with("--check --out tune.db"), "--out tune.db: " + refusal);
-  EXPECT_EQ(entries(dir.path()), before) << "a file was created or removed";
+  EXPECT_EQ(test::entries(dir.path()), before) << "a file was created or removed";
 }
 
 TEST_F(ExportSafety, OutLinkingToTheDatabaseIsRefusedAndTheLinkKept) {
@@ -110,7 +98,7 @@ TEST_F(ExportSafety, OutNamingASideFileOfTheDatabaseIsRefusedWhetherOrNotItExist
     for (const bool exists : {false, true}) {
       SCOPED_TRACE(suffix + (exists ? ", existing" : ", missing"));
       if (exists) test::write_file(dir / ("tune.db" + suffix), "not a header");
-      const std::vector<std::string> before = entries(dir.path());
+      const std::vector<std::string> before = test::entries(dir.path());
       const std::string refusal = fmt::format(
           "is the {} file of the database {}, which SQLite deletes or replays; refusing to write a header there",
           suffix, db.string());
@@ -124,7 +112,7 @@ TEST_F(ExportSafety, OutNamingASideFileOfTheDatabaseIsRefusedWhetherOrNotItExist
                      fmt::format("--out other.db{0}: is the {0} file of the SQLite database other.db, which SQLite "
                                  "deletes or replays; refusing to write a header there",
                                  suffix));
-      EXPECT_EQ(entries(dir.path()), before) << "a file was created or removed";
+      EXPECT_EQ(test::entries(dir.path()), before) << "a file was created or removed";
       if (exists) EXPECT_EQ(test::read_file(dir / ("tune.db" + suffix)), "not a header");
       fs::remove(dir / ("tune.db" + suffix));
     }
@@ -146,7 +134,7 @@ TEST_F(ExportSafety, PlainOutIsWrittenWithNoTemporaryFileLeft) {
   const auto r = export_with("--out tuned.cuh");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(test::read_file(dir / "tuned.cuh").rfind(k_header_start, 0), 0u);
-  EXPECT_EQ(entries(dir.path()), (std::vector<std::string>{"tune.db", "tuned.cuh"}));
+  EXPECT_EQ(test::entries(dir.path()), (std::vector<std::string>{"tune.db", "tuned.cuh"}));
 }
 
 TEST_F(ExportSafety, OutThroughSymbolicLinksReplacesTheTargetAndKeepsTheLinks) {
@@ -168,8 +156,8 @@ TEST_F(ExportSafety, OutThroughSymbolicLinksReplacesTheTargetAndKeepsTheLinks) {
   EXPECT_EQ(fs::read_symlink(dir / "links" / "first.cuh"), "../real/tuned.cuh");
   const std::string header = test::read_file(dir / "real" / "tuned.cuh");
   EXPECT_EQ(header.rfind(k_header_start, 0), 0u) << header.substr(0, 200);
-  EXPECT_EQ(entries(dir / "real"), std::vector<std::string>{"tuned.cuh"}) << "temporary file left behind";
-  EXPECT_EQ(entries(dir / "links"), std::vector<std::string>{"first.cuh"});
+  EXPECT_EQ(test::entries(dir / "real"), std::vector<std::string>{"tuned.cuh"}) << "temporary file left behind";
+  EXPECT_EQ(test::entries(dir / "links"), std::vector<std::string>{"first.cuh"});
   EXPECT_EQ(test::read_file(db), db_bytes);
 
   // Unchanged through the link: --check agrees, and a second export leaves the file alone.
@@ -215,7 +203,7 @@ TEST_F(ExportSafety, KeywordNamespaceIsRefusedAndNothingWritten) {
 // reserved names, keywords and non-identifiers: one line, exit 2, no file. The macros come from nvcc
 // at build time (tuner/header_macros.cmake).
 TEST_F(ExportSafety, NamespaceThatCannotBeANamespaceIsRefusedAndNothingWritten) {
-  const std::vector<std::string> before = entries(dir.path());
+  const std::vector<std::string> before = test::entries(dir.path());
   const auto line = [](const std::string& name, const std::string& why) {
     return fmt::format("--namespace '{}': '{}' {}, so the header would not compile; give identifiers joined by ::",
                        name, name, why);
@@ -232,7 +220,7 @@ TEST_F(ExportSafety, NamespaceThatCannotBeANamespaceIsRefusedAndNothingWritten) 
   expect_refused(export_with("--out tuned.cuh --namespace int"), line("int", "is a C++ keyword"));
   expect_refused(export_with("--out tuned.cuh --namespace 1abc"),
                  line("1abc", "is not a C++ identifier (a letter or _, then letters, digits and _)"));
-  EXPECT_EQ(entries(dir.path()), before) << "a file was created or removed";
+  EXPECT_EQ(test::entries(dir.path()), before) << "a file was created or removed";
   const auto ok = export_with("--out tuned.cuh --namespace Null::eof");   // not macros: case matters
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
   EXPECT_NE(test::read_file(dir / "tuned.cuh").find("namespace Null {\nnamespace eof {"), std::string::npos);
@@ -248,7 +236,7 @@ TEST_F(ExportSafety, SourceEditedInTheDatabaseIsRefusedAndNothingWritten) {
   expect_refused(export_with("--out tuned.cuh"), line);
   expect_refused(export_with("--check --out tuned.cuh"), line);
   EXPECT_FALSE(fs::exists(fs::symlink_status(dir / "tuned.cuh")));
-  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"tune.db"});
+  EXPECT_EQ(test::entries(dir.path()), std::vector<std::string>{"tune.db"});
 }
 
 }  // namespace

@@ -25,12 +25,6 @@ namespace {
 
 std::string shell_quoted(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
 
 /// The line each call of record_calls.cu's k_calls must record, in order: the row-major problem the
 /// header dispatches (column-major calls transposed, strides spelled packed unless 0), then the call's
@@ -105,7 +99,7 @@ TEST_F(RecordCalls, RecordedCallsAreTunedAndTheReexportedHeaderDispatchesEachToI
   const auto recorded = run_program("v1", "record", "calls.txt");
   ASSERT_EQ(recorded.exit_code, 0) << recorded.output;
   EXPECT_EQ(test::read_file(m_dir / "err.txt"), "");
-  const std::vector<std::string> lines = lines_of(test::read_file(m_dir / "calls.txt"));
+  const std::vector<std::string> lines = test::lines_of(test::read_file(m_dir / "calls.txt"));
   EXPECT_EQ(lines, k_expected_lines);
   // The launches failed (no GPU) after recording; the calls themselves returned what they return
   // without recording.
@@ -113,14 +107,14 @@ TEST_F(RecordCalls, RecordedCallsAreTunedAndTheReexportedHeaderDispatchesEachToI
   EXPECT_EQ(plain.output, recorded.output);
   // A rerun appends nothing: the file's lines count as recorded.
   ASSERT_EQ(run_program("v1", "record", "calls.txt").exit_code, 0);
-  EXPECT_EQ(lines_of(test::read_file(m_dir / "calls.txt")), k_expected_lines);
+  EXPECT_EQ(test::lines_of(test::read_file(m_dir / "calls.txt")), k_expected_lines);
 
   // A file that cannot be opened: one warning, the calls go on as without recording.
   const auto bad = run_program("v1", "record", (m_dir / "missing" / "calls.txt").string());
   EXPECT_EQ(bad.exit_code, 0);
   EXPECT_EQ(bad.output, plain.output);
   const std::string warning = test::read_file(m_dir / "err.txt");
-  EXPECT_EQ(lines_of(warning).size(), 1u) << warning;
+  EXPECT_EQ(test::lines_of(warning).size(), 1u) << warning;
   EXPECT_NE(warning.find("cmtune: cannot record GEMM calls to '" + (m_dir / "missing" / "calls.txt").string() +
                          "' ($CMTUNE_RECORD): No such file or directory; recording is off"),
             std::string::npos)
@@ -155,7 +149,7 @@ TEST_F(RecordCalls, RecordedCallsAreTunedAndTheReexportedHeaderDispatchesEachToI
   test::write_file(m_dir / "select.txt", input);
   const auto selected = run_program("v2", "select < select.txt", "");
   ASSERT_EQ(selected.exit_code, 0) << selected.output;
-  const std::vector<std::string> choices = lines_of(selected.output);
+  const std::vector<std::string> choices = test::lines_of(selected.output);
   ASSERT_EQ(choices.size(), lines.size()) << selected.output;
 
   Store store(m_dir / "t.db", OpenMode::read);
@@ -197,7 +191,7 @@ TEST_F(RecordCalls, ThreadsForksAndExitFromAnotherThreadRecordEachCallOnce) {
 
   const auto threads = run_program("v1", "threads 8 50", "threads.txt");
   ASSERT_EQ(threads.exit_code, 0) << threads.output;
-  std::vector<std::string> lines = lines_of(test::read_file(m_dir / "threads.txt"));
+  std::vector<std::string> lines = test::lines_of(test::read_file(m_dir / "threads.txt"));
   std::set<std::string> expected;
   for (int n = 0; n < 40; ++n)
     expected.insert(fmt::format("{}x64x64{}  # lda=64 ldb=64 ldc=64 align=256", 100 + n, n % 2 == 0 ? "" : ":nt"));
@@ -206,7 +200,7 @@ TEST_F(RecordCalls, ThreadsForksAndExitFromAnotherThreadRecordEachCallOnce) {
 
   const auto forked = run_program("v1", "fork", "fork.txt");
   ASSERT_EQ(forked.exit_code, 0) << forked.output << test::read_file(m_dir / "err.txt");
-  lines = lines_of(test::read_file(m_dir / "fork.txt"));
+  lines = test::lines_of(test::read_file(m_dir / "fork.txt"));
   EXPECT_EQ(lines.size(), 4u) << test::read_file(m_dir / "fork.txt");
   EXPECT_EQ(std::set<std::string>(lines.begin(), lines.end()),
             (std::set<std::string>{"100x64x64  # lda=64 ldb=64 ldc=64 align=256", "101x64x64:nt  # lda=64 ldb=64 ldc=64 align=256",
@@ -217,7 +211,7 @@ TEST_F(RecordCalls, ThreadsForksAndExitFromAnotherThreadRecordEachCallOnce) {
     std::filesystem::remove(m_dir / "exit.txt");
     const auto exited = run_program("v1", "exit-thread", "exit.txt");
     EXPECT_EQ(exited.exit_code, 3) << "exit(3), not a crash or the 60 s timeout: " << exited.output;
-    lines = lines_of(test::read_file(m_dir / "exit.txt"));
+    lines = test::lines_of(test::read_file(m_dir / "exit.txt"));
     EXPECT_GT(lines.size(), 0u);
     const std::regex whole(R"(\d+x8x8  # lda=8 ldb=8 ldc=8 align=256)");
     for (const auto& line : lines) ASSERT_TRUE(std::regex_match(line, whole)) << "a torn line: " << line;

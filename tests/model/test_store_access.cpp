@@ -33,13 +33,6 @@ std::string database_error(F&& f) {
   return "";
 }
 
-/// The folder's entries, sorted.
-std::vector<std::string> entries(const fs::path& folder) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(folder)) out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 /// A database with one device in it, closed again.
 void make_database(const fs::path& file) {
@@ -56,7 +49,7 @@ TEST(StoreAccess, MissingFileIsNotCreatedByReadOrWrite) {
   for (const OpenMode mode : {OpenMode::read, OpenMode::write})
     EXPECT_EQ(database_error([&] { Store store(file, mode); }),
               "database " + file.string() + " does not exist; run cm-tune tune first");
-  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{}) << "no folder or file may be created";
+  EXPECT_EQ(test::entries(dir.path()), std::vector<std::string>{}) << "no folder or file may be created";
 }
 
 TEST(StoreAccess, EmptyFileIsRefusedByReadAndWriteAndLeftEmpty) {
@@ -67,7 +60,7 @@ TEST(StoreAccess, EmptyFileIsRefusedByReadAndWriteAndLeftEmpty) {
     EXPECT_EQ(database_error([&] { Store store(file, mode); }),
               "database " + file.string() + " is empty (no cm-tune data yet); run cm-tune tune first");
   EXPECT_EQ(fs::file_size(file), 0u) << "no schema may be written into it";
-  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"empty.db"}) << "no -wal, -shm or -journal";
+  EXPECT_EQ(test::entries(dir.path()), std::vector<std::string>{"empty.db"}) << "no -wal, -shm or -journal";
   // create is the mode that sets up a new database, as tune does.
   EXPECT_EQ(Store(file, OpenMode::create).schema_version(), latest_schema_version());
 }
@@ -86,7 +79,7 @@ TEST(StoreAccess, FolderDeviceAndPipeAreRefusedInEveryMode) {
               "database " + fifo.string() + " is a named pipe, not a database file");
   }
   // SQLite would have created a journal beside them.
-  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"pipe.db"});
+  EXPECT_EQ(test::entries(dir.path()), std::vector<std::string>{"pipe.db"});
 }
 
 TEST(StoreAccess, NonSqliteFileIsOneLineInEveryMode) {
@@ -98,7 +91,7 @@ TEST(StoreAccess, NonSqliteFileIsOneLineInEveryMode) {
     EXPECT_EQ(database_error([&] { Store store(file, mode); }),
               file.string() + " is not a cm-tune database (not an SQLite file)");
   EXPECT_EQ(test::read_file(file), text);
-  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"notes.txt"});
+  EXPECT_EQ(test::entries(dir.path()), std::vector<std::string>{"notes.txt"});
 }
 
 TEST(StoreAccess, NegativeSchemaVersionIsDamageInEveryMode) {
@@ -170,7 +163,7 @@ TEST(StoreAccess, ReadModeWritesNothing) {
     EXPECT_THROW(store.db().exec("CREATE TABLE extra (x)"), InfraError);
   }
   EXPECT_EQ(test::read_file(file), before);
-  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"tune.db"}) << "the -wal and -shm files are removed again";
+  EXPECT_EQ(test::entries(dir.path()), std::vector<std::string>{"tune.db"}) << "the -wal and -shm files are removed again";
 }
 
 TEST(StoreAccess, OlderSchemaIsRefusedByReadAndMigratedByWrite) {
