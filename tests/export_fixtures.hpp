@@ -1,7 +1,7 @@
 // The fixture databases and templates the export tests share: RealFixture (real template sources,
 // two devices) and SyntheticFixture (fixed sources, for the golden tables). Used by
-// tests/model/test_export.cpp, test_dispatch.cpp and test_cost_model.cpp, tests/cli/test_export_cli.cpp
-// and tests/cuda/test_export_nvcc.cpp.
+// tests/model/test_export_export_model.cpp, test_export_dispatch.cpp and test_export_cost_model.cpp, tests/cli/test_cli_cmd_export.cpp
+// and tests/cuda/test_export_header_nvcc.cpp.
 #pragma once
 
 #include <algorithm>

@@ -6,7 +6,7 @@
 // batches and on their tuned problems, against a CPU reference (FP64 within the FP32 bound at
 // u = 2^-53, INT32 exact with wrapping, including calls that overflow); then times sgemm and cuBLAS,
 // L2 flushed, interleaved, and prints TF/s side by side.
-// The GPU test ExportConsumer (tests/gpu/test_export_consumer.cpp) builds and runs it, and
+// The GPU test ExportConsumer (tests/gpu/test_header_consumer.cpp) builds and runs it, and
 // scripts/gpu/gpu_session.sh runs it in its `consumer` phase. Exit code: 0 all checks passed,
 // 1 a check failed, 2 bad usage or a CUDA/cuBLAS failure.
 //

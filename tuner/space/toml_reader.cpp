@@ -2,9 +2,9 @@
 // most code points from U+00A1 to U+0499, and in two other blocks, it reaches
 // __builtin_unreachable(). The parser asks it about the character after a bare key, about every
 // character of a quoted key, and after a line-ending backslash, so `[templates.café]` or `"é" = 1`
-// in a preset or descriptor was undefined behaviour (tests/model/test_fuzz_toml.cpp found it under
-// UBSan; upstream: marzer/tomlplusplus issues 190 and 295). This file is the only one that runs the
-// parser, so it compiles toml++ with a correct version of the function: included before anything
+// in a preset or descriptor was undefined behaviour (tests/model/test_space_preset_fuzz.cpp found it
+// under UBSan; upstream: marzer/tomlplusplus issues 190 and 295). This file is the only one that
+// runs the parser, so it compiles toml++ with a correct version of the function: included before anything
 // else includes toml++, under other names (the function and the two that call it), so that no
 // other file's copy of them can take their place at link time. A toml++ without this header
 // layout is used as it is.

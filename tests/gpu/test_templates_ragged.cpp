@@ -21,7 +21,7 @@ namespace cmt {
 namespace {
 
 // The quick preset's families that compute FP32 (this test's type; TypedTemplates in
-// test_dtype_validation.cpp covers the FP64 and INT32 ones, dmma among them).
+// test_measure_gpu_dtype_validation.cpp covers the FP64 and INT32 ones, dmma among them).
 std::vector<std::string> quick_template_names() {
   try {
     const auto templates = load_templates({default_templates_dir()});

@@ -1,7 +1,7 @@
 // The measuring side's element types without a GPU: typed GEMM arguments, the validation cases and
 // sentinels of each type, workspace sizes and layouts, the names validation gives to places in C,
 // requirements on strides of 8-byte elements, and which cuBLAS routine is each type's baseline.
-// (The GPU tests run all of it: tests/gpu/test_dtype_validation.cpp.)
+// (The GPU tests run all of it: tests/gpu/test_measure_gpu_dtype_validation.cpp.)
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -20,7 +20,7 @@ namespace cmt {
 namespace {
 
 /// A descriptor with one parameter V and the given extra top-level lines, beside an empty source.
-fs::path write_template(const test::TempDir& dir, const std::string& name, const std::string& extra,
+fs::path write_operand_template(const test::TempDir& dir, const std::string& name, const std::string& extra,
                         const std::string& constraints = "") {
   test::write_file(dir / (name + ".cuh"), "// empty\n");
   test::write_file(dir / (name + ".toml"), fmt::format(R"(name = "{0}"
@@ -40,7 +40,7 @@ tile_n = "64"
   return dir / (name + ".toml");
 }
 
-Preset preset_for(const std::string& name) {
+Preset operand_preset_for(const std::string& name) {
   Preset p;
   p.file = "inline.toml";
   p.name = "inline";
@@ -50,7 +50,7 @@ Preset preset_for(const std::string& name) {
 
 TEST(OperandSupport, DefaultIsNnUnbatchedWithoutImplicitParameters) {
   test::TempDir dir;
-  const TemplateDesc t = load_template(write_template(dir, "plain", ""));
+  const TemplateDesc t = load_template(write_operand_template(dir, "plain", ""));
   EXPECT_EQ(t.layouts, std::vector<std::string>{"nn"});
   EXPECT_FALSE(t.batched);
   ASSERT_EQ(t.params.size(), 1u);
@@ -63,7 +63,7 @@ TEST(OperandSupport, DefaultIsNnUnbatchedWithoutImplicitParameters) {
 TEST(OperandSupport, LayoutsAddTransAAndTransBAsTheLastTemplateArguments) {
   test::TempDir dir;
   const TemplateDesc t = load_template(
-      write_template(dir, "lay", "layouts = [\"nn\", \"tn\", \"tt\"]\nbatched = true\n",
+      write_operand_template(dir, "lay", "layouts = [\"nn\", \"tn\", \"tt\"]\nbatched = true\n",
                      "[[constraint]]\ncheck = \"V == 1 || TRANS_B == 0\"\nreason = \"V=2 has no transposed B\"\n"));
   EXPECT_EQ(t.layouts, (std::vector<std::string>{"nn", "tn", "tt"}));
   EXPECT_TRUE(t.batched);
@@ -84,7 +84,7 @@ TEST(OperandSupport, LayoutsAddTransAAndTransBAsTheLastTemplateArguments) {
     target.layouts = std::move(layouts);
     const std::vector<TemplateDesc> templates{t};
     std::vector<std::string> out;
-    for (const auto& c : enumerate_space(templates, preset_for("lay"), target).candidates) out.push_back(c.id());
+    for (const auto& c : enumerate_space(templates, operand_preset_for("lay"), target).candidates) out.push_back(c.id());
     return out;
   };
   EXPECT_EQ(ids({"nn"}), (std::vector<std::string>{"lay[V=1,TRANS_A=0,TRANS_B=0]", "lay[V=2,TRANS_A=0,TRANS_B=0]"}));
@@ -94,7 +94,7 @@ TEST(OperandSupport, LayoutsAddTransAAndTransBAsTheLastTemplateArguments) {
   // nn and tt asked for: the grid of TRANS_A x TRANS_B holds tn and nt too, pruned as not asked for.
   target.layouts = {"nn", "tt"};
   const std::vector<TemplateDesc> templates{t};
-  const SearchSpace space = enumerate_space(templates, preset_for("lay"), target);
+  const SearchSpace space = enumerate_space(templates, operand_preset_for("lay"), target);
   EXPECT_EQ(space.candidates.size(), 3u);
   EXPECT_EQ(space.stats.at(0).pruned.back().reason, "a layout that was not asked for");
   EXPECT_EQ(space.stats.at(0).pruned.back().count, 4);
@@ -103,7 +103,7 @@ TEST(OperandSupport, LayoutsAddTransAAndTransBAsTheLastTemplateArguments) {
 TEST(OperandSupport, TypesAddDtypeAfterTheLayoutParameters) {
   test::TempDir dir;
   const TemplateDesc t =
-      load_template(write_template(dir, "typ", "layouts = [\"nn\", \"nt\"]\ndtypes = [\"f32\", \"i32\", \"f64\"]\n"));
+      load_template(write_operand_template(dir, "typ", "layouts = [\"nn\", \"nt\"]\ndtypes = [\"f32\", \"i32\", \"f64\"]\n"));
   EXPECT_EQ(t.dtypes, (std::vector<DType>{DType::f32, DType::i32, DType::f64}));
   ASSERT_EQ(t.params.size(), 4u);
   EXPECT_EQ(t.params[3].name, "DTYPE");
@@ -122,14 +122,14 @@ TEST(OperandSupport, TypesAddDtypeAfterTheLayoutParameters) {
   const auto ids = [&](std::vector<DType> types) {
     target.dtypes = std::move(types);
     std::vector<std::string> out;
-    for (const auto& c : enumerate_space(templates, preset_for("typ"), target).candidates) out.push_back(c.id());
+    for (const auto& c : enumerate_space(templates, operand_preset_for("typ"), target).candidates) out.push_back(c.id());
     return out;
   };
   EXPECT_EQ(ids({DType::f64}),
             (std::vector<std::string>{"typ[V=1,TRANS_A=0,TRANS_B=0,DTYPE=1]", "typ[V=2,TRANS_A=0,TRANS_B=0,DTYPE=1]"}));
   EXPECT_EQ(ids({DType::f32, DType::i32}).size(), 4u);
   target.dtypes = {DType::f64};
-  const SearchSpace space = enumerate_space(templates, preset_for("typ"), target);
+  const SearchSpace space = enumerate_space(templates, operand_preset_for("typ"), target);
   // 2 V x 2 TRANS_B x 3 DTYPE = 12 points: 8 of other types, 2 of the layout nt, 2 candidates.
   const auto& stats = space.stats.at(0);
   const auto pruned = [&](const std::string& reason) {
@@ -143,12 +143,12 @@ TEST(OperandSupport, TypesAddDtypeAfterTheLayoutParameters) {
   EXPECT_EQ(stats.valid, 2);
 
   // A family of f32 alone keeps its template arguments, and enumerates nothing for other types.
-  const TemplateDesc plain = load_template(write_template(dir, "plain32", ""));
+  const TemplateDesc plain = load_template(write_operand_template(dir, "plain32", ""));
   EXPECT_EQ(plain.name_expression({{"V", 1}}), "cmt_sgemm_plain32<1>");
   EXPECT_FALSE(plain.serves({{"V", 1}}, Problem::make(8, 8, 8, false, false, 1, DType::i32)));
   const std::vector<TemplateDesc> plains{plain};
   target.dtypes = {DType::i32};
-  const SearchSpace none = enumerate_space(plains, preset_for("plain32"), target);
+  const SearchSpace none = enumerate_space(plains, operand_preset_for("plain32"), target);
   EXPECT_TRUE(none.candidates.empty());
   EXPECT_EQ(none.stats.at(0).pruned.back().reason, "an element type that was not asked for");
   EXPECT_EQ(none.stats.at(0).pruned.back().count, 2);
@@ -157,7 +157,7 @@ TEST(OperandSupport, TypesAddDtypeAfterTheLayoutParameters) {
 TEST(OperandSupport, BadDeclarationsAreOneLineErrors) {
   test::TempDir dir;
   const auto error = [&](const std::string& extra, const std::string& name = "bad") {
-    return test::usage_error([&] { load_template(write_template(dir, name, extra)); });
+    return test::usage_error([&] { load_template(write_operand_template(dir, name, extra)); });
   };
   EXPECT_NE(error("layouts = [\"nn\", \"xx\"]\n").find("layouts[1]: must be \"nn\", \"nt\", \"tn\" or \"tt\""),
             std::string::npos);
