@@ -155,7 +155,9 @@ def tune_times(folder):
                        ("tuned-all-time", "then `tune --device 0 --sizes @public.txt --layout all` (flags below)"),
                        ("f64-time", "`tune --device 0 --sizes 256..4096 --dtype f64`")):
         t = load(folder, name)
-        if t:
+        if t and "reused" in t:
+            print(f"- {what}: not rerun; its database is the one tuned at commit {t['reused']}")
+        elif t:
             warm = f", warm rerun {t['warm_seconds']} s" if "warm_seconds" in t else ""
             flags = f", with `{t['flags']}`" if t.get("flags") else ""
             print(f"- {what}: cold {t['cold_seconds']} s{warm}{flags} (exit {t['rc']})")

@@ -14,7 +14,10 @@
 #             108 calls takes about 100 minutes on an H100; CMTUNE_TUNE_FLAGS (for example
 #             "--time-limit 300") bounds it, and the table names the flags
 #   f64       `tune --sizes 256..4096 --dtype f64` into its own database, export, and the header
-#             against DGEMM on the public suite as f64, nn and nt, with the regret
+#             against DGEMM on the public suite as f64, nn and nt, with the regret. With
+#             CMTUNE_F64_DB (a database of that tune, such as an earlier run's f64-nocubins.db.gz, and
+#             CMTUNE_F64_COMMIT, the commit that tuned it) the tune is not rerun: that database is
+#             exported and benched, and the tables say which commit tuned it
 #   tables    the markdown tables of every JSON present
 # The phases may run in separate calls of a machine that stays up: they share /tmp. The public
 # suites are read from $CMTUNE_SHAPES_DIR (default ../shared/shapes); CMTUNE_COMMIT names the commit
@@ -111,13 +114,23 @@ for phase in "${phases[@]}"; do
       bench public-tuned-all "$dball" /tmp/cm-tune-bench-all.cuh --sizes "@$shapes/public.txt" --layout all
       ;;
     f64)
-      log "tune --sizes 256..4096 --dtype f64, cold"
       rm -f "$db64"* /tmp/cm-tune-bench-f64.cuh
-      SECONDS=0
-      "$bin" --db "$db64" --log-file "$out/f64-tune.log" tune --device 0 --sizes 256..4096 --dtype f64 --json \
-        > "$out/f64-tune.json" 2> "$out/f64-tune.err"
-      rc=$?
-      echo "{\"cold_seconds\": $SECONDS, \"rc\": $rc}" > "$out/f64-time.json"
+      if [ -n "${CMTUNE_F64_DB:-}" ]; then
+        log "f64: the database of an earlier tune, $CMTUNE_F64_DB (tuned at ${CMTUNE_F64_COMMIT:-unknown})"
+        case "$CMTUNE_F64_DB" in
+          *.gz) gunzip -c "$CMTUNE_F64_DB" > "$db64" ;;
+          *) cp "$CMTUNE_F64_DB" "$db64" ;;
+        esac
+        "$bin" --db "$db64" db migrate
+        echo "{\"reused\": \"${CMTUNE_F64_COMMIT:-unknown}\"}" > "$out/f64-time.json"
+      else
+        log "tune --sizes 256..4096 --dtype f64, cold"
+        SECONDS=0
+        "$bin" --db "$db64" --log-file "$out/f64-tune.log" tune --device 0 --sizes 256..4096 --dtype f64 --json \
+          > "$out/f64-tune.json" 2> "$out/f64-tune.err"
+        rc=$?
+        echo "{\"cold_seconds\": $SECONDS, \"rc\": $rc}" > "$out/f64-time.json"
+      fi
       header "$db64" /tmp/cm-tune-bench-f64.cuh
       save_without_cubins "$db64" "$out/f64-nocubins.db"
       bench public-f64 "$db64" /tmp/cm-tune-bench-f64.cuh --sizes "@$shapes/public.txt" --dtype f64 --layout nn,nt \
