@@ -9,37 +9,18 @@
 #include <sys/wait.h>
 
 #include "cli/app.hpp"
+#include "cli_support.hpp"
 #include "test_support.hpp"
 
 namespace cmt {
 namespace {
 
-namespace fs = std::filesystem;
+using test::expect_error;
 
+namespace fs = std::filesystem;
 
 using Split = test::SplitResult;
 using test::run_split;
-
-/// What the temporary folder holds (besides stdout.txt, already removed).
-std::vector<std::string> contents(const test::TempDir& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : fs::recursive_directory_iterator(dir.path())) names.push_back(e.path().string());
-  return names;
-}
-
-/// Asserts the exit code, exactly one stderr line starting "cm-tune: error:" and holding every
-/// needle, and that nothing was created in the folder.
-void expect_error(const std::string& args, int exit_code, const std::vector<std::string>& needles) {
-  test::TempDir dir;
-  const Split r = run_split(dir, args);
-  SCOPED_TRACE("cm-tune " + args + "\nstderr: " + r.err + "\nstdout: " + r.out);
-  EXPECT_EQ(r.exit_code, exit_code);
-  EXPECT_EQ(r.err.rfind("cm-tune: error: ", 0), 0u);
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
-  EXPECT_FALSE(r.err.empty() || r.err.back() != '\n');
-  for (const auto& needle : needles) EXPECT_NE(r.err.find(needle), std::string::npos) << "missing: " << needle;
-  EXPECT_EQ(contents(dir), std::vector<std::string>{}) << "files were created";
-}
 
 TEST(BadInput, ConversionErrorIsOneLineNamingTheOption) {
   expect_error("query --size 128x4096x4096", cli::k_exit_usage, {"--size", "'128x4096x4096'", "not a whole number"});

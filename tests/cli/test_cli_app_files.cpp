@@ -1,18 +1,18 @@
-// More bad input and faults against the real cm-tune binary (issue 18, section 3): compile's exit
-// status, --device in every command, writes that fail (a full device, stdout on a full device),
-// paths of the wrong kind (a folder as a preset, a file as a templates folder), and export's write
-// errors. Each case asserts the exit code and that stderr is the one line it should be.
+// The files a command reads and writes, against the real binary (cli/app.cpp): writes that fail (a
+// full device, stdout on a full device, an unwritable --out), paths of the wrong kind (a folder as a
+// preset, a file as a templates folder), and names that are refused. Each case asserts the exit code
+// and that stderr is the one line it should be.
 #include <gtest/gtest.h>
 
 #include <array>
 #include <cstdio>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli/app.hpp"
+#include "cli_support.hpp"
 #include "store/store.hpp"
 #include "test_support.hpp"
 
@@ -20,127 +20,10 @@ namespace cmt {
 namespace {
 
 namespace fs = std::filesystem;
-
-
-const fs::path k_fixture_templates = fs::path(CMTUNE_TEST_FIXTURES) / "templates";
-
 using Split = test::SplitResult;
+using test::expect_error;
+using test::expect_line;
 using test::run_split;
-
-
-/// Asserts the exit code and that stderr is exactly `line` (one line, "cm-tune: error: " prepended).
-void expect_line(const Split& r, int exit_code, const std::string& line) {
-  EXPECT_EQ(r.exit_code, exit_code) << r.err;
-  EXPECT_EQ(r.err, "cm-tune: error: " + line + "\n");
-}
-
-/// Asserts the exit code, one stderr line starting "cm-tune: error: " and holding every needle, and
-/// that the folder holds only what it held before (nothing was created).
-void expect_error(const std::string& args, int exit_code, const std::vector<std::string>& needles) {
-  test::TempDir dir;
-  const Split r = run_split(dir, args);
-  SCOPED_TRACE("cm-tune " + args + "\nstderr: " + r.err + "\nstdout: " + r.out);
-  EXPECT_EQ(r.exit_code, exit_code);
-  EXPECT_EQ(r.err.rfind("cm-tune: error: ", 0), 0u);
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
-  for (const auto& needle : needles) EXPECT_NE(r.err.find(needle), std::string::npos) << "missing: " << needle;
-  EXPECT_EQ(test::entries(dir.path()), std::vector<std::string>{}) << "files were created";
-}
-
-bool no_gpu() { return !test::gpu_unavailable_reason().empty(); }
-
-// --- compile's exit status -------------------------------------------------------------------
-
-/// `cm-tune compile` of the fixture template compile_error (an even V does not compile) for sm_90,
-/// with the values of V given, in dir, on dir's database.
-Split compile_values(const test::TempDir& dir, const std::string& values, const std::string& more = "") {
-  test::write_file(dir / "preset.toml", fmt::format("[templates.compile_error]\nV = [{}]\n", values));
-  return run_split(dir, fmt::format("--quiet --templates '{}' compile --config preset.toml --arch sm_90 --db c.db {}",
-                                    k_fixture_templates.string(), more));
-}
-
-const std::string k_v2_error =
-    "compile_error[V=2]: compile_error.cuh(11): error: static assertion failed with \"FIXTURE: an even V does not "
-    "compile\"";
-
-TEST(CompileExit, EveryCandidateCompiledIsZero) {
-  test::TempDir dir;
-  const Split r = compile_values(dir, "1, 3");
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.err, "");
-  EXPECT_EQ(r.out.rfind("compiled 2 (2 fresh, 0 cache hits), failed 0,", 0), 0u) << r.out;
-}
-
-TEST(CompileExit, SomeFailedIsOneNamingTheFirstAndItsReason) {
-  test::TempDir dir;
-  const Split first = compile_values(dir, "1, 2, 4");
-  expect_line(first, cli::k_exit_failure, "2 of 3 candidates failed to compile; the first: " + k_v2_error);
-  EXPECT_NE(first.out.find("compiled 1 (1 fresh, 0 cache hits), failed 2,"), std::string::npos) << first.out;
-  EXPECT_NE(first.out.find("  FAILED compile_error[V=2]\n    compile_error.cuh(11): error:"), std::string::npos) << first.out;
-  EXPECT_NE(first.out.find("  FAILED compile_error[V=4]\n"), std::string::npos) << first.out;
-
-  // Failures are cached: a rerun compiles nothing and still says so.
-  const Split again = compile_values(dir, "1, 2, 4");
-  expect_line(again, cli::k_exit_failure, "2 of 3 candidates failed to compile; the first: " + k_v2_error);
-  EXPECT_NE(again.out.find("(0 fresh, 3 cache hits), failed 2,"), std::string::npos) << again.out;
-
-  // --allow-failures: the cache holds what compiles, and that is enough.
-  const Split allowed = compile_values(dir, "1, 2, 4", "--allow-failures");
-  EXPECT_EQ(allowed.exit_code, 0) << allowed.err;
-  EXPECT_EQ(allowed.err, "");
-  EXPECT_NE(allowed.out.find("  FAILED compile_error[V=2]\n"), std::string::npos) << allowed.out;
-
-  const Split json = compile_values(dir, "1, 2, 4", "--json");
-  expect_line(json, cli::k_exit_failure, "2 of 3 candidates failed to compile; the first: " + k_v2_error);
-  const nlohmann::json doc = nlohmann::json::parse(json.out);
-  EXPECT_EQ(doc.at("failed"), 2);
-  EXPECT_EQ(doc.at("failures").size(), 2u);
-}
-
-TEST(CompileExit, NoneCompiledIsOneEvenWithAllowFailuresAndListsFiveInFull) {
-  test::TempDir dir;
-  const std::string line =
-      "7 of 7 candidates failed to compile (none compiled); the first: " + k_v2_error;
-  const Split r = compile_values(dir, "2, 4, 6, 8, 10, 12, 14");
-  expect_line(r, cli::k_exit_failure, line);
-  size_t shown = 0;
-  for (size_t at = r.out.find("  FAILED "); at != std::string::npos; at = r.out.find("  FAILED ", at + 1)) ++shown;
-  EXPECT_EQ(shown, 5u) << r.out;
-  EXPECT_NE(r.out.find("  ... and 2 more failed (--json lists every one)\n"), std::string::npos) << r.out;
-  expect_line(compile_values(dir, "2, 4, 6, 8, 10, 12, 14", "--allow-failures"), cli::k_exit_failure, line);
-}
-
-// --- --device: one meaning in every command ---------------------------------------------------
-
-TEST(DeviceOption, BenchAndCompileTakeADeviceSpecAndSayNoDriverWithout) {
-  if (!no_gpu()) GTEST_SKIP() << "a GPU is present; this checks the no-driver path";
-  // bench resolves the GPU before it opens the database: nothing is created.
-  expect_error("bench --device abc --sizes 256 --db b.db", cli::k_exit_no_device, {"no CUDA driver found"});
-  expect_error("bench --device 'NVIDIA H100' --sizes 256 --db b.db", cli::k_exit_no_device, {"no CUDA driver found"});
-  expect_error("compile --device GPU-0a1b --config quick --db c.db", cli::k_exit_no_device,
-               {"cannot find the target arch: no CUDA driver found", "pass --arch"});
-}
-
-TEST(DeviceOption, NegativeOrEmptyDeviceIsAUsageErrorBeforeTheDriverIsAsked) {
-  for (const std::string command : {"bench --sizes 256 --db b.db", "compile --config quick --db c.db"}) {
-    expect_error(command + " --device -1", cli::k_exit_usage, {"--device '-1' names no GPU", "CUDA index"});
-    expect_error(command + " --device ''", cli::k_exit_usage, {"--device '' names no GPU"});
-  }
-}
-
-TEST(DeviceOption, CompileTakesArchOrDeviceNotBoth) {
-  expect_error("compile --config quick --arch sm_90 --device 0 --db c.db", cli::k_exit_usage, {"--device", "--arch"});
-}
-
-TEST(DeviceOption, HelpSaysTheSameInEveryCommand) {
-  test::TempDir dir;
-  for (const char* command : {"bench", "compile", "query", "export"}) {
-    const Split help = run_split(dir, std::string(command) + " --help");
-    EXPECT_EQ(help.exit_code, 0) << help.err;
-    EXPECT_NE(help.out.find("CUDA index"), std::string::npos) << command << ":\n" << help.out;
-    EXPECT_NE(help.out.find("UUID or unique part of its name"), std::string::npos) << command << ":\n" << help.out;
-  }
-}
 
 // --- writes that fail: a full device ----------------------------------------------------------
 
@@ -188,7 +71,7 @@ TEST(FullDevice, LogFileOnAFullDeviceIsOneWarningWithTheRealReason) {
   test::write_file(dir / "preset.toml", "[templates.compile_error]\nV = [1]\n");
   const Split r = run_split(dir, fmt::format("--log-file /dev/full --templates '{}' compile --config preset.toml "
                                              "--arch sm_90 --db c.db",
-                                             k_fixture_templates.string()));
+                                             test::fixture_templates().string()));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const std::string warning = "warning: cannot write --log-file /dev/full: No space left on device; nothing more is logged to it\n";
   ASSERT_NE(r.err.find(warning), std::string::npos) << r.err;
@@ -203,7 +86,7 @@ TEST(FullDevice, LogFileMayBeStderr) {
   // The check that --log-file is no database must not read it: that would wait on a pipe or terminal.
   const Split r = run_split(dir, fmt::format("--quiet --log-file /dev/stderr --templates '{}' compile --config preset.toml "
                                              "--arch sm_90 --db c.db",
-                                             k_fixture_templates.string()));
+                                             test::fixture_templates().string()));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("] [info] compiling 1 candidates of 'preset'"), std::string::npos) << r.err;
 }
@@ -212,7 +95,7 @@ TEST(FullDevice, StdoutOnAFullDeviceIsAnErrorNotExitZero) {
   test::TempDir dir;
   test::write_file(dir / "preset.toml", "[templates.compile_error]\nV = [1]\n");
   const std::string compile =
-      fmt::format("--quiet --templates '{}' compile --config preset.toml --arch sm_90 --db c.db", k_fixture_templates.string());
+      fmt::format("--quiet --templates '{}' compile --config preset.toml --arch sm_90 --db c.db", test::fixture_templates().string());
   const std::string line = "cannot write standard output: No space left on device";
   expect_line(run_split(dir, compile, "/dev/full"), cli::k_exit_usage, line);              // a short summary, buffered
   expect_line(run_split(dir, compile + " --json", "/dev/full"), cli::k_exit_usage, line);  // JSON through std::cout
@@ -252,7 +135,7 @@ TEST(PathKinds, PresetFromAPipeOrDeviceIsRead) {
   // A preset through a pipe, as `--config <(generate)` gives it; it used to "not exist".
   const test::CommandResult piped =
       test::run_command(fmt::format("cat '{}' | {} --templates '{}' list --arch sm_90 --config /dev/stdin",
-                                    (dir / "preset.toml").string(), test::cmtune_binary(), k_fixture_templates.string()));
+                                    (dir / "preset.toml").string(), test::cmtune_binary(), test::fixture_templates().string()));
   EXPECT_EQ(piped.exit_code, 0) << piped.output;
   EXPECT_NE(piped.output.find("template compile_error:"), std::string::npos) << piped.output;
   expect_line(run_split(dir, "list --config /dev/null"), cli::k_exit_usage,

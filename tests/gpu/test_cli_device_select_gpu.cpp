@@ -1,6 +1,6 @@
 // `--device` as cm-tune's commands take it, on a GPU that is present: its CUDA index, its UUID and
 // its name select it; a name that matches none, or an index past the last, is one line naming the
-// GPUs present. (Without a GPU, tests/cli/test_bad_input_more.cpp checks the refusals.)
+// GPUs present. (Without a GPU, tests/cli/test_cli_device_select.cpp checks the refusals.)
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
