@@ -103,7 +103,12 @@ TEST(CompileExit, SomeFailedIsOneNamingTheFirstAndItsReason) {
   expect_line(json, k_failure, "2 of 3 candidates failed to compile; the first: " + k_v2_error);
   const nlohmann::json doc = nlohmann::json::parse(json.out);
   EXPECT_EQ(doc.at("failed"), 2);
-  EXPECT_EQ(doc.at("failures").size(), 2u);
+  ASSERT_EQ(doc.at("failures").size(), 2u);
+  for (const auto& failure : doc.at("failures")) {   // the fields of a failure, pinned
+    EXPECT_EQ(failure.size(), 2u) << failure.dump();
+    EXPECT_TRUE(failure.at("candidate").is_string()) << failure.dump();
+    EXPECT_NE(failure.at("log").get<std::string>().find("error"), std::string::npos) << failure.dump();
+  }
 }
 
 TEST(CompileExit, NoneCompiledIsOneEvenWithAllowFailuresAndListsFiveInFull) {
