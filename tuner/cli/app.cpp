@@ -297,6 +297,12 @@ void check_log_file(const GlobalOptions& global) {
 
 void print_json(const nlohmann::json& j) { fmt::print("{}\n", j.dump(2)); }   // fmt: a failed write throws with its errno
 
+void print_json(const output::Value& document) { fmt::print("{}\n", output::render_json(document)); }
+
+void print_text(const output::Table& table, const output::TextOptions& options) {
+  fmt::print("{}", output::render_text(table, options));
+}
+
 int run(int argc, char** argv) {
   // main() caught SIGINT and SIGTERM before anything ran (a signal is only noted); commands that
   // do not poll stop_signal() give them back once the command is known.

@@ -14,6 +14,9 @@
 #include "space/target.hpp"
 #include "space/template_desc.hpp"
 #include "export/export_model.hpp"
+#include "output/printers.hpp"
+#include "output/table.hpp"
+#include "output/value.hpp"
 #include "store/store.hpp"
 
 namespace cmt::cli {
@@ -129,6 +132,10 @@ std::string describe_db_devices(Store& store);
 nlohmann::json winner_json(const WinnerRecord& w);
 /// Prints JSON to stdout, pretty.
 void print_json(const nlohmann::json& j);
+/// Prints a document as JSON to stdout (output::render_json: indented 2, fields in name order).
+void print_json(const output::Value& document);
+/// Prints a table as aligned text to stdout (output::render_text).
+void print_text(const output::Table& table, const output::TextOptions& options = {});
 
 /// Exit codes (README "Exit codes"): success; a failure the command reports itself (tune stopped
 /// early, bench validation failed, export --check found a stale header) or an unexpected error;
