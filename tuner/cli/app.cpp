@@ -262,14 +262,14 @@ SpaceChoice load_space_choice(const GlobalOptions& global, const SpaceOptions& o
   return choice;
 }
 
-nlohmann::json winner_json(const WinnerRecord& w) {
+output::Record winner_record(const WinnerRecord& w) {
   return {{"template", w.template_name},
           {"params", w.params},
           {"problem", w.problem.to_string()},
           {"median_ms", w.median_ms},
           {"tflops", w.gflops / 1e3},
           // null without a cuBLAS baseline (i32), where the stored 0 means "none"
-          {"ratio_to_cublas", type_info(w.problem.dtype).cublas_baseline ? nlohmann::json(w.ratio_to_cublas) : nlohmann::json()},
+          {"ratio_to_cublas", type_info(w.problem.dtype).cublas_baseline ? output::Value(w.ratio_to_cublas) : output::Value()},
           {"requirements", w.requirements.to_string()}};
 }
 

@@ -128,8 +128,9 @@ DeviceRecord resolve_db_device(Store& store, const std::string& spec);
 DeviceInfo resolve_live_device(const std::string& spec);
 /// "[0] NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, GPU-...)" lines for the database's devices.
 std::string describe_db_devices(Store& store);
-/// A winner as JSON: template, parameters, problem, time, TF/s, ratio to cuBLAS, requirements.
-nlohmann::json winner_json(const WinnerRecord& w);
+/// A winner as a record: template, parameters, problem, time, TF/s, ratio to cuBLAS (null without a
+/// cuBLAS baseline: i32), requirements.
+output::Record winner_record(const WinnerRecord& w);
 /// Prints JSON to stdout, pretty.
 void print_json(const nlohmann::json& j);
 /// Prints a document as JSON to stdout (output::render_json: indented 2, fields in name order).
