@@ -37,7 +37,7 @@ output::Table check_table(const std::vector<CheckResult>& checks) {
 }
 
 /// A row per device of the database, for `db info --json`.
-output::Table device_table(const DatabaseInfo& info) {
+output::Table database_device_table(const DatabaseInfo& info) {
   using output::Column;
   output::Table table({Column("name"), Column("uuid"), Column("arch"), Column("problems").right(),
                        Column("trials").right(), Column("winners").right()});
@@ -77,7 +77,7 @@ int run_info(const GlobalOptions& global, const DbOptions& o) {
     print_json(output::Record{{"database", file.string()},
                               {"file_bytes", info.file_bytes},
                               {"schema_version", info.schema_version},
-                              {"devices", output::table_records(device_table(info))},
+                              {"devices", output::table_records(database_device_table(info))},
                               {"problems", info.problems},
                               {"trials", info.trials},
                               {"trials_by_outcome", info.trials_by_outcome},
