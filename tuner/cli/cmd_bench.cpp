@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/app.hpp"
+#include "cli/bench_report.hpp"
 #include "cli/sizes.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
@@ -149,30 +150,6 @@ class HeaderLibrary {
   std::map<DType, void*> m_gemm;
   std::map<DType, HeaderKernelName> m_kernel_name;
 };
-
-struct BenchRow {
-  Problem problem;
-  std::string winner;            // template[params] that the dispatch picks (the header's choice too)
-  std::string dispatch_note;
-  int splits = 1;                // the header splits K into this many slices
-  bool tuned = false;            // the problem was tuned; else the cost model chose
-  std::string header_kernel;     // template[params] the header dispatched, when it differs
-  double winner_tflops = 0, header_tflops = 0;
-  double cublas_tflops = 0;      // 0: cuBLAS has no GEMM of this type (i32)
-  double seed_tflops = 0;        // batched problems: the best variant of the seed's bmm; else 0
-  std::string seed_variant;
-  double f32_tflops = 0;         // i32 problems: the FP32 dispatch's kernel at the same shape; 0: none
-  std::string f32_kernel;
-  double peak = 0;               // the device's peak for the type (FP64: tensor cores where it has them)
-  bool winner_valid = false, header_valid = false;
-};
-
-double geomean(const std::vector<double>& v) {
-  if (v.empty()) return 0;
-  double s = 0;
-  for (double x : v) s += std::log(x);
-  return std::exp(s / static_cast<double>(v.size()));
-}
 
 /// The kernel the dispatch picks for a call, as a launcher (KernelCache).
 struct DispatchedKernel {
@@ -323,33 +300,6 @@ double tflops_of(const Problem& p, const TimingResult& r) {
   return gflops(p.flops(), r.stats.median) / 1e3;
 }
 
-std::string ratio_text(double num, double den) { return num > 0 && den > 0 ? fmt::format("{:.3f}x", num / den) : "-"; }
-nlohmann::json ratio_json(double num, double den) { return num > 0 && den > 0 ? nlohmann::json(num / den) : nlohmann::json(); }
-nlohmann::json rate_json(double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(); }
-
-/// The regret table: a row per call, then the spread.
-void print_regret(const KernelCache& kernels, const std::vector<RegretRow>& rows) {
-  size_t width = 16;
-  for (const RegretRow& r : rows)
-    width = std::max({width, kernels.label(r.chosen).size(), kernels.label(r.best).size()});
-  fmt::print("\ndispatch regret: the chosen kernel's time over the fastest exported kernel's that the call can run, "
-             "timed together\n");
-  fmt::print("{:<22} {:<{}} {:>9} {:<{}} {:>9} {:>7} {:>6}\n", "problem", "chosen", width, "its us", "fastest", width,
-             "its us", "regret", "timed");
-  for (const RegretRow& r : rows) {
-    std::string notes;
-    if (r.splits > 1) notes += fmt::format("  (chosen: split into {} slices)", r.splits);
-    for (const int k : r.failed) notes += fmt::format("  (VALIDATION FAILED: {})", kernels.label(k));
-    fmt::print("{:<22} {:<{}} {:>9.1f} {:<{}} {:>9.1f} {:>7.3f} {:>6}{}\n", r.problem.to_string(),
-               kernels.label(r.chosen), width, r.chosen_us, r.best == r.chosen ? "(the chosen one)" : kernels.label(r.best),
-               width, r.best_us, r.regret, r.timed, notes);
-  }
-  const Spread s = regret_spread(rows);
-  if (s.count > 0)
-    fmt::print("regret over {} call{}: median {:.3f}, 90th pct {:.3f}, max {:.3f}\n", s.count, s.count == 1 ? "" : "s",
-               s.median, s.p90, s.max);
-}
-
 int run_bench(const GlobalOptions& global, const BenchOptions& o) {
   const auto problems = apply_operand_options(parse_sizes(o.sizes), o.operands);
   // The GPU first: without one, nothing is opened or created.
@@ -453,91 +403,18 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
                      r.problem.to_string(), 100.0 * gap, r.dispatch_note);
     }
 
-  std::vector<double> winner_ratios, header_ratios;
-  for (const auto& r : rows) {
-    if (r.cublas_tflops <= 0) continue;
-    winner_ratios.push_back(r.winner_tflops / r.cublas_tflops);
-    if (header) header_ratios.push_back(r.header_tflops / r.cublas_tflops);
-  }
-  if (o.json) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& r : rows)
-      out.push_back({{"problem", r.problem.to_string()},
-                     {"dtype", dtype_name(r.problem.dtype)},
-                     {"winner", r.winner},
-                     {"tuned", r.tuned},
-                     {"dispatch", r.dispatch_note},
-                     {"splits", r.splits},
-                     {"winner_tflops", r.winner_tflops},
-                     {"winner_valid", r.winner_valid},
-                     {"cublas_tflops", rate_json(r.cublas_tflops)},
-                     {"winner_ratio", ratio_json(r.winner_tflops, r.cublas_tflops)},
-                     {"peak", r.peak},
-                     {"winner_peak_fraction", ratio_json(r.winner_tflops, r.peak)},
-                     {"seed_bmm_tflops", rate_json(r.seed_tflops)},
-                     {"seed_bmm_variant", r.seed_variant},
-                     {"winner_vs_seed_bmm", ratio_json(r.winner_tflops, r.seed_tflops)},
-                     {"f32_kernel", r.f32_kernel},
-                     {"f32_tflops", rate_json(r.f32_tflops)},
-                     {"winner_vs_f32", ratio_json(r.winner_tflops, r.f32_tflops)},
-                     {"header_kernel", r.header_kernel},
-                     {"header_tflops", header ? nlohmann::json(r.header_tflops) : nlohmann::json()},
-                     {"header_valid", header ? nlohmann::json(r.header_valid) : nlohmann::json()},
-                     {"header_ratio", header ? ratio_json(r.header_tflops, r.cublas_tflops) : nlohmann::json()},
-                     {"header_vs_winner", header ? nlohmann::json(r.header_tflops / r.winner_tflops) : nlohmann::json()}});
-    nlohmann::json regret = nlohmann::json::array();
-    for (const RegretRow& r : regret_rows) {
-      nlohmann::json failed = nlohmann::json::array();
-      for (const int k : r.failed) failed.push_back(kernels.label(k));
-      regret.push_back({{"problem", r.problem.to_string()},
-                        {"chosen", kernels.label(r.chosen)},
-                        {"splits", r.splits},
-                        {"chosen_us", r.chosen_us},
-                        {"best", kernels.label(r.best)},
-                        {"best_us", r.best_us},
-                        {"regret", r.regret},
-                        {"timed", r.timed},
-                        {"failed_validation", failed}});
-    }
-    const Spread spread = regret_spread(regret_rows);
-    print_json({{"device", device.name},
-                {"driver", device.driver_version},
-                {"runtime", device.runtime_version},
-                {"rounds", o.rounds},
-                {"rows", out},
-                {"geomean_winner_ratio", winner_ratios.empty() ? nlohmann::json() : nlohmann::json(geomean(winner_ratios))},
-                {"geomean_header_ratio",
-                 header && !header_ratios.empty() ? nlohmann::json(geomean(header_ratios)) : nlohmann::json()},
-                {"regret", o.regret ? nlohmann::json{{"rows", regret},
-                                                      {"count", spread.count},
-                                                      {"median", spread.median},
-                                                      {"p90", spread.p90},
-                                                      {"max", spread.max}}
-                                    : nlohmann::json()}});
-  } else {
-    fmt::print("{} ({}), driver {}, runtime {}, median of {} interleaved rounds, L2 flushed; rates in TFLOP/s (i32: TOP/s)\n",
-               device.name, device.arch(), device.driver_version, device.runtime_version, o.rounds);
-    fmt::print("{:<22} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>8} {:>8}  {}\n", "problem", "kernel", "header", "cuBLAS",
-               "k/cuBLAS", "h/cuBLAS", "peak", "seed bmm", "k/seed", "dispatched kernel (* = chosen by the cost model: not tuned)");
-    for (const auto& r : rows) {
-      std::string notes;
-      if (!r.header_kernel.empty() && r.header_kernel != r.winner) notes += fmt::format("  (header ran {})", r.header_kernel);
-      if (r.splits > 1) notes += fmt::format("  (the header splits K into {} slices; the kernel column runs it unsplit)", r.splits);
-      if (r.f32_tflops > 0) notes += fmt::format("  (FP32 {:.2f}: i32/f32 {:.3f}x)", r.f32_tflops, r.winner_tflops / r.f32_tflops);
-      if (!(r.winner_valid && (!header || r.header_valid))) notes += "  (VALIDATION FAILED)";
-      fmt::print("{:<22} {:>8.2f} {:>8} {:>8} {:>8} {:>8} {:>5.0f}% {:>8} {:>8}  {}{}\n",
-                 r.problem.to_string() + (r.tuned ? "" : " *"), r.winner_tflops,
-                 header ? fmt::format("{:.2f}", r.header_tflops) : "-",
-                 r.cublas_tflops > 0 ? fmt::format("{:.2f}", r.cublas_tflops) : "n/a",
-                 ratio_text(r.winner_tflops, r.cublas_tflops), header ? ratio_text(r.header_tflops, r.cublas_tflops) : "-",
-                 100.0 * r.winner_tflops / r.peak, r.seed_tflops > 0 ? fmt::format("{:.2f}", r.seed_tflops) : "-",
-                 ratio_text(r.winner_tflops, r.seed_tflops), r.winner, notes);
-    }
-    if (!winner_ratios.empty())
-      fmt::print("{:<22} {:>8} {:>8} {:>8} {:>7.3f}x {:>8}\n", "geomean (cuBLAS rows)", "", "", "", geomean(winner_ratios),
-                 header ? fmt::format("{:.3f}x", geomean(header_ratios)) : "-");
-  }
-  if (o.regret && !o.json) print_regret(kernels, regret_rows);
+  BenchReport report;
+  report.device = device;
+  report.rounds = o.rounds;
+  report.header = header != nullptr;
+  report.rows = rows;
+  report.regret = o.regret;
+  report.regret_rows = regret_rows;
+  report.kernel_label = [&kernels](int index) { return kernels.label(index); };
+  if (o.json)
+    print_json(bench_record(report));
+  else
+    fmt::print("{}", bench_text(report));
   for (const auto& r : rows)
     if (!r.winner_valid || (header && !r.header_valid)) return 1;
   for (const auto& r : regret_rows)
