@@ -1,8 +1,8 @@
 // The fields of every command's --json, pinned: each document's fields, as paths ("rows[].winner"),
 // must be exactly the listed ones, so renaming or dropping a field (or adding one unannounced) fails
 // here. tune runs with the scripted measuring process (tests/worker/scripted_worker.cpp), and query,
-// export and db read what it stored. bench and devices need a GPU: their documents are pinned where
-// they are built (test_bench_report.cpp, test_device_report.cpp).
+// export and db read what it stored. bench and devices need a GPU: their documents are pinned from the
+// functions that build them (cli/bench_report.hpp, cli/device_report.hpp), on made-up measurements.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -10,7 +10,10 @@
 #include <set>
 #include <string>
 
+#include "cli/bench_report.hpp"
+#include "cli/device_report.hpp"
 #include "db_builder.hpp"
+#include "output/printers.hpp"
 #include "test_support.hpp"
 
 namespace cmt {
@@ -211,6 +214,54 @@ TEST_F(JsonFields, ListAndCompilePrintTheirFields) {
   expect_paths("compile", compile.out,
                {"arch", "preset", "candidates", "finished", "stopped_by", "compiled", "cache_hits", "failed",
                 "wall_seconds", "candidates_per_second", "failures"});
+}
+
+TEST(JsonFieldsWithoutAGpu, BenchPrintsItsFields) {
+  cli::BenchReport report;
+  report.device.name = "NVIDIA H100 80GB HBM3";
+  report.rounds = 5;
+  report.header = true;
+  report.regret = true;
+  report.kernel_label = [](int index) { return "k" + std::to_string(index); };
+  cli::BenchRow row;
+  row.problem = Problem::make(64, 64, 64, false, false, 8, DType::f32);
+  row.winner = "k0";
+  row.winner_tflops = row.header_tflops = row.cublas_tflops = row.seed_tflops = row.peak = 1;
+  report.rows = {row};
+  RegretRow regret;
+  regret.problem = row.problem;
+  regret.chosen = 0;
+  regret.best = 1;
+  regret.failed = {2};
+  report.regret_rows = {regret};
+  const Paths row_fields = {"problem", "dtype", "winner", "tuned", "dispatch", "splits", "winner_tflops", "winner_valid",
+                            "cublas_tflops", "winner_ratio", "peak", "winner_peak_fraction", "seed_bmm_tflops",
+                            "seed_bmm_variant", "winner_vs_seed_bmm", "f32_kernel", "f32_tflops", "winner_vs_f32",
+                            "header_kernel", "header_tflops", "header_valid", "header_ratio", "header_vs_winner"};
+  const Paths regret_fields = {"problem", "chosen", "splits", "chosen_us", "best", "best_us", "regret", "timed",
+                               "failed_validation"};
+  expect_paths("bench --regret", output::render_json(cli::bench_record(report)),
+               joined({{"device", "driver", "runtime", "rounds", "geomean_winner_ratio", "geomean_header_ratio", "regret",
+                        "regret.count", "regret.median", "regret.p90", "regret.max"},
+                       elements("rows", row_fields), elements("regret.rows", regret_fields)}));
+  report.regret = false;
+  expect_paths("bench", output::render_json(cli::bench_record(report)),
+               joined({{"device", "driver", "runtime", "rounds", "geomean_winner_ratio", "geomean_header_ratio", "regret"},
+                       elements("rows", row_fields)}));
+}
+
+TEST(JsonFieldsWithoutAGpu, DevicesPrintTheirFields) {
+  DeviceInfo device;
+  device.name = "NVIDIA H100 80GB HBM3";
+  device.cc_major = 9;
+  expect_paths("devices", output::render_json(output::Record{{"devices", output::table_records(cli::device_table({device}))}}),
+               elements("devices", {"index", "name", "uuid", "compute_capability", "arch", "sm_count", "clock_mhz",
+                                    "memory_bytes", "memory_clock_mhz", "memory_bus_bits", "memory_bandwidth_gbs",
+                                    "l2_bytes", "smem_per_block_bytes", "smem_per_block_optin_bytes", "smem_per_sm_bytes",
+                                    "registers_per_sm", "max_threads_per_block", "max_threads_per_sm", "warp_size",
+                                    "fp32_lanes_per_sm", "fp32_peak_tflops", "fp64_lanes_per_sm", "fp64_peak_tflops",
+                                    "fp64_tensor_fma_per_sm", "fp64_tensor_peak_tflops", "int32_mad_lanes_per_sm",
+                                    "int32_peak_tops", "driver_version", "runtime_version"}));
 }
 
 }  // namespace
