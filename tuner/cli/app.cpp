@@ -295,8 +295,7 @@ void check_log_file(const GlobalOptions& global) {
 
 }  // namespace
 
-void print_json(const nlohmann::json& j) { fmt::print("{}\n", j.dump(2)); }   // fmt: a failed write throws with its errno
-
+// fmt: a failed write throws with its errno.
 void print_json(const output::Value& document) { fmt::print("{}\n", output::render_json(document)); }
 
 void print_text(const output::Table& table, const output::TextOptions& options) {

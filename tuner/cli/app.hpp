@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -131,9 +130,8 @@ std::string describe_db_devices(Store& store);
 /// A winner as a record: template, parameters, problem, time, TF/s, ratio to cuBLAS (null without a
 /// cuBLAS baseline: i32), requirements.
 output::Record winner_record(const WinnerRecord& w);
-/// Prints JSON to stdout, pretty.
-void print_json(const nlohmann::json& j);
-/// Prints a document as JSON to stdout (output::render_json: indented 2, fields in name order).
+/// Prints a document as JSON to stdout (output::render_json: indented 2, fields in name order); a
+/// failed write throws with its errno.
 void print_json(const output::Value& document);
 /// Prints a table as aligned text to stdout (output::render_text).
 void print_text(const output::Table& table, const output::TextOptions& options = {});
