@@ -16,10 +16,11 @@ namespace fs = std::filesystem;
 namespace {
 
 // Module -> the modules it may include (besides itself). A module is a folder of tuner/, and a
-// stage's CUDA part, its gpu/ subfolder, is a module of its own ("measure/gpu").
+// stage's CUDA part, its gpu/ subfolder, is a module of its own ("measure/gpu", "export/gpu").
 // Model: core, space, store, measure (the protocol, the Measurer seam, the worker transport), record
-// (trials, problem state, ranking), tune (the pipeline), export, output (tables and their printers). CUDA: cuda (thin wrappers; it implements tune's Compiler seam), measure/gpu (implements
-// the Measurer).
+// (trials, problem state, ranking), tune (the pipeline), export, output (tables and their printers).
+// CUDA: cuda (thin wrappers; it implements tune's Compiler seam), measure/gpu (implements the
+// Measurer), export/gpu (an exported header and the exported kernels, loaded and run for bench).
 const std::map<std::string, std::set<std::string>> k_allowed = {
     {"core", {}},
     {"space", {"core"}},
@@ -31,7 +32,8 @@ const std::map<std::string, std::set<std::string>> k_allowed = {
     {"output", {"core"}},
     {"cuda", {"core", "tune"}},
     {"measure/gpu", {"core", "cuda", "space", "store", "measure"}},
-    {"cli", {"core", "space", "store", "measure", "record", "tune", "export", "output", "cuda", "measure/gpu"}},
+    {"export/gpu", {"core", "space", "store", "measure", "record", "export", "cuda", "measure/gpu"}},
+    {"cli", {"core", "space", "store", "measure", "record", "tune", "export", "output", "cuda", "measure/gpu", "export/gpu"}},
 };
 const std::set<std::string> k_model = {"core", "space", "store", "measure", "record", "tune", "export", "output"};
 

@@ -1,13 +1,11 @@
 // cm-tune bench: the database winner, the exported header's dispatch and cuBLAS, interleaved.
 #include <cmath>
-#include <cstdlib>
-#include <dlfcn.h>
 #include <fmt/format.h>
-#include <fstream>
 #include <limits>
 #include <map>
-#include <set>
+#include <memory>
 #include <random>
+#include <set>
 #include <spdlog/spdlog.h>
 
 #include "cli/app.hpp"
@@ -17,8 +15,9 @@
 #include "core/error.hpp"
 #include "core/stats.hpp"
 #include "cuda/device.hpp"
-#include "cuda/nvrtc_compiler.hpp"
 #include "export/dispatch.hpp"
+#include "export/gpu/header_library.hpp"
+#include "export/gpu/kernel_cache.hpp"
 #include "export/regret.hpp"
 #include "measure/gpu/gpu_measurer.hpp"
 #include "measure/gpu/seed_bmm.hpp"
@@ -38,119 +37,6 @@ struct BenchOptions {
   bool json = false;
 };
 
-/// The harness's entries, one per element type T: {s,d,i}gemm_strided_batched with op flags as ints
-/// (1: transposed).
-template <class T>
-using HeaderGemm = cudaError_t (*)(int, int, int, int, int, T, const T*, int, long long, const T*, int, long long, T, T*,
-                                   int, long long, int, cudaStream_t);
-using HeaderKernelName = const char* (*)(int, int, int, int, int, int, long long, int, long long, int, long long, int);
-
-
-/// Builds the exported header into a shared library with nvcc and loads its entry points for the
-/// element types benched (a header of an older cm-tune has sgemm only: asking for f32 alone works
-/// with it).
-class HeaderLibrary {
- public:
-  HeaderLibrary(const std::string& header, const std::string& name_space, const std::string& arch,
-                const std::set<DType>& dtypes) {
-    const auto header_path = std::filesystem::absolute(header);
-    if (!std::filesystem::exists(header_path)) throw UsageError(fmt::format("--header {} does not exist", header));
-    if (std::filesystem::is_directory(header_path))
-      throw UsageError(fmt::format("--header {} is a folder, not an exported header", header));
-    m_dir = std::filesystem::temp_directory_path() / fmt::format("cm-tune-bench-{}", std::random_device{}());
-    std::filesystem::create_directories(m_dir);
-    {
-      std::ofstream src(m_dir / "harness.cu");
-      src << fmt::format("#include \"{}\"\n", header_path.string())
-          << fmt::format("namespace ns = {};\n", name_space)
-          << "static ns::Op op(int t) { return t ? ns::Op::T : ns::Op::N; }\n";
-      for (const DType d : dtypes) {
-        const std::string t(type_info(d).c_type);
-        const char x = type_info(d).routine;
-        src << fmt::format(
-            "extern \"C\" cudaError_t cmt_bench_{x}gemm(int ta, int tb, int m, int n, int k, {t} alpha, const {t}* a,\n"
-            "    int lda, long long sa, const {t}* b, int ldb, long long sb, {t} beta, {t}* c, int ldc, long long sc,\n"
-            "    int batch, cudaStream_t s) {{\n"
-            "  return ns::{x}gemm_strided_batched(op(ta), op(tb), m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc,\n"
-            "                                   batch, s);\n}}\n"
-            "extern \"C\" const char* cmt_bench_{x}kernel_name(int ta, int tb, int m, int n, int k, int lda, long long sa,\n"
-            "    int ldb, long long sb, int ldc, long long sc, int batch) {{\n"
-            "  const {t}* p = reinterpret_cast<const {t}*>(256);  // aligned as cudaMalloc's buffers\n"
-            "  const char* name = nullptr;\n"
-            "  return ns::kernel_name(op(ta), op(tb), m, n, k, p, lda, sa, p, ldb, sb, p, ldc, sc, batch, &name) == "
-            "cudaSuccess\n"
-            "      ? name : nullptr;\n}}\n",
-            fmt::arg("x", x), fmt::arg("t", t));
-      }
-    }
-    const char* cuda_home = std::getenv("CUDA_HOME");
-    const std::string nvcc = fmt::format("{}/bin/nvcc", cuda_home ? cuda_home : "/usr/local/cuda");
-    const std::string cmd = fmt::format("{} -std=c++17 -O3 -arch={} -Xcompiler -fPIC -shared -o {} {} > {} 2>&1", nvcc, arch,
-                                        (m_dir / "harness.so").string(), (m_dir / "harness.cu").string(),
-                                        (m_dir / "nvcc.log").string());
-    spdlog::info("building the header with nvcc for {}", arch);
-    if (std::system(cmd.c_str()) != 0) {
-      std::ifstream log(m_dir / "nvcc.log");
-      std::string text((std::istreambuf_iterator<char>(log)), {});
-      throw UsageError(fmt::format("the header {} does not compile with nvcc: {}", header, text.substr(0, 2000)));
-    }
-    m_handle = dlopen((m_dir / "harness.so").c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!m_handle) throw UsageError(fmt::format("cannot load the compiled header: {}", dlerror()));
-    for (const DType d : dtypes) {
-      const std::string gemm = fmt::format("cmt_bench_{}gemm", type_info(d).routine);
-      const std::string name = fmt::format("cmt_bench_{}kernel_name", type_info(d).routine);
-      void* g = dlsym(m_handle, gemm.c_str());
-      void* n = dlsym(m_handle, name.c_str());
-      if (!g || !n) throw UsageError(fmt::format("the compiled header has no {}", gemm));
-      m_gemm[d] = g;
-      m_kernel_name[d] = reinterpret_cast<HeaderKernelName>(n);
-    }
-  }
-  ~HeaderLibrary() {
-    std::error_code ec;
-    std::filesystem::remove_all(m_dir, ec);  // the library stays mapped until exit
-  }
-  /// The header's {s,d,i}gemm_strided_batched for the arguments' type, as a launcher on `stream`.
-  GemmLauncher launcher(DType dtype, cudaStream_t stream) const {
-    void* fn = m_gemm.at(dtype);
-    return [fn, stream](const GemmArgs& a) {
-      switch (a.dtype) {
-        case DType::f32:
-          return reinterpret_cast<HeaderGemm<float>>(fn)(a.trans_a, a.trans_b, a.m, a.n, a.k, a.alpha.f32(),
-                                                         a.a_as<float>(), a.lda, a.stride_a, a.b_as<float>(), a.ldb,
-                                                         a.stride_b, a.beta.f32(), a.c_as<float>(), a.ldc, a.stride_c,
-                                                         a.batch, stream);
-        case DType::f64:
-          return reinterpret_cast<HeaderGemm<double>>(fn)(a.trans_a, a.trans_b, a.m, a.n, a.k, a.alpha.f64(),
-                                                          a.a_as<double>(), a.lda, a.stride_a, a.b_as<double>(), a.ldb,
-                                                          a.stride_b, a.beta.f64(), a.c_as<double>(), a.ldc, a.stride_c,
-                                                          a.batch, stream);
-        case DType::i32:
-          return reinterpret_cast<HeaderGemm<int>>(fn)(a.trans_a, a.trans_b, a.m, a.n, a.k, a.alpha.i32(),
-                                                       a.a_as<int>(), a.lda, a.stride_a, a.b_as<int>(), a.ldb,
-                                                       a.stride_b, a.beta.i32(), a.c_as<int>(), a.ldc, a.stride_c,
-                                                       a.batch, stream);
-      }
-      return cudaErrorInvalidValue;
-    };
-  }
-  /// The instantiation the header's dispatch runs for a call on aligned buffers.
-  std::string kernel_name(const CallShape& c) const {
-    const Problem& p = c.problem;
-    const char* name = m_kernel_name.at(p.dtype)(p.trans_a, p.trans_b, static_cast<int>(p.m), static_cast<int>(p.n),
-                                                 static_cast<int>(p.k), static_cast<int>(c.lda), p.stride_a,
-                                                 static_cast<int>(c.ldb), p.stride_b, static_cast<int>(c.ldc),
-                                                 p.stride_c, static_cast<int>(p.batch));
-    return name ? name : "?";
-  }
-
- private:
-  std::filesystem::path m_dir;
-  void* m_handle = nullptr;
-  std::map<DType, void*> m_gemm;
-  std::map<DType, HeaderKernelName> m_kernel_name;
-};
-
 /// The kernel the dispatch picks for a call, as a launcher (KernelCache).
 struct DispatchedKernel {
   std::string label;    // template[params]
@@ -158,84 +44,6 @@ struct DispatchedKernel {
   bool exact = false;   // a tuned problem
   int splits = 1;       // the header splits K into this many slices (the kernel column runs it unsplit)
   GemmLauncher launch;
-};
-
-/// The generic default kernel `k` built with NVRTC for the device, as the header would run it: a
-/// database that never measured it (tune measures the tuned families) has no build of it.
-BinaryRecord build_generic(const ExportKernel& k, const TemplateDesc& blocktile2d, const std::string& arch) {
-  const SourceBundle bundle = blocktile2d.load_source();
-  const NvrtcCompiler compiler;
-  const CompileRequest request{k.name_expression, &bundle, arch, compiler.options(arch)};
-  CompileOutput out = compiler.compile(request);
-  if (!out.ok)
-    throw InfraError("NVRTC", "build the generic default " + k.name_expression, out.log, __FILE__, __LINE__);
-  BinaryRecord b;
-  b.template_name = k.template_name;
-  b.params = k.params;
-  b.arch = arch;
-  b.ok = true;
-  b.cubin = std::move(out.cubin);
-  b.lowered_name = std::move(out.lowered_name);
-  b.registers = out.registers;
-  b.batched = k.batched;
-  b.takes_batch_count = k.takes_batch_count;
-  return b;
-}
-
-/// The exported kernels bench runs, each loaded once for every call that runs it: its binary from the
-/// database, or, for a generic default the database never measured, built with NVRTC. It keeps the
-/// binaries alive, so it must not outlive the measurer.
-class KernelCache {
- public:
-  KernelCache(const ExportModel& model, Store& store, GpuMeasurer& measurer, const TemplateDesc& blocktile2d,
-              std::string arch)
-      : m_model(model), m_store(store), m_measurer(measurer), m_blocktile2d(blocktile2d), m_arch(std::move(arch)) {}
-
-  /// Kernel `index`'s launcher; throws UsageError saying why when it cannot run here (loaded once:
-  /// a kernel that failed fails again with the same reason).
-  const GemmLauncher& launcher(int index) {
-    if (const auto it = m_launchers.find(index); it != m_launchers.end()) return it->second;
-    if (const auto it = m_unusable.find(index); it != m_unusable.end()) throw UsageError(it->second);
-    try {
-      return m_launchers.emplace(index, load(index)).first->second;
-    } catch (const UsageError& e) {
-      m_unusable.emplace(index, e.what());
-      throw;
-    }
-  }
-  /// Whether kernel `index` was tried and cannot run here.
-  bool unusable(int index) const { return m_unusable.count(index) != 0; }
-  /// template[params] of kernel `index`.
-  std::string label(int index) const {
-    const ExportKernel& k = m_model.kernels.at(static_cast<size_t>(index));
-    return kernel_label(k.template_name, k.params);
-  }
-
- private:
-  GemmLauncher load(int index) {
-    const ExportKernel& k = m_model.kernels.at(static_cast<size_t>(index));
-    if (k.binary_key.empty()) {  // a generic default this database never measured
-      m_binaries.push_back(std::make_unique<BinaryRecord>(build_generic(k, m_blocktile2d, m_arch)));
-    } else {
-      auto binary = m_store.find_binary(k.binary_key);
-      if (!binary || !binary->ok)
-        throw UsageError(fmt::format("the binary of {} is missing from the database", label(index)));
-      m_binaries.push_back(std::make_unique<BinaryRecord>(std::move(*binary)));
-    }
-    std::string why_not;
-    auto launch = m_measurer.kernel_launcher({m_binaries.back().get(), k.shape, k.requirements, label(index)}, &why_not);
-    if (!launch) throw UsageError(fmt::format("{} cannot run here: {}", label(index), why_not));
-    return std::move(*launch);
-  }
-
-  const ExportModel& m_model;
-  Store& m_store;
-  GpuMeasurer& m_measurer;
-  const TemplateDesc& m_blocktile2d;
-  std::string m_arch;
-  std::vector<std::unique_ptr<BinaryRecord>> m_binaries;
-  std::map<int, GemmLauncher> m_launchers;
-  std::map<int, std::string> m_unusable;   // why each kernel that cannot run here cannot
 };
 
 DispatchedKernel load_dispatched(const ExportModel& model, const CallShape& call, KernelCache& kernels) {
