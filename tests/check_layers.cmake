@@ -1,5 +1,6 @@
 # Script mode (a ctest): the layers tuner/CMakeLists.txt promises hold in the built binaries.
-#   MODEL_BINARY  the model's test binary: it loads no CUDA library (ldd) and holds no CUDA code (nm)
+#   MODEL_BINARY  the model's test binary: it loads no CUDA library (ldd) and holds no CUDA code (nm),
+#                 and it holds the output layer's printers (tuner/output/, in cmt_model)
 #   CLI_BINARY    cm-tune: it does not need the driver (libcuda), so it starts without one
 #   BUILD_DIR, TARGETS  no link line of these executables (comma-separated) names libcuda, not even
 #                       CUDA's stub
@@ -20,6 +21,11 @@ endif()
 run_tool(nm_out nm -C "${MODEL_BINARY}")
 if(nm_out MATCHES "[ \n](cuda[A-Z][A-Za-z]+|nvrtc[A-Z][A-Za-z]+|cublas[A-Z][A-Za-z]+)")
   message(FATAL_ERROR "${MODEL_BINARY} holds CUDA code: symbol ${CMAKE_MATCH_1} (the static CUDA runtime?)")
+endif()
+# The output layer (tuner/output/: tables and their printers) is in the CUDA-free model, below every
+# command and report that prints through it.
+if(NOT nm_out MATCHES "cmt::output::render_text")
+  message(FATAL_ERROR "${MODEL_BINARY} lacks the output layer (cmt::output::render_text): tuner/output/ belongs to cmt_model")
 endif()
 run_tool(readelf_out readelf -d "${CLI_BINARY}")
 if(readelf_out MATCHES "NEEDED[^\n]*libcuda[.]so")

@@ -7,6 +7,9 @@
 
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <vector>
 
 #include "store/store.hpp"
 #include "test_support.hpp"
@@ -119,6 +122,73 @@ TEST_F(TuneTypes, TheSummaryPrintsNoRatioForI32) {
     }
   }
   EXPECT_TRUE(f64_row && i32_row && i32_note) << r.out;
+}
+
+std::vector<std::string> summary_lines(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = text.find('\n', at);
+    out.push_back(text.substr(at, end == std::string::npos ? std::string::npos : end - at));
+    at = end == std::string::npos ? text.size() : end + 1;
+  }
+  return out;
+}
+
+// The summary's columns, byte for byte: fixed widths (a longer cell pushes the rest of its line, as
+// printf's do), the ratio's "x", "n/a" where cuBLAS has no GEMM, "(none passed)" without a winner,
+// and the calibration rows under their heading in the same columns.
+const std::string k_summary_head =
+    "problem                  best template      parameters                                       TF/s   cuBLAS   "
+    "ratio  ok/wrong/failed/abandoned/skipped";
+
+TEST_F(TuneTypes, TheSummaryKeepsItsColumns) {
+  const auto r = test::run_split(m_dir, tune("--dtype f32,i32"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = summary_lines(r.out);
+  ASSERT_EQ(lines.size(), 9u) << r.out;   // blank, device, head, 4 rows, 2 INT32 notes
+  EXPECT_EQ(lines[0], "");
+  EXPECT_EQ(lines[1].rfind("Scripted H100 (sm_90), 2 candidates, 4 trials measured, 0 reused, ", 0), 0u) << lines[1];
+  EXPECT_EQ(lines[2], k_summary_head);
+  EXPECT_EQ(lines[3], "64x64x64                 blocktile2d        BM=64,BN=64,BK=8,TM=8,TN=4,TRANS_A=0,TRANS_B=0,DTYPE=0"
+                      "     0.00     0.00  0.495x  1/0/0/0/0");
+  EXPECT_EQ(lines[4], "64x64x64:i32             blocktile2d        BM=64,BN=64,BK=8,TM=8,TN=4,TRANS_A=0,TRANS_B=0,DTYPE=2"
+                      "     0.00      n/a     n/a  1/0/0/0/0");
+  EXPECT_EQ(lines[7].rfind("64x64x64:i32: no cuBLAS INT32 GEMM; 0.0% of the INT32 multiply-add peak (33.5 TOP/s), ", 0), 0u)
+      << lines[7];
+
+  // Calibration: its heading, then rows in the same columns.
+  const auto calibrated = test::run_split(m_dir, "--quiet --db c.db tune --sizes 64 --config " +
+                                                     (m_dir / "preset.toml").string() + " --seed 3 --jobs 2");
+  ASSERT_EQ(calibrated.exit_code, 0) << calibrated.err;
+  const std::vector<std::string> cal = summary_lines(calibrated.out);
+  ASSERT_GE(cal.size(), 6u) << calibrated.out;
+  EXPECT_EQ(cal[2], k_summary_head);
+  EXPECT_TRUE(std::regex_match(cal[4], std::regex(R"(calibration \(\d+ kernels on \d+ shapes, for the exported dispatch's cost model\):)")))
+      << cal[4];
+  for (size_t i = 5; i < cal.size(); ++i) {
+    if (cal[i].find(' ') > 24) continue;   // a longer problem pushes the rest of its line
+    EXPECT_EQ(cal[i].substr(25, 19), "blocktile2d        ") << cal[i];
+    EXPECT_EQ(cal[i].substr(44, 6), "BM=64,") << cal[i];
+    EXPECT_TRUE(std::regex_search(cal[i], std::regex(R"( +[0-9]+\.[0-9]{2} +[0-9]+\.[0-9]{2}  [0-9]\.[0-9]{3}x  1/0/0/0/0$)")))
+        << cal[i];
+  }
+}
+
+TEST_F(TuneTypes, TheSummarySaysNonePassedWithoutAWinner) {
+  test::write_file(m_dir / "faults.toml", R"(name = "faults"
+description = "only a candidate that crashes"
+[templates.faulty]
+FAULT = [1]
+)");
+  const auto r = test::run_split(m_dir, "--quiet --templates " + std::string(CMTUNE_TEST_FIXTURES) +
+                                            "/faults --db f.db tune --sizes 64 --config " +
+                                            (m_dir / "faults.toml").string() + " --no-calibrate --seed 3 --jobs 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = summary_lines(r.out);
+  ASSERT_EQ(lines.size(), 4u) << r.out;   // blank, device, head, the row
+  EXPECT_EQ(lines[2], k_summary_head);
+  EXPECT_EQ(lines[3], "64x64x64                 (none passed)                                                          -     0.00"
+                      "       -  0/0/1/0/0");
 }
 
 // Export puts every type's winners into the header's tables (dgemm and igemm dispatch to them), and

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/list_render.hpp"
+#include "output/printers.hpp"
 #include "space/preset.hpp"
 #include "space/space.hpp"
 #include "test_support.hpp"
@@ -54,7 +55,7 @@ TEST(SpaceList, JsonCarriesTheSameContent) {
   const std::vector<TemplateDesc> templates = load_templates({k_fixture_templates});
   const Preset preset = load_preset(k_space_fixtures / "presets" / "toy_only.toml");
   const SearchSpace space = enumerate_space(templates, preset, test::sm90());
-  const nlohmann::json j = render_space_json(templates, preset, test::sm90(), space);
+  const nlohmann::json j = output::to_json(space_record(templates, preset, test::sm90(), space));
 
   EXPECT_EQ(j["preset"]["name"], "toy_only");
   EXPECT_EQ(j["preset"]["content_hash"], preset.content_hash);
@@ -88,13 +89,13 @@ TEST(SpaceList, CandidatesShowInstantiationLaunchShapeAndRequirements) {
   const SearchSpace space = enumerate_space(templates, preset, test::sm90());
   ASSERT_EQ(space.candidates.size(), 2u);
   // A=2, B=2, C=8 (the grid's first valid point): 32 threads, 16 x 16 tiles, 16 bytes of shared memory.
-  const std::string text = render_candidates_text(space);
+  const std::string text = output::render_text(candidate_table(space), {"", false});
   EXPECT_NE(text.find("toy[A=2,B=2,C=8]  cmt_toy<2, 2, 8>  threads=32 tile=16x16 dynamic_smem=16 grid_z=1  "
                       "requires: 8-byte aligned A/B/C, lda/ldb/ldc % 2 == 0\n"),
             std::string::npos)
       << text;
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2);
-  const nlohmann::json j = render_candidates_json(space);
+  const nlohmann::json j = output::to_json(output::table_records(candidate_table(space)));
   ASSERT_EQ(j.size(), 2u);
   EXPECT_EQ(j[0]["id"], "toy[A=2,B=2,C=8]");
   EXPECT_EQ(j[0]["template"], "toy");

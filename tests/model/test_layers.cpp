@@ -20,9 +20,10 @@ namespace {
 // Model, one folder per stage of preset -> space -> search -> compile -> measure -> record -> export:
 // core, space (templates, presets, the space), store, search (searchers, calibration's plan), compile
 // (the Compiler seam, the compile cache), measure (the protocol, the Measurer seam, the worker
-// transport), record (trials, problem state, ranking), tune (the driver that runs the stages), export.
+// transport), record (trials, problem state, ranking), tune (the driver that runs the stages),
+// export; and output (tables of rows and their printers, which the commands report through).
 // CUDA: cuda (thin wrappers), compile/nvrtc (implements the Compiler), measure/gpu (implements the
-// Measurer).
+// Measurer), export/gpu (an exported header and the exported kernels, loaded and run for bench).
 const std::map<std::string, std::set<std::string>> k_allowed = {
     {"core", {}},
     {"space", {"core"}},
@@ -33,15 +34,18 @@ const std::map<std::string, std::set<std::string>> k_allowed = {
     {"record", {"core", "space", "store", "measure"}},
     {"tune", {"core", "space", "store", "search", "compile", "measure", "record"}},
     {"export", {"core", "space", "store", "measure", "record"}},
+    {"output", {"core"}},
     {"cuda", {"core"}},
     {"compile/nvrtc", {"core", "cuda", "compile"}},
     {"measure/gpu", {"core", "cuda", "space", "store", "measure"}},
+    {"export/gpu",
+     {"core", "space", "store", "compile", "measure", "record", "export", "cuda", "compile/nvrtc", "measure/gpu"}},
     {"cli",
-     {"core", "space", "store", "search", "compile", "measure", "record", "tune", "export", "cuda", "compile/nvrtc",
-      "measure/gpu"}},
+     {"core", "space", "store", "search", "compile", "measure", "record", "tune", "export", "output", "cuda",
+      "compile/nvrtc", "measure/gpu", "export/gpu"}},
 };
 const std::set<std::string> k_model = {"core",    "space",  "store", "search", "compile",
-                                       "measure", "record", "tune",  "export"};
+                                       "measure", "record", "tune",  "export", "output"};
 /// The subfolders that hold a stage's CUDA part.
 const std::set<std::string> k_cuda_parts = {"gpu", "nvrtc"};
 

@@ -262,14 +262,14 @@ SpaceChoice load_space_choice(const GlobalOptions& global, const SpaceOptions& o
   return choice;
 }
 
-nlohmann::json winner_json(const WinnerRecord& w) {
+output::Record winner_record(const WinnerRecord& w) {
   return {{"template", w.template_name},
           {"params", w.params},
           {"problem", w.problem.to_string()},
           {"median_ms", w.median_ms},
           {"tflops", w.gflops / 1e3},
           // null without a cuBLAS baseline (i32), where the stored 0 means "none"
-          {"ratio_to_cublas", type_info(w.problem.dtype).cublas_baseline ? nlohmann::json(w.ratio_to_cublas) : nlohmann::json()},
+          {"ratio_to_cublas", type_info(w.problem.dtype).cublas_baseline ? output::Value(w.ratio_to_cublas) : output::Value()},
           {"requirements", w.requirements.to_string()}};
 }
 
@@ -295,7 +295,12 @@ void check_log_file(const GlobalOptions& global) {
 
 }  // namespace
 
-void print_json(const nlohmann::json& j) { fmt::print("{}\n", j.dump(2)); }   // fmt: a failed write throws with its errno
+// fmt: a failed write throws with its errno.
+void print_json(const output::Value& document) { fmt::print("{}\n", output::render_json(document)); }
+
+void print_text(const output::Table& table, const output::TextOptions& options) {
+  fmt::print("{}", output::render_text(table, options));
+}
 
 int run(int argc, char** argv) {
   // main() caught SIGINT and SIGTERM before anything ran (a signal is only noted); commands that

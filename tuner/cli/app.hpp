@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -14,6 +13,9 @@
 #include "space/target.hpp"
 #include "space/template_desc.hpp"
 #include "export/export_model.hpp"
+#include "output/printers.hpp"
+#include "output/table.hpp"
+#include "output/value.hpp"
 #include "store/store.hpp"
 
 namespace cmt::cli {
@@ -125,10 +127,14 @@ DeviceRecord resolve_db_device(Store& store, const std::string& spec);
 DeviceInfo resolve_live_device(const std::string& spec);
 /// "[0] NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, GPU-...)" lines for the database's devices.
 std::string describe_db_devices(Store& store);
-/// A winner as JSON: template, parameters, problem, time, TF/s, ratio to cuBLAS, requirements.
-nlohmann::json winner_json(const WinnerRecord& w);
-/// Prints JSON to stdout, pretty.
-void print_json(const nlohmann::json& j);
+/// A winner as a record: template, parameters, problem, time, TF/s, ratio to cuBLAS (null without a
+/// cuBLAS baseline: i32), requirements.
+output::Record winner_record(const WinnerRecord& w);
+/// Prints a document as JSON to stdout (output::render_json: indented 2, fields in name order); a
+/// failed write throws with its errno.
+void print_json(const output::Value& document);
+/// Prints a table as aligned text to stdout (output::render_text).
+void print_text(const output::Table& table, const output::TextOptions& options = {});
 
 /// Exit codes (README "Exit codes"): success; a failure the command reports itself (tune stopped
 /// early, bench validation failed, export --check found a stale header) or an unexpected error;

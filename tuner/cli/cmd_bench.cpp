@@ -1,16 +1,15 @@
 // cm-tune bench: the database winner, the exported header's dispatch and cuBLAS, interleaved.
 #include <cmath>
-#include <cstdlib>
-#include <dlfcn.h>
 #include <fmt/format.h>
-#include <fstream>
 #include <limits>
 #include <map>
-#include <set>
+#include <memory>
 #include <random>
+#include <set>
 #include <spdlog/spdlog.h>
 
 #include "cli/app.hpp"
+#include "cli/bench_report.hpp"
 #include "cli/sizes.hpp"
 #include "compile/nvrtc/nvrtc_compiler.hpp"
 #include "core/dtype.hpp"
@@ -18,6 +17,8 @@
 #include "core/stats.hpp"
 #include "cuda/device.hpp"
 #include "export/dispatch.hpp"
+#include "export/gpu/header_library.hpp"
+#include "export/gpu/kernel_cache.hpp"
 #include "export/regret.hpp"
 #include "measure/gpu/gpu_measurer.hpp"
 #include "measure/gpu/seed_bmm.hpp"
@@ -37,143 +38,6 @@ struct BenchOptions {
   bool json = false;
 };
 
-/// The harness's entries, one per element type T: {s,d,i}gemm_strided_batched with op flags as ints
-/// (1: transposed).
-template <class T>
-using HeaderGemm = cudaError_t (*)(int, int, int, int, int, T, const T*, int, long long, const T*, int, long long, T, T*,
-                                   int, long long, int, cudaStream_t);
-using HeaderKernelName = const char* (*)(int, int, int, int, int, int, long long, int, long long, int, long long, int);
-
-
-/// Builds the exported header into a shared library with nvcc and loads its entry points for the
-/// element types benched (a header of an older cm-tune has sgemm only: asking for f32 alone works
-/// with it).
-class HeaderLibrary {
- public:
-  HeaderLibrary(const std::string& header, const std::string& name_space, const std::string& arch,
-                const std::set<DType>& dtypes) {
-    const auto header_path = std::filesystem::absolute(header);
-    if (!std::filesystem::exists(header_path)) throw UsageError(fmt::format("--header {} does not exist", header));
-    if (std::filesystem::is_directory(header_path))
-      throw UsageError(fmt::format("--header {} is a folder, not an exported header", header));
-    m_dir = std::filesystem::temp_directory_path() / fmt::format("cm-tune-bench-{}", std::random_device{}());
-    std::filesystem::create_directories(m_dir);
-    {
-      std::ofstream src(m_dir / "harness.cu");
-      src << fmt::format("#include \"{}\"\n", header_path.string())
-          << fmt::format("namespace ns = {};\n", name_space)
-          << "static ns::Op op(int t) { return t ? ns::Op::T : ns::Op::N; }\n";
-      for (const DType d : dtypes) {
-        const std::string t(type_info(d).c_type);
-        const char x = type_info(d).routine;
-        src << fmt::format(
-            "extern \"C\" cudaError_t cmt_bench_{x}gemm(int ta, int tb, int m, int n, int k, {t} alpha, const {t}* a,\n"
-            "    int lda, long long sa, const {t}* b, int ldb, long long sb, {t} beta, {t}* c, int ldc, long long sc,\n"
-            "    int batch, cudaStream_t s) {{\n"
-            "  return ns::{x}gemm_strided_batched(op(ta), op(tb), m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc,\n"
-            "                                   batch, s);\n}}\n"
-            "extern \"C\" const char* cmt_bench_{x}kernel_name(int ta, int tb, int m, int n, int k, int lda, long long sa,\n"
-            "    int ldb, long long sb, int ldc, long long sc, int batch) {{\n"
-            "  const {t}* p = reinterpret_cast<const {t}*>(256);  // aligned as cudaMalloc's buffers\n"
-            "  const char* name = nullptr;\n"
-            "  return ns::kernel_name(op(ta), op(tb), m, n, k, p, lda, sa, p, ldb, sb, p, ldc, sc, batch, &name) == "
-            "cudaSuccess\n"
-            "      ? name : nullptr;\n}}\n",
-            fmt::arg("x", x), fmt::arg("t", t));
-      }
-    }
-    const char* cuda_home = std::getenv("CUDA_HOME");
-    const std::string nvcc = fmt::format("{}/bin/nvcc", cuda_home ? cuda_home : "/usr/local/cuda");
-    const std::string cmd = fmt::format("{} -std=c++17 -O3 -arch={} -Xcompiler -fPIC -shared -o {} {} > {} 2>&1", nvcc, arch,
-                                        (m_dir / "harness.so").string(), (m_dir / "harness.cu").string(),
-                                        (m_dir / "nvcc.log").string());
-    spdlog::info("building the header with nvcc for {}", arch);
-    if (std::system(cmd.c_str()) != 0) {
-      std::ifstream log(m_dir / "nvcc.log");
-      std::string text((std::istreambuf_iterator<char>(log)), {});
-      throw UsageError(fmt::format("the header {} does not compile with nvcc: {}", header, text.substr(0, 2000)));
-    }
-    m_handle = dlopen((m_dir / "harness.so").c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!m_handle) throw UsageError(fmt::format("cannot load the compiled header: {}", dlerror()));
-    for (const DType d : dtypes) {
-      const std::string gemm = fmt::format("cmt_bench_{}gemm", type_info(d).routine);
-      const std::string name = fmt::format("cmt_bench_{}kernel_name", type_info(d).routine);
-      void* g = dlsym(m_handle, gemm.c_str());
-      void* n = dlsym(m_handle, name.c_str());
-      if (!g || !n) throw UsageError(fmt::format("the compiled header has no {}", gemm));
-      m_gemm[d] = g;
-      m_kernel_name[d] = reinterpret_cast<HeaderKernelName>(n);
-    }
-  }
-  ~HeaderLibrary() {
-    std::error_code ec;
-    std::filesystem::remove_all(m_dir, ec);  // the library stays mapped until exit
-  }
-  /// The header's {s,d,i}gemm_strided_batched for the arguments' type, as a launcher on `stream`.
-  GemmLauncher launcher(DType dtype, cudaStream_t stream) const {
-    void* fn = m_gemm.at(dtype);
-    return [fn, stream](const GemmArgs& a) {
-      switch (a.dtype) {
-        case DType::f32:
-          return reinterpret_cast<HeaderGemm<float>>(fn)(a.trans_a, a.trans_b, a.m, a.n, a.k, a.alpha.f32(),
-                                                         a.a_as<float>(), a.lda, a.stride_a, a.b_as<float>(), a.ldb,
-                                                         a.stride_b, a.beta.f32(), a.c_as<float>(), a.ldc, a.stride_c,
-                                                         a.batch, stream);
-        case DType::f64:
-          return reinterpret_cast<HeaderGemm<double>>(fn)(a.trans_a, a.trans_b, a.m, a.n, a.k, a.alpha.f64(),
-                                                          a.a_as<double>(), a.lda, a.stride_a, a.b_as<double>(), a.ldb,
-                                                          a.stride_b, a.beta.f64(), a.c_as<double>(), a.ldc, a.stride_c,
-                                                          a.batch, stream);
-        case DType::i32:
-          return reinterpret_cast<HeaderGemm<int>>(fn)(a.trans_a, a.trans_b, a.m, a.n, a.k, a.alpha.i32(),
-                                                       a.a_as<int>(), a.lda, a.stride_a, a.b_as<int>(), a.ldb,
-                                                       a.stride_b, a.beta.i32(), a.c_as<int>(), a.ldc, a.stride_c,
-                                                       a.batch, stream);
-      }
-      return cudaErrorInvalidValue;
-    };
-  }
-  /// The instantiation the header's dispatch runs for a call on aligned buffers.
-  std::string kernel_name(const CallShape& c) const {
-    const Problem& p = c.problem;
-    const char* name = m_kernel_name.at(p.dtype)(p.trans_a, p.trans_b, static_cast<int>(p.m), static_cast<int>(p.n),
-                                                 static_cast<int>(p.k), static_cast<int>(c.lda), p.stride_a,
-                                                 static_cast<int>(c.ldb), p.stride_b, static_cast<int>(c.ldc),
-                                                 p.stride_c, static_cast<int>(p.batch));
-    return name ? name : "?";
-  }
-
- private:
-  std::filesystem::path m_dir;
-  void* m_handle = nullptr;
-  std::map<DType, void*> m_gemm;
-  std::map<DType, HeaderKernelName> m_kernel_name;
-};
-
-struct BenchRow {
-  Problem problem;
-  std::string winner;            // template[params] that the dispatch picks (the header's choice too)
-  std::string dispatch_note;
-  int splits = 1;                // the header splits K into this many slices
-  bool tuned = false;            // the problem was tuned; else the cost model chose
-  std::string header_kernel;     // template[params] the header dispatched, when it differs
-  double winner_tflops = 0, header_tflops = 0;
-  double cublas_tflops = 0;      // 0: cuBLAS has no GEMM of this type (i32)
-  double seed_tflops = 0;        // batched problems: the best variant of the seed's bmm; else 0
-  std::string seed_variant;
-  double f32_tflops = 0;         // i32 problems: the FP32 dispatch's kernel at the same shape; 0: none
-  std::string f32_kernel;
-  double peak = 0;               // the device's peak for the type (FP64: tensor cores where it has them)
-  bool winner_valid = false, header_valid = false;
-};
-
-double geomean(const std::vector<double>& v) {
-  if (v.empty()) return 0;
-  double s = 0;
-  for (double x : v) s += std::log(x);
-  return std::exp(s / static_cast<double>(v.size()));
-}
-
 /// The kernel the dispatch picks for a call, as a launcher (KernelCache).
 struct DispatchedKernel {
   std::string label;    // template[params]
@@ -181,84 +45,6 @@ struct DispatchedKernel {
   bool exact = false;   // a tuned problem
   int splits = 1;       // the header splits K into this many slices (the kernel column runs it unsplit)
   GemmLauncher launch;
-};
-
-/// The generic default kernel `k` built with NVRTC for the device, as the header would run it: a
-/// database that never measured it (tune measures the tuned families) has no build of it.
-BinaryRecord build_generic(const ExportKernel& k, const TemplateDesc& blocktile2d, const std::string& arch) {
-  const SourceBundle bundle = blocktile2d.load_source();
-  const NvrtcCompiler compiler;
-  const CompileRequest request{k.name_expression, &bundle, arch, compiler.options(arch)};
-  CompileOutput out = compiler.compile(request);
-  if (!out.ok)
-    throw InfraError("NVRTC", "build the generic default " + k.name_expression, out.log, __FILE__, __LINE__);
-  BinaryRecord b;
-  b.template_name = k.template_name;
-  b.params = k.params;
-  b.arch = arch;
-  b.ok = true;
-  b.cubin = std::move(out.cubin);
-  b.lowered_name = std::move(out.lowered_name);
-  b.registers = out.registers;
-  b.batched = k.batched;
-  b.takes_batch_count = k.takes_batch_count;
-  return b;
-}
-
-/// The exported kernels bench runs, each loaded once for every call that runs it: its binary from the
-/// database, or, for a generic default the database never measured, built with NVRTC. It keeps the
-/// binaries alive, so it must not outlive the measurer.
-class KernelCache {
- public:
-  KernelCache(const ExportModel& model, Store& store, GpuMeasurer& measurer, const TemplateDesc& blocktile2d,
-              std::string arch)
-      : m_model(model), m_store(store), m_measurer(measurer), m_blocktile2d(blocktile2d), m_arch(std::move(arch)) {}
-
-  /// Kernel `index`'s launcher; throws UsageError saying why when it cannot run here (loaded once:
-  /// a kernel that failed fails again with the same reason).
-  const GemmLauncher& launcher(int index) {
-    if (const auto it = m_launchers.find(index); it != m_launchers.end()) return it->second;
-    if (const auto it = m_unusable.find(index); it != m_unusable.end()) throw UsageError(it->second);
-    try {
-      return m_launchers.emplace(index, load(index)).first->second;
-    } catch (const UsageError& e) {
-      m_unusable.emplace(index, e.what());
-      throw;
-    }
-  }
-  /// Whether kernel `index` was tried and cannot run here.
-  bool unusable(int index) const { return m_unusable.count(index) != 0; }
-  /// template[params] of kernel `index`.
-  std::string label(int index) const {
-    const ExportKernel& k = m_model.kernels.at(static_cast<size_t>(index));
-    return kernel_label(k.template_name, k.params);
-  }
-
- private:
-  GemmLauncher load(int index) {
-    const ExportKernel& k = m_model.kernels.at(static_cast<size_t>(index));
-    if (k.binary_key.empty()) {  // a generic default this database never measured
-      m_binaries.push_back(std::make_unique<BinaryRecord>(build_generic(k, m_blocktile2d, m_arch)));
-    } else {
-      auto binary = m_store.find_binary(k.binary_key);
-      if (!binary || !binary->ok)
-        throw UsageError(fmt::format("the binary of {} is missing from the database", label(index)));
-      m_binaries.push_back(std::make_unique<BinaryRecord>(std::move(*binary)));
-    }
-    std::string why_not;
-    auto launch = m_measurer.kernel_launcher({m_binaries.back().get(), k.shape, k.requirements, label(index)}, &why_not);
-    if (!launch) throw UsageError(fmt::format("{} cannot run here: {}", label(index), why_not));
-    return std::move(*launch);
-  }
-
-  const ExportModel& m_model;
-  Store& m_store;
-  GpuMeasurer& m_measurer;
-  const TemplateDesc& m_blocktile2d;
-  std::string m_arch;
-  std::vector<std::unique_ptr<BinaryRecord>> m_binaries;
-  std::map<int, GemmLauncher> m_launchers;
-  std::map<int, std::string> m_unusable;   // why each kernel that cannot run here cannot
 };
 
 DispatchedKernel load_dispatched(const ExportModel& model, const CallShape& call, KernelCache& kernels) {
@@ -321,33 +107,6 @@ RegretRow measure_regret(const ExportModel& model, const CallShape& call, const 
 double tflops_of(const Problem& p, const TimingResult& r) {
   if (r.status != cudaSuccess) throw InfraError("CUDA", "bench launch", cudaGetErrorString(r.status), __FILE__, __LINE__);
   return gflops(p.flops(), r.stats.median) / 1e3;
-}
-
-std::string ratio_text(double num, double den) { return num > 0 && den > 0 ? fmt::format("{:.3f}x", num / den) : "-"; }
-nlohmann::json ratio_json(double num, double den) { return num > 0 && den > 0 ? nlohmann::json(num / den) : nlohmann::json(); }
-nlohmann::json rate_json(double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(); }
-
-/// The regret table: a row per call, then the spread.
-void print_regret(const KernelCache& kernels, const std::vector<RegretRow>& rows) {
-  size_t width = 16;
-  for (const RegretRow& r : rows)
-    width = std::max({width, kernels.label(r.chosen).size(), kernels.label(r.best).size()});
-  fmt::print("\ndispatch regret: the chosen kernel's time over the fastest exported kernel's that the call can run, "
-             "timed together\n");
-  fmt::print("{:<22} {:<{}} {:>9} {:<{}} {:>9} {:>7} {:>6}\n", "problem", "chosen", width, "its us", "fastest", width,
-             "its us", "regret", "timed");
-  for (const RegretRow& r : rows) {
-    std::string notes;
-    if (r.splits > 1) notes += fmt::format("  (chosen: split into {} slices)", r.splits);
-    for (const int k : r.failed) notes += fmt::format("  (VALIDATION FAILED: {})", kernels.label(k));
-    fmt::print("{:<22} {:<{}} {:>9.1f} {:<{}} {:>9.1f} {:>7.3f} {:>6}{}\n", r.problem.to_string(),
-               kernels.label(r.chosen), width, r.chosen_us, r.best == r.chosen ? "(the chosen one)" : kernels.label(r.best),
-               width, r.best_us, r.regret, r.timed, notes);
-  }
-  const Spread s = regret_spread(rows);
-  if (s.count > 0)
-    fmt::print("regret over {} call{}: median {:.3f}, 90th pct {:.3f}, max {:.3f}\n", s.count, s.count == 1 ? "" : "s",
-               s.median, s.p90, s.max);
 }
 
 int run_bench(const GlobalOptions& global, const BenchOptions& o) {
@@ -453,91 +212,18 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
                      r.problem.to_string(), 100.0 * gap, r.dispatch_note);
     }
 
-  std::vector<double> winner_ratios, header_ratios;
-  for (const auto& r : rows) {
-    if (r.cublas_tflops <= 0) continue;
-    winner_ratios.push_back(r.winner_tflops / r.cublas_tflops);
-    if (header) header_ratios.push_back(r.header_tflops / r.cublas_tflops);
-  }
-  if (o.json) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& r : rows)
-      out.push_back({{"problem", r.problem.to_string()},
-                     {"dtype", dtype_name(r.problem.dtype)},
-                     {"winner", r.winner},
-                     {"tuned", r.tuned},
-                     {"dispatch", r.dispatch_note},
-                     {"splits", r.splits},
-                     {"winner_tflops", r.winner_tflops},
-                     {"winner_valid", r.winner_valid},
-                     {"cublas_tflops", rate_json(r.cublas_tflops)},
-                     {"winner_ratio", ratio_json(r.winner_tflops, r.cublas_tflops)},
-                     {"peak", r.peak},
-                     {"winner_peak_fraction", ratio_json(r.winner_tflops, r.peak)},
-                     {"seed_bmm_tflops", rate_json(r.seed_tflops)},
-                     {"seed_bmm_variant", r.seed_variant},
-                     {"winner_vs_seed_bmm", ratio_json(r.winner_tflops, r.seed_tflops)},
-                     {"f32_kernel", r.f32_kernel},
-                     {"f32_tflops", rate_json(r.f32_tflops)},
-                     {"winner_vs_f32", ratio_json(r.winner_tflops, r.f32_tflops)},
-                     {"header_kernel", r.header_kernel},
-                     {"header_tflops", header ? nlohmann::json(r.header_tflops) : nlohmann::json()},
-                     {"header_valid", header ? nlohmann::json(r.header_valid) : nlohmann::json()},
-                     {"header_ratio", header ? ratio_json(r.header_tflops, r.cublas_tflops) : nlohmann::json()},
-                     {"header_vs_winner", header ? nlohmann::json(r.header_tflops / r.winner_tflops) : nlohmann::json()}});
-    nlohmann::json regret = nlohmann::json::array();
-    for (const RegretRow& r : regret_rows) {
-      nlohmann::json failed = nlohmann::json::array();
-      for (const int k : r.failed) failed.push_back(kernels.label(k));
-      regret.push_back({{"problem", r.problem.to_string()},
-                        {"chosen", kernels.label(r.chosen)},
-                        {"splits", r.splits},
-                        {"chosen_us", r.chosen_us},
-                        {"best", kernels.label(r.best)},
-                        {"best_us", r.best_us},
-                        {"regret", r.regret},
-                        {"timed", r.timed},
-                        {"failed_validation", failed}});
-    }
-    const Spread spread = regret_spread(regret_rows);
-    print_json({{"device", device.name},
-                {"driver", device.driver_version},
-                {"runtime", device.runtime_version},
-                {"rounds", o.rounds},
-                {"rows", out},
-                {"geomean_winner_ratio", winner_ratios.empty() ? nlohmann::json() : nlohmann::json(geomean(winner_ratios))},
-                {"geomean_header_ratio",
-                 header && !header_ratios.empty() ? nlohmann::json(geomean(header_ratios)) : nlohmann::json()},
-                {"regret", o.regret ? nlohmann::json{{"rows", regret},
-                                                      {"count", spread.count},
-                                                      {"median", spread.median},
-                                                      {"p90", spread.p90},
-                                                      {"max", spread.max}}
-                                    : nlohmann::json()}});
-  } else {
-    fmt::print("{} ({}), driver {}, runtime {}, median of {} interleaved rounds, L2 flushed; rates in TFLOP/s (i32: TOP/s)\n",
-               device.name, device.arch(), device.driver_version, device.runtime_version, o.rounds);
-    fmt::print("{:<22} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>8} {:>8}  {}\n", "problem", "kernel", "header", "cuBLAS",
-               "k/cuBLAS", "h/cuBLAS", "peak", "seed bmm", "k/seed", "dispatched kernel (* = chosen by the cost model: not tuned)");
-    for (const auto& r : rows) {
-      std::string notes;
-      if (!r.header_kernel.empty() && r.header_kernel != r.winner) notes += fmt::format("  (header ran {})", r.header_kernel);
-      if (r.splits > 1) notes += fmt::format("  (the header splits K into {} slices; the kernel column runs it unsplit)", r.splits);
-      if (r.f32_tflops > 0) notes += fmt::format("  (FP32 {:.2f}: i32/f32 {:.3f}x)", r.f32_tflops, r.winner_tflops / r.f32_tflops);
-      if (!(r.winner_valid && (!header || r.header_valid))) notes += "  (VALIDATION FAILED)";
-      fmt::print("{:<22} {:>8.2f} {:>8} {:>8} {:>8} {:>8} {:>5.0f}% {:>8} {:>8}  {}{}\n",
-                 r.problem.to_string() + (r.tuned ? "" : " *"), r.winner_tflops,
-                 header ? fmt::format("{:.2f}", r.header_tflops) : "-",
-                 r.cublas_tflops > 0 ? fmt::format("{:.2f}", r.cublas_tflops) : "n/a",
-                 ratio_text(r.winner_tflops, r.cublas_tflops), header ? ratio_text(r.header_tflops, r.cublas_tflops) : "-",
-                 100.0 * r.winner_tflops / r.peak, r.seed_tflops > 0 ? fmt::format("{:.2f}", r.seed_tflops) : "-",
-                 ratio_text(r.winner_tflops, r.seed_tflops), r.winner, notes);
-    }
-    if (!winner_ratios.empty())
-      fmt::print("{:<22} {:>8} {:>8} {:>8} {:>7.3f}x {:>8}\n", "geomean (cuBLAS rows)", "", "", "", geomean(winner_ratios),
-                 header ? fmt::format("{:.3f}x", geomean(header_ratios)) : "-");
-  }
-  if (o.regret && !o.json) print_regret(kernels, regret_rows);
+  BenchReport report;
+  report.device = device;
+  report.rounds = o.rounds;
+  report.header = header != nullptr;
+  report.rows = rows;
+  report.regret = o.regret;
+  report.regret_rows = regret_rows;
+  report.kernel_label = [&kernels](int index) { return kernels.label(index); };
+  if (o.json)
+    print_json(bench_record(report));
+  else
+    fmt::print("{}", bench_text(report));
   for (const auto& r : rows)
     if (!r.winner_valid || (header && !r.header_valid)) return 1;
   for (const auto& r : regret_rows)

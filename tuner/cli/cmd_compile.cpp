@@ -101,20 +101,19 @@ int run_compile(const GlobalOptions& global, const CompileOptions& opts) {
   const double rate = wall > 0 ? static_cast<double>(finished) / wall : 0.0;
 
   if (opts.json) {
-    nlohmann::json fails = nlohmann::json::array();
-    for (const auto& f : failures)
-      fails.push_back({{"candidate", f.candidate->id()}, {"log", f.binary.log}});
-    print_json({{"arch", arch},
-                {"preset", preset.name},
-                {"candidates", space.candidates.size()},
-                {"finished", finished},
-                {"stopped_by", stopped_by ? nlohmann::json(stop_signal_name()) : nlohmann::json()},
-                {"compiled", st.compiled},
-                {"cache_hits", st.cache_hits},
-                {"failed", st.failed},
-                {"wall_seconds", wall},
-                {"candidates_per_second", rate},
-                {"failures", fails}});
+    output::Table fails({output::Column("candidate"), output::Column("log")});
+    for (const auto& f : failures) fails.add_row().set("candidate", f.candidate->id()).set("log", f.binary.log);
+    print_json(output::Record{{"arch", arch},
+                              {"preset", preset.name},
+                              {"candidates", space.candidates.size()},
+                              {"finished", finished},
+                              {"stopped_by", stopped_by ? output::Value(stop_signal_name()) : output::Value()},
+                              {"compiled", st.compiled},
+                              {"cache_hits", st.cache_hits},
+                              {"failed", st.failed},
+                              {"wall_seconds", wall},
+                              {"candidates_per_second", rate},
+                              {"failures", output::table_records(fails)}});
   } else {
     fmt::print("compiled {} ({} fresh, {} cache hits), failed {}, in {:.1f} s: {:.1f} candidates/s\n",
                finished - st.failed, st.compiled, st.cache_hits, st.failed, wall, rate);

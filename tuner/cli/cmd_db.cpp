@@ -26,17 +26,42 @@ std::string bytes_text(int64_t bytes) {
 
 std::string plural(int64_t n, const char* one, const char* many) { return fmt::format("{} {}", n, n == 1 ? one : many); }
 
+/// A row per check: ok or FAIL (the text's first column; JSON has the flag), its name and detail.
+output::Table check_table(const std::vector<CheckResult>& checks) {
+  using output::Column;
+  output::Table table({Column("status").width(4).show(output::Show::human), Column("name").width(15).gap("  "),
+                       Column("ok").show(output::Show::data), Column("detail").gap("  ")});
+  for (const auto& c : checks)
+    table.add_row().set("status", c.ok ? "ok" : "FAIL").set("name", c.name).set("ok", c.ok).set("detail", c.detail);
+  return table;
+}
+
+/// A row per device of the database, for `db info --json`.
+output::Table database_device_table(const DatabaseInfo& info) {
+  using output::Column;
+  output::Table table({Column("name"), Column("uuid"), Column("arch"), Column("problems").right(),
+                       Column("trials").right(), Column("winners").right()});
+  for (const auto& d : info.devices)
+    table.add_row()
+        .set("name", d.record.name)
+        .set("uuid", d.record.uuid)
+        .set("arch", fmt::format("sm_{}{}", d.record.cc_major, d.record.cc_minor))
+        .set("problems", d.problems)
+        .set("trials", d.trials)
+        .set("winners", d.winners);
+  return table;
+}
+
 int run_check(const GlobalOptions& global, const DbOptions& o) {
   const std::filesystem::path file = database_path(global);
   // An older schema or a damaged file is what the checks report, not a reason to refuse.
   const std::vector<CheckResult> checks = check_database(file);
   const auto failed = std::count_if(checks.begin(), checks.end(), [](const CheckResult& c) { return !c.ok; });
+  const output::Table table = check_table(checks);
   if (o.json) {
-    nlohmann::json rows = nlohmann::json::array();
-    for (const auto& c : checks) rows.push_back({{"name", c.name}, {"ok", c.ok}, {"detail", c.detail}});
-    print_json({{"database", file.string()}, {"ok", failed == 0}, {"checks", rows}});
+    print_json(output::Record{{"database", file.string()}, {"ok", failed == 0}, {"checks", output::table_records(table)}});
   } else {
-    for (const auto& c : checks) fmt::print("{:<4}  {:<15}  {}\n", c.ok ? "ok" : "FAIL", c.name, c.detail);
+    print_text(table, {"", false});
     fmt::print("{}: {}\n", file.string(),
                failed == 0 ? fmt::format("all {} checks passed", checks.size())
                            : fmt::format("{} of {} checks failed", failed, checks.size()));
@@ -49,29 +74,21 @@ int run_info(const GlobalOptions& global, const DbOptions& o) {
   Store store(file, OpenMode::read);
   const DatabaseInfo info = database_info(store);
   if (o.json) {
-    nlohmann::json devices = nlohmann::json::array();
-    for (const auto& d : info.devices)
-      devices.push_back({{"name", d.record.name},
-                         {"uuid", d.record.uuid},
-                         {"arch", fmt::format("sm_{}{}", d.record.cc_major, d.record.cc_minor)},
-                         {"problems", d.problems},
-                         {"trials", d.trials},
-                         {"winners", d.winners}});
-    print_json({{"database", file.string()},
-                {"file_bytes", info.file_bytes},
-                {"schema_version", info.schema_version},
-                {"devices", devices},
-                {"problems", info.problems},
-                {"trials", info.trials},
-                {"trials_by_outcome", info.trials_by_outcome},
-                {"winners", info.winners},
-                {"runs", info.runs},
-                {"binaries", {{"cubins", info.cubins},
-                              {"cubin_bytes", info.cubin_bytes},
-                              {"cubin_raw_bytes", info.cubin_raw_bytes},
-                              {"failed_compiles", info.failed_compiles},
-                              {"dropped_cubins", info.dropped_cubins}}},
-                {"sources", info.sources}});
+    print_json(output::Record{{"database", file.string()},
+                              {"file_bytes", info.file_bytes},
+                              {"schema_version", info.schema_version},
+                              {"devices", output::table_records(database_device_table(info))},
+                              {"problems", info.problems},
+                              {"trials", info.trials},
+                              {"trials_by_outcome", info.trials_by_outcome},
+                              {"winners", info.winners},
+                              {"runs", info.runs},
+                              {"binaries", output::Record{{"cubins", info.cubins},
+                                                          {"cubin_bytes", info.cubin_bytes},
+                                                          {"cubin_raw_bytes", info.cubin_raw_bytes},
+                                                          {"failed_compiles", info.failed_compiles},
+                                                          {"dropped_cubins", info.dropped_cubins}}},
+                              {"sources", info.sources}});
     return k_exit_success;
   }
   fmt::print("database {}: {}, schema version {}\n", file.string(), bytes_text(info.file_bytes), info.schema_version);
@@ -106,13 +123,13 @@ int run_vacuum(const GlobalOptions& global, const DbOptions& o) {
   Store store(file, o.dry_run ? OpenMode::read : OpenMode::write);
   const VacuumResult r = vacuum_database(store, o.dry_run);
   if (o.json) {
-    print_json({{"database", file.string()},
-                {"dry_run", o.dry_run},
-                {"dropped_cubins", r.cubins},
-                {"dropped_bytes", r.cubin_bytes},
-                {"kept_cubins", r.kept},
-                {"bytes_before", r.bytes_before},
-                {"bytes_after", r.bytes_after}});
+    print_json(output::Record{{"database", file.string()},
+                              {"dry_run", o.dry_run},
+                              {"dropped_cubins", r.cubins},
+                              {"dropped_bytes", r.cubin_bytes},
+                              {"kept_cubins", r.kept},
+                              {"bytes_before", r.bytes_before},
+                              {"bytes_after", r.bytes_after}});
     return k_exit_success;
   }
   fmt::print("{} {} that no winner uses ({}); kept {} that winners use\n", o.dry_run ? "would drop" : "dropped",

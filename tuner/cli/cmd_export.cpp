@@ -104,48 +104,45 @@ std::string check_summary(const ExportModel& model, const std::vector<HeldOutChe
 }
 
 /// One row per left-out problem: the kernel chosen without it, the best measured one, the regret.
-void print_check_table(const ExportModel& model, const HeldOutCheck& c) {
-  size_t problem_width = 7, kernel_width = 16;
-  for (const HeldOutProblem& p : c.problems) {
-    problem_width = std::max(problem_width, p.problem.to_string().size());
-    kernel_width = std::max({kernel_width, kernel_label(model, p.chosen).size(), kernel_label(model, p.best).size()});
-  }
-  fmt::print("  {:<{}} {:<{}} {:>10}  {:<{}} {:>10} {:>7} {:>12}\n", "problem", problem_width, "chosen without it",
-             kernel_width, "its us", "fastest measured", kernel_width, "its us", "regret", "model error");
+output::Table held_out_table(const ExportModel& model, const HeldOutCheck& c) {
+  using output::Column;
+  const auto label = [&](int kernel) { return kernel >= 0 ? output::Value(kernel_label(model, kernel)) : output::Value(); };
+  const std::string none = kernel_label(model, -1);
+  output::Table table({Column("problem").fit(), Column("chosen", "chosen without it").width(16).fit(1).null_text(none),
+                       Column("chosen_predicted_us").show(output::Show::data),
+                       Column("chosen_us", "its us").right().width(10).precision(1).null_text("not meas."),
+                       Column("chosen_measured").show(output::Show::data),
+                       Column("best", "fastest measured").width(16).fit(1).null_text(none).gap("  "),
+                       Column("best_us", "its us").right().width(10).precision(1),
+                       Column("regret").right().width(7).precision(2),
+                       Column("chosen_error", "model error").right().width(12).scale(100).precision(1).suffix("%")});
   for (const HeldOutProblem& p : c.problems)
-    fmt::print("  {:<{}} {:<{}} {:>10}  {:<{}} {:>10.1f} {:>7} {:>12}\n", p.problem.to_string(), problem_width,
-               kernel_label(model, p.chosen), kernel_width,
-               p.chosen_us ? fmt::format("{:.1f}", *p.chosen_us) : "not meas.", kernel_label(model, p.best),
-               kernel_width, p.best_us, p.regret ? fmt::format("{:.2f}", *p.regret) : "-",
-               p.chosen_error ? fmt::format("{:.1f}%", 100 * *p.chosen_error) : "-");
+    table.add_row()
+        .set("problem", p.problem.to_string())
+        .set("chosen", label(p.chosen))
+        .set("chosen_predicted_us", p.chosen_predicted_us)
+        .set("chosen_us", p.chosen_us)
+        .set("chosen_measured", p.chosen_us.has_value())
+        .set("chosen_error", p.chosen_error)
+        .set("best", label(p.best))
+        .set("best_us", p.best_us)
+        .set("regret", p.regret);
+  return table;
 }
 
-nlohmann::json optional_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
-
-nlohmann::json spread_json(const Spread& s) {
+output::Record spread_record(const Spread& s) {
   if (s.count == 0) return {{"count", 0}, {"median", nullptr}, {"p90", nullptr}, {"max", nullptr}};
   return {{"count", s.count}, {"median", s.median}, {"p90", s.p90}, {"max", s.max}};
 }
 
-nlohmann::json check_json(const ExportModel& model, const HeldOutCheck& c) {
-  nlohmann::json problems = nlohmann::json::array();
-  for (const HeldOutProblem& p : c.problems)
-    problems.push_back({{"problem", p.problem.to_string()},
-                        {"chosen", p.chosen >= 0 ? nlohmann::json(kernel_label(model, p.chosen)) : nlohmann::json()},
-                        {"chosen_predicted_us", optional_json(p.chosen_predicted_us)},
-                        {"chosen_us", optional_json(p.chosen_us)},
-                        {"chosen_measured", p.chosen_us.has_value()},
-                        {"chosen_error", optional_json(p.chosen_error)},
-                        {"best", p.best >= 0 ? nlohmann::json(kernel_label(model, p.best)) : nlohmann::json()},
-                        {"best_us", p.best_us},
-                        {"regret", optional_json(p.regret)}});
+output::Record check_record(const ExportModel& model, const HeldOutCheck& c) {
   return {{"device", model.devices.at(c.device).name},
           {"dtype", dtype_name(c.dtype)},
           {"shapes", c.problems.size()},
-          {"model_error", spread_json(c.model_error)},
-          {"regret", spread_json(c.regret)},
+          {"model_error", spread_record(c.model_error)},
+          {"regret", spread_record(c.regret)},
           {"unmeasured_choices", c.unmeasured_choices},
-          {"problems", problems}};
+          {"problems", output::table_records(held_out_table(model, c))}};
 }
 
 /// Per device table, the element types and layouts (and batches) that no tuned kernel serves: every
@@ -209,21 +206,21 @@ int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
   // Not rewritten when unchanged, so builds that depend on it stay up to date.
   const std::vector<HeldOutCheck> checks = check_held_out(model);
   if (o.json) {
-    nlohmann::json held_out = nlohmann::json::array();
-    for (const HeldOutCheck& c : checks) held_out.push_back(check_json(model, c));
-    nlohmann::json unserved = nlohmann::json::object();
-    for (size_t d = 0; d < model.devices.size(); ++d) unserved[model.devices[d].name] = unserved_calls(model, d);
-    print_json({{"out", out.string()},
-                {"written", !unchanged},
-                {"summary", summary},
-                {"held_out", held_out},
-                {"unserved", unserved}});
+    output::List held_out;
+    for (const HeldOutCheck& c : checks) held_out.emplace_back(check_record(model, c));
+    output::Record unserved;
+    for (size_t d = 0; d < model.devices.size(); ++d) unserved.set(model.devices[d].name, unserved_calls(model, d));
+    print_json(output::Record{{"out", out.string()},
+                              {"written", !unchanged},
+                              {"summary", summary},
+                              {"held_out", held_out},
+                              {"unserved", unserved}});
     return 0;
   }
   fmt::print(unchanged ? "{} unchanged: {}\n" : "wrote {}: {}\n", out.string(), summary);
   for (const HeldOutCheck& c : checks) {
     fmt::print("{}\n", check_summary(model, checks, c));
-    if (o.regret) print_check_table(model, c);
+    if (o.regret) print_text(held_out_table(model, c), {"  "});
   }
   print_unserved_calls(model);
   return 0;

@@ -41,11 +41,11 @@ void add_list_command(CLI::App& app, GlobalOptions& global, Action& action) {
       if (!opts->dtype.empty()) target.dtypes = parse_dtype_list(opts->dtype);
       const SearchSpace space = enumerate_space(templates, preset, target, only);
       if (opts->candidates && opts->json)
-        print_json(render_candidates_json(space));
+        print_json(output::table_records(candidate_table(space)));
       else if (opts->candidates)
-        fmt::print("{}", render_candidates_text(space));
+        print_text(candidate_table(space), {"", false});
       else if (opts->json)
-        print_json(render_space_json(templates, preset, target, space));
+        print_json(space_record(templates, preset, target, space));
       else
         fmt::print("{}", render_space_text(templates, preset, target, note, space));
       return 0;

@@ -2,6 +2,7 @@
 // runners-up), and the best configurations measured on it.
 #include <algorithm>
 #include <fmt/format.h>
+#include <functional>
 #include <limits>
 
 #include "cli/app.hpp"
@@ -23,6 +24,53 @@ struct QueryOptions {
   OperandOptions operands;
 };
 
+/// Every model's prediction for the call (JSON), and for people only the runners-up, the first
+/// `runners_up` the call can run after the chosen kernel: the kernel, its predicted time and rate,
+/// how much slower than the chosen kernel's, and whether it extrapolates.
+output::Table prediction_table(const DispatchChoice& choice, int runners_up, const std::optional<double>& chosen_us,
+                               const std::function<std::string(int)>& label,
+                               const std::function<double(double)>& tflops_at) {
+  using output::Column;
+  output::Table table({Column("kernel").width(70), Column("predicted_us").right().width(12).precision(1).suffix(" us"),
+                       Column("tflops").right().width(13).precision(2).suffix(" TF/s").show(output::Show::human),
+                       Column("relative").gap("").show(output::Show::human),
+                       Column("note").gap("").show(output::Show::human), Column("usable").show(output::Show::data),
+                       Column("in_domain").show(output::Show::data)});
+  int shown = 0;
+  for (const auto& pr : choice.predictions) {
+    // The best predictions after the chosen kernel's, among kernels the call may run.
+    const bool runner_up = pr.usable && pr.kernel != choice.kernel && shown < runners_up;
+    if (runner_up) ++shown;
+    auto row = table.add_row(runner_up ? output::Show::all : output::Show::data);
+    row.set("kernel", label(pr.kernel))
+        .set("predicted_us", pr.us)
+        .set("usable", pr.usable)
+        .set("in_domain", pr.in_domain)
+        .set("tflops", tflops_at(pr.us))
+        .set("relative", chosen_us ? fmt::format("  {:+.1f}%", 100.0 * (pr.us / *chosen_us - 1.0)) : "")
+        .set("note", pr.in_domain ? "" : "  (extrapolated: not measured near this shape)");
+  }
+  return table;
+}
+
+/// The best trials of the problem, in ranking order.
+output::Table trial_table(const Problem& p, const std::vector<TrialRecord>& top) {
+  using output::Column;
+  output::Table table({Column("template").width(18), Column("params", "parameters").width(52),
+                       Column("median_ms").show(output::Show::data), Column("tflops", "TF/s").right().width(8).precision(2),
+                       Column("ratio_to_cublas", "ratio").right().width(8).precision(3).suffix("x").null_text("n/a"),
+                       Column("requirements").gap("  ")});
+  for (const auto& t : top)
+    table.add_row()
+        .set("template", t.template_name)
+        .set("params", t.params)
+        .set("median_ms", rank_time(t))
+        .set("tflops", p.flops() / rank_time(t) / 1e9)
+        .set("ratio_to_cublas", t.ratio_to_cublas)   // i32: no cuBLAS baseline, n/a
+        .set("requirements", t.requirements.to_string());
+  return table;
+}
+
 int run_query(const GlobalOptions& global, const QueryOptions& o) {
   Problem p;
   if (o.size > 0) {
@@ -41,7 +89,9 @@ int run_query(const GlobalOptions& global, const QueryOptions& o) {
   const DeviceRecord device = resolve_db_device(store, o.device);
   if (store.winners(device.id).empty()) {
     if (o.json)
-      print_json({{"device", {{"name", device.name}, {"uuid", device.uuid}}}, {"problem", p.to_string()}, {"dispatch", nullptr}});
+      print_json(output::Record{{"device", output::Record{{"name", device.name}, {"uuid", device.uuid}}},
+                                {"problem", p.to_string()},
+                                {"dispatch", nullptr}});
     else
       fmt::print("{} on {} ({})\nnothing tuned for this device yet\n", p.to_string(), device.name, device.uuid);
     return 0;
@@ -74,39 +124,29 @@ int run_query(const GlobalOptions& global, const QueryOptions& o) {
   if (static_cast<int>(top.size()) > o.top) top.resize(static_cast<size_t>(std::max(0, o.top)));
   const auto baseline = store.find_baseline(device.id, p);
 
+  const output::Table predictions = prediction_table(choice, std::max(0, o.top), chosen_us, kernel_label, tflops_at);
+  const output::Table top_table = trial_table(p, top);
   if (o.json) {
-    nlohmann::json rows = nlohmann::json::array();
-    for (const auto& t : top)
-      rows.push_back({{"template", t.template_name},
-                      {"params", t.params},
-                      {"median_ms", rank_time(t)},
-                      {"tflops", p.flops() / rank_time(t) / 1e9},
-                      {"ratio_to_cublas", t.ratio_to_cublas ? nlohmann::json(*t.ratio_to_cublas) : nlohmann::json()},
-                      {"requirements", t.requirements.to_string()}});
-    nlohmann::json predictions = nlohmann::json::array();
-    for (const auto& pr : choice.predictions)
-      predictions.push_back({{"kernel", kernel_label(pr.kernel)},
-                             {"predicted_us", pr.us},
-                             {"usable", pr.usable},
-                             {"in_domain", pr.in_domain}});
-    print_json({{"device", {{"name", device.name}, {"uuid", device.uuid}}},
-                {"problem", p.to_string()},
-                {"tuned", choice.exact},
-                {"dispatch", {{"kernel", kernel_label(choice.kernel)},
-                              {"template", chosen.template_name},
-                              {"params", chosen.params},
-                              {"name_expression", chosen.name_expression},
-                              {"requirements", chosen.requirements.to_string()},
-                              {"predicted_us", chosen_us ? nlohmann::json(*chosen_us) : nlohmann::json()},
-                              {"splits", choice.splits},
-                              {"held_out_error_median", held_out.count ? nlohmann::json(held_out.median) : nlohmann::json()},
-                              {"held_out_points", held_out.count}}},
-                {"dispatch_reason", choice.why},
-                {"dispatch_kind", choice.reason},
-                {"served", choice.served},
-                {"predictions", predictions},
-                {"cublas_tflops", baseline ? nlohmann::json(baseline->gflops / 1e3) : nlohmann::json()},
-                {"top", rows}});
+    const output::Record dispatch{
+        {"kernel", kernel_label(choice.kernel)},
+        {"template", chosen.template_name},
+        {"params", chosen.params},
+        {"name_expression", chosen.name_expression},
+        {"requirements", chosen.requirements.to_string()},
+        {"predicted_us", chosen_us},
+        {"splits", choice.splits},
+        {"held_out_error_median", held_out.count ? output::Value(held_out.median) : output::Value()},
+        {"held_out_points", held_out.count}};
+    print_json(output::Record{{"device", output::Record{{"name", device.name}, {"uuid", device.uuid}}},
+                              {"problem", p.to_string()},
+                              {"tuned", choice.exact},
+                              {"dispatch", dispatch},
+                              {"dispatch_reason", choice.why},
+                              {"dispatch_kind", choice.reason},
+                              {"served", choice.served},
+                              {"predictions", output::table_records(predictions)},
+                              {"cublas_tflops", baseline ? output::Value(baseline->gflops / 1e3) : output::Value()},
+                              {"top", output::table_records(top_table)}});
     return 0;
   }
   fmt::print("{} on {} ({})\n", p.to_string(), device.name, device.uuid);
@@ -123,19 +163,12 @@ int run_query(const GlobalOptions& global, const QueryOptions& o) {
   if (!runners_up.empty()) {
     fmt::print("\nrunners-up by predicted time (of {} modelled kernels; {} the call can run):\n", choice.predictions.size(),
                std::count_if(choice.predictions.begin(), choice.predictions.end(), [](const auto& x) { return x.usable; }));
-    for (const auto& pr : runners_up)
-      fmt::print("  {:<70} {:>9.1f} us {:>8.2f} TF/s{}{}\n", kernel_label(pr.kernel), pr.us, tflops_at(pr.us),
-                 chosen_us ? fmt::format("  {:+.1f}%", 100.0 * (pr.us / *chosen_us - 1.0)) : "",
-                 pr.in_domain ? "" : "  (extrapolated: not measured near this shape)");
+    print_text(predictions, {"  ", false});
   }
   if (!top.empty()) {
     fmt::print("\nmeasured on {}: top {}{}:\n", p.to_string(), top.size(),
                baseline ? fmt::format(" (cuBLAS {:.2f} TF/s)", baseline->gflops / 1e3) : "");
-    fmt::print("  {:<18} {:<52} {:>8} {:>8}  {}\n", "template", "parameters", "TF/s", "ratio", "requirements");
-    for (const auto& t : top)
-      fmt::print("  {:<18} {:<52} {:>8.2f} {:>8}  {}\n", t.template_name, t.params, p.flops() / rank_time(t) / 1e9,
-                 t.ratio_to_cublas ? fmt::format("{:.3f}x", *t.ratio_to_cublas) : "n/a",   // i32: no cuBLAS baseline
-                 t.requirements.to_string());
+    print_text(top_table, {"  "});
   }
   return 0;
 }

@@ -65,31 +65,68 @@ Int32Comparison compare_int32(Store& store, const DeviceInfo& device, const Winn
   return c;
 }
 
+/// A row per problem (or, with `calibration`, per calibration shape, whose JSON rows are shorter):
+/// its winner and cuBLAS's rate, and how its trials ended. i32 problems have no cuBLAS baseline, so
+/// no ratio either; their JSON rows carry the INT32 comparison instead.
+output::Table summary_table(const std::vector<ProblemSummary>& rows, bool calibration,
+                            const std::map<Problem, Int32Comparison>& int32_comparisons) {
+  using output::Column;
+  using output::Show;
+  std::vector<Column> columns = {
+      Column("problem").width(24), Column("template", "best template").width(18).show(Show::human),
+      Column("params", "parameters").width(44).show(Show::human),
+      Column("tflops", "TF/s").right().width(8).precision(2).show(Show::human),
+      Column("cublas_tflops", "cuBLAS").right().width(8).precision(2),
+      Column("ratio").right().width(7).precision(3).suffix("x").show(Show::human),
+      Column("counts", "ok/wrong/failed/abandoned/skipped").gap("  ").show(Show::human), Column("ok").show(Show::data),
+      Column("winner").show(Show::data)};
+  if (!calibration)
+    for (const char* name : {"wrong", "failed", "abandoned", "skipped", "portable_winner", "int32_peak_tops",
+                             "int32_peak_fraction", "f32_winner_tflops", "ratio_to_f32_winner"})
+      columns.push_back(Column(name).show(Show::data));
+  output::Table table(std::move(columns));
+  for (const ProblemSummary& p : rows) {
+    const bool baseline = type_info(p.problem.dtype).cublas_baseline;  // i32: none, so no ratio either
+    auto row = table.add_row();
+    row.set("problem", p.problem.to_string())
+        .set("template", p.winner ? p.winner->template_name : "(none passed)")
+        .set("params", p.winner ? p.winner->params : "")
+        .set("tflops", p.winner ? output::Value(p.winner->gflops / 1e3) : output::Value())
+        .set("cublas_tflops", p.baseline ? output::Value(p.baseline->gflops / 1e3) : output::Value())
+        .set("ratio", p.winner && baseline ? output::Value(p.winner->ratio_to_cublas) : output::Value())
+        .set("counts", fmt::format("{}/{}/{}/{}/{}", p.ok, p.wrong, p.failed, p.abandoned, p.skipped))
+        .set("ok", p.ok)
+        .set("winner", p.winner ? output::Value(winner_record(*p.winner)) : output::Value());
+    if (!baseline) row.text("cublas_tflops", "n/a");
+    if (p.winner && !baseline) row.text("ratio", "n/a");
+    if (calibration) continue;
+    row.set("wrong", p.wrong)
+        .set("failed", p.failed)
+        .set("abandoned", p.abandoned)
+        .set("skipped", p.skipped)
+        .set("portable_winner", p.portable ? output::Value(winner_record(*p.portable)) : output::Value());
+    if (const auto it = int32_comparisons.find(p.problem); it != int32_comparisons.end()) {
+      const Int32Comparison& c = it->second;
+      row.set("int32_peak_tops", c.peak_tops)
+          .set("int32_peak_fraction", c.peak_fraction)
+          .set("f32_winner_tflops", c.f32_tflops)
+          .set("ratio_to_f32_winner", c.ratio_to_f32);
+    } else {
+      row.omit("int32_peak_tops").omit("int32_peak_fraction").omit("f32_winner_tflops").omit("ratio_to_f32_winner");
+    }
+  }
+  return table;
+}
+
 void print_summary(const TuneSummary& s, const DeviceInfo& device,
                    const std::map<Problem, Int32Comparison>& int32_comparisons) {
   fmt::print("\n{} ({}), {} candidates, {} trials measured, {} reused, {:.1f} s\n", device.name, device.arch(),
              s.candidates, s.trials_measured, s.trials_reused, s.wall_seconds);
-  fmt::print("{:<24} {:<18} {:<44} {:>8} {:>8} {:>7}  {}\n", "problem", "best template", "parameters", "TF/s",
-             "cuBLAS", "ratio", "ok/wrong/failed/abandoned/skipped");
-  std::vector<ProblemSummary> rows = s.problems;
-  rows.insert(rows.end(), s.calibration.begin(), s.calibration.end());
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const ProblemSummary& p = rows[i];
-    if (i == s.problems.size())
-      fmt::print("calibration ({} kernels on {} shapes, for the exported dispatch's cost model):\n", s.calibration_candidates,
-                 s.calibration.size());
-    const std::string counts = fmt::format("{}/{}/{}/{}/{}", p.ok, p.wrong, p.failed, p.abandoned, p.skipped);
-    const bool baseline = type_info(p.problem.dtype).cublas_baseline;  // i32: none, so no ratio either
-    const std::string cublas = !baseline ? "n/a" : p.baseline ? fmt::format("{:.2f}", p.baseline->gflops / 1e3) : "-";
-    if (p.winner && baseline)
-      fmt::print("{:<24} {:<18} {:<44} {:>8.2f} {:>8} {:>6.3f}x  {}\n", p.problem.to_string(), p.winner->template_name,
-                 p.winner->params, p.winner->gflops / 1e3, cublas, p.winner->ratio_to_cublas, counts);
-    else if (p.winner)
-      fmt::print("{:<24} {:<18} {:<44} {:>8.2f} {:>8} {:>7}  {}\n", p.problem.to_string(), p.winner->template_name,
-                 p.winner->params, p.winner->gflops / 1e3, cublas, "n/a", counts);
-    else
-      fmt::print("{:<24} {:<18} {:<44} {:>8} {:>8} {:>7}  {}\n", p.problem.to_string(), "(none passed)", "", "-", cublas,
-                 "-", counts);
+  print_text(summary_table(s.problems, false, int32_comparisons));
+  if (!s.calibration.empty()) {
+    fmt::print("calibration ({} kernels on {} shapes, for the exported dispatch's cost model):\n", s.calibration_candidates,
+               s.calibration.size());
+    print_text(summary_table(s.calibration, true, int32_comparisons), {"", false});
   }
   for (const auto& [problem, c] : int32_comparisons) {
     const std::string f32 = c.ratio_to_f32 ? fmt::format("{:.3f}x the f32 winner at {} ({:.2f} TF/s)", *c.ratio_to_f32,
@@ -198,45 +235,20 @@ int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const
     spdlog::warn("stopped early: {}", summary.stop_reason);
 
   if (opts.json) {
-    nlohmann::json rows = nlohmann::json::array();
-    for (const auto& p : summary.problems) {
-      nlohmann::json row = {{"problem", p.problem.to_string()},
-                            {"ok", p.ok},
-                            {"wrong", p.wrong},
-                            {"failed", p.failed},
-                            {"abandoned", p.abandoned},
-                            {"skipped", p.skipped}};
-      row["cublas_tflops"] = p.baseline ? nlohmann::json(p.baseline->gflops / 1e3) : nlohmann::json();
-      row["winner"] = p.winner ? winner_json(*p.winner) : nlohmann::json();
-      row["portable_winner"] = p.portable ? winner_json(*p.portable) : nlohmann::json();
-      if (const auto it = int32_comparisons.find(p.problem); it != int32_comparisons.end()) {
-        const Int32Comparison& c = it->second;
-        row["int32_peak_tops"] = c.peak_tops;
-        row["int32_peak_fraction"] = c.peak_fraction;
-        row["f32_winner_tflops"] = c.f32_tflops ? nlohmann::json(*c.f32_tflops) : nlohmann::json();
-        row["ratio_to_f32_winner"] = c.ratio_to_f32 ? nlohmann::json(*c.ratio_to_f32) : nlohmann::json();
-      }
-      rows.push_back(row);
-    }
-    nlohmann::json calibration = nlohmann::json::array();
-    for (const auto& p : summary.calibration)
-      calibration.push_back({{"problem", p.problem.to_string()},
-                             {"ok", p.ok},
-                             {"winner", p.winner ? winner_json(*p.winner) : nlohmann::json()},
-                             {"cublas_tflops", p.baseline ? nlohmann::json(p.baseline->gflops / 1e3) : nlohmann::json()}});
-    print_json({{"device", {{"index", device.index}, {"name", device.name}, {"uuid", device.uuid}, {"arch", device.arch()}}},
-                {"preset", preset.name},
-                {"run_id", summary.run_id},
-                {"candidates", summary.candidates},
-                {"trials_measured", summary.trials_measured},
-                {"trials_reused", summary.trials_reused},
-                {"compile_cache_hits", summary.compile_cache_hits},
-                {"compiled", summary.compiled},
-                {"compile_failures", summary.compile_failures},
-                {"wall_seconds", summary.wall_seconds},
-                {"stopped_early", summary.stop_reason},
-                {"problems", rows},
-                {"calibration", calibration}});
+    print_json(output::Record{
+        {"device", output::Record{{"index", device.index}, {"name", device.name}, {"uuid", device.uuid}, {"arch", device.arch()}}},
+        {"preset", preset.name},
+        {"run_id", summary.run_id},
+        {"candidates", summary.candidates},
+        {"trials_measured", summary.trials_measured},
+        {"trials_reused", summary.trials_reused},
+        {"compile_cache_hits", summary.compile_cache_hits},
+        {"compiled", summary.compiled},
+        {"compile_failures", summary.compile_failures},
+        {"wall_seconds", summary.wall_seconds},
+        {"stopped_early", summary.stop_reason},
+        {"problems", output::table_records(summary_table(summary.problems, false, int32_comparisons))},
+        {"calibration", output::table_records(summary_table(summary.calibration, true, int32_comparisons))}});
   } else {
     print_summary(summary, device, int32_comparisons);
   }

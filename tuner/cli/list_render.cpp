@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "output/printers.hpp"
+
 namespace cmt {
 
 namespace {
@@ -74,6 +76,51 @@ std::string format_tune(const TuneSettings& t) {
                      t.budget_ms, t.min_samples, t.max_samples, t.warmup, t.retime_top, t.retime_rounds, t.abandon_factor);
 }
 
+/// A template's parameters: name, the values the preset searches, the descriptor's when the preset
+/// overrides them (a column only when some are), help.
+output::Table param_table(const TemplateDesc& desc, const PresetTemplate* entry) {
+  using output::Column;
+  bool overridden = false;
+  for (const ParamDesc& p : desc.params) overridden = overridden || used_values(p, entry) != p.values;
+  std::vector<Column> columns = {Column("name").fit(), Column("values").fit().gap("  "),
+                                 Column("default_values").show(output::Show::data),
+                                 Column("overridden").show(output::Show::data)};
+  if (overridden) columns.push_back(Column("defaults").fit().gap("  ").show(output::Show::human));
+  columns.push_back(Column("help").gap("  "));
+  output::Table table(std::move(columns));
+  for (const ParamDesc& p : desc.params) {
+    const std::vector<int64_t>& used = used_values(p, entry);
+    auto row = table.add_row();
+    row.set("name", p.name).set("values", used).set("default_values", p.values).set("overridden", used != p.values);
+    if (overridden) row.set("defaults", used == p.values ? "" : fmt::format("(descriptor: {})", join_values(p.values)));
+    row.set("help", p.help);
+  }
+  return table;
+}
+
+output::Table derived_table(const TemplateDesc& desc) {
+  output::Table table({output::Column("name").fit(), output::Column("expression").gap("  ")});
+  for (const auto& d : desc.derived) table.add_row().set("name", d.name).set("expression", d.expr.text());
+  return table;
+}
+
+output::Table constraint_table(const TemplateDesc& desc) {
+  output::Table table({output::Column("check").fit(), output::Column("reason").gap("  "),
+                       output::Column("file").show(output::Show::data)});
+  for (const auto& c : desc.constraints)
+    table.add_row().set("check", c.check.text()).set("reason", c.reason).set("file", c.file.string());
+  return table;
+}
+
+/// How many candidates each constraint pruned; people see only the reasons that pruned something,
+/// unless `zeros`.
+output::Table pruned_table(const std::vector<PruneCount>& pruned, bool zeros) {
+  output::Table table({output::Column("count").right().fit(), output::Column("reason").gap(" pruned: ")});
+  for (const auto& p : pruned)
+    table.add_row(zeros || p.count > 0 ? output::Show::all : output::Show::data).set("reason", p.reason).set("count", p.count);
+  return table;
+}
+
 void render_template_text(std::string& out, const TemplateDesc& desc, const PresetTemplate* entry,
                           const TemplateSpaceStats& stats) {
   out += fmt::format("\ntemplate {}: {}\n", desc.name, desc.summary);
@@ -89,41 +136,18 @@ void render_template_text(std::string& out, const TemplateDesc& desc, const Pres
                      fmt::join(types, ", "));
 
   // Parameters as aligned columns: name, values searched, descriptor defaults when overridden, help.
-  size_t name_w = 0;
-  size_t values_w = 0;
-  size_t default_w = 0;
-  std::vector<std::string> defaults;
-  for (const ParamDesc& p : desc.params) {
-    const std::vector<int64_t>& used = used_values(p, entry);
-    defaults.push_back(used == p.values ? "" : fmt::format("(descriptor: {})", join_values(p.values)));
-    name_w = std::max(name_w, p.name.size());
-    values_w = std::max(values_w, join_values(used).size());
-    default_w = std::max(default_w, defaults.back().size());
-  }
   out += "  parameters:\n";
-  for (size_t i = 0; i < desc.params.size(); ++i) {
-    const ParamDesc& p = desc.params[i];
-    std::string line = fmt::format("    {:<{}}  {:<{}}", p.name, name_w, join_values(used_values(p, entry)), values_w);
-    if (default_w > 0) line += fmt::format("  {:<{}}", defaults[i], default_w);
-    if (!p.help.empty()) line += "  " + p.help;
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-  }
-
+  out += output::render_text(param_table(desc, entry), {"    ", false, true});
   if (!desc.derived.empty()) {
-    size_t name_w = 0;
-    for (const auto& d : desc.derived) name_w = std::max(name_w, d.name.size());
     out += "  derived:\n";
-    for (const auto& d : desc.derived) out += fmt::format("    {:<{}}  {}\n", d.name, name_w, d.expr.text());
+    out += output::render_text(derived_table(desc), {"    ", false});
   }
   for (const auto& include : desc.includes) out += fmt::format("  includes    {}\n", include.string());
   if (desc.constraints.empty()) {
     out += "  constraints: none\n";
   } else {
-    size_t check_w = 0;
-    for (const auto& c : desc.constraints) check_w = std::max(check_w, c.check.text().size());
     out += "  constraints:\n";
-    for (const auto& c : desc.constraints) out += fmt::format("    {:<{}}  {}\n", c.check.text(), check_w, c.reason);
+    out += output::render_text(constraint_table(desc), {"    ", false});
   }
 
   out += "  launch:\n";
@@ -138,36 +162,20 @@ void render_template_text(std::string& out, const TemplateDesc& desc, const Pres
   out += fmt::format("    ld_multiple   {}\n", desc.ld_multiple.text());
 
   out += fmt::format("  space: {} raw, {} valid, {} pruned\n", stats.raw, stats.valid, pruned_total(stats));
-  size_t count_w = 0;
-  for (const auto& p : stats.pruned) count_w = std::max(count_w, std::to_string(p.count).size());
-  for (const auto& p : stats.pruned) out += fmt::format("    {:>{}} pruned: {}\n", p.count, count_w, p.reason);
+  out += output::render_text(pruned_table(stats.pruned, true), {"    ", false});
 }
 
-nlohmann::json template_json(const TemplateDesc& desc, const PresetTemplate* entry, const TemplateSpaceStats& stats) {
-  nlohmann::json params = nlohmann::json::array();
-  for (const ParamDesc& p : desc.params) {
-    const std::vector<int64_t>& used = used_values(p, entry);
-    params.push_back({{"name", p.name},
-                      {"values", used},
-                      {"default_values", p.values},
-                      {"overridden", used != p.values},
-                      {"help", p.help}});
-  }
-  nlohmann::json constraints = nlohmann::json::array();
-  for (const auto& c : desc.constraints)
-    constraints.push_back({{"check", c.check.text()}, {"reason", c.reason}, {"file", c.file.string()}});
-  nlohmann::json derived = nlohmann::json::array();
-  for (const auto& d : desc.derived) derived.push_back({{"name", d.name}, {"expression", d.expr.text()}});
-  nlohmann::json includes = nlohmann::json::array();
+output::Record template_record(const TemplateDesc& desc, const PresetTemplate* entry, const TemplateSpaceStats& stats) {
+  std::vector<std::string> types;
+  for (const DType d : desc.dtypes) types.emplace_back(dtype_name(d));
+  std::vector<std::string> includes;
   for (const auto& include : desc.includes) includes.push_back(include.string());
-  nlohmann::json pruned = nlohmann::json::array();
-  for (const auto& p : stats.pruned) pruned.push_back({{"reason", p.reason}, {"count", p.count}});
-  nlohmann::json launch = {{"threads", desc.threads.text()},
-                           {"tile_m", desc.tile_m.text()},
-                           {"tile_n", desc.tile_n.text()},
-                           {"dynamic_smem", desc.dynamic_smem.text()},
-                           {"grid_z", desc.grid_z.text()}};
-  if (desc.problems_per_block) launch["problems_per_block"] = desc.problems_per_block->text();
+  output::Record launch{{"threads", desc.threads.text()},
+                        {"tile_m", desc.tile_m.text()},
+                        {"tile_n", desc.tile_n.text()},
+                        {"dynamic_smem", desc.dynamic_smem.text()},
+                        {"grid_z", desc.grid_z.text()}};
+  if (desc.problems_per_block) launch.set("problems_per_block", desc.problems_per_block->text());
   return {
       {"name", desc.name},
       {"kernel", desc.kernel},
@@ -176,18 +184,17 @@ nlohmann::json template_json(const TemplateDesc& desc, const PresetTemplate* ent
       {"source", desc.source_path.string()},
       {"layouts", desc.layouts},
       {"batched", desc.batched},
-      {"dtypes", [&] {
-         nlohmann::json types = nlohmann::json::array();
-         for (const DType d : desc.dtypes) types.push_back(std::string(dtype_name(d)));
-         return types;
-       }()},
-      {"params", params},
-      {"derived", derived},
+      {"dtypes", types},
+      {"params", output::table_records(param_table(desc, entry))},
+      {"derived", output::table_records(derived_table(desc))},
       {"includes", includes},
-      {"constraints", constraints},
+      {"constraints", output::table_records(constraint_table(desc))},
       {"launch", launch},
-      {"requires", {{"align_bytes", desc.align_bytes.text()}, {"ld_multiple", desc.ld_multiple.text()}}},
-      {"counts", {{"raw", stats.raw}, {"valid", stats.valid}, {"pruned_total", pruned_total(stats)}, {"pruned", pruned}}},
+      {"requires", output::Record{{"align_bytes", desc.align_bytes.text()}, {"ld_multiple", desc.ld_multiple.text()}}},
+      {"counts", output::Record{{"raw", stats.raw},
+                                {"valid", stats.valid},
+                                {"pruned_total", pruned_total(stats)},
+                                {"pruned", output::table_records(pruned_table(stats.pruned, true))}}},
   };
 }
 
@@ -211,10 +218,7 @@ std::string render_space_text(const std::vector<TemplateDesc>& templates, const 
   out += fmt::format("\ntotal: {} template{}, {} raw, {} valid, {} pruned\n", space.stats.size(),
                      space.stats.size() == 1 ? "" : "s", totals.raw, totals.valid, totals.pruned);
   // Totals list only the reasons that pruned something; each template above lists all of its own.
-  size_t count_w = 0;
-  for (const auto& p : totals.by_reason) count_w = std::max(count_w, std::to_string(p.count).size());
-  for (const auto& p : totals.by_reason)
-    if (p.count > 0) out += fmt::format("  {:>{}} pruned: {}\n", p.count, count_w, p.reason);
+  out += output::render_text(pruned_table(totals.by_reason, false), {"  ", false});
 
   const std::vector<std::string> others = not_in_preset(templates, preset);
   if (!others.empty()) {
@@ -225,75 +229,69 @@ std::string render_space_text(const std::vector<TemplateDesc>& templates, const 
   return out;
 }
 
-nlohmann::json render_space_json(const std::vector<TemplateDesc>& templates, const Preset& preset, const Target& target,
-                                 const SearchSpace& space) {
+output::Record space_record(const std::vector<TemplateDesc>& templates, const Preset& preset, const Target& target,
+                            const SearchSpace& space) {
   const TuneSettings& t = preset.tune;
-  nlohmann::json out;
-  out["preset"] = {
-      {"name", preset.name},
-      {"description", preset.description},
-      {"file", preset.file.string()},
-      {"content_hash", preset.content_hash},
-      {"tune",
-       {{"budget_ms", t.budget_ms},
-        {"min_samples", t.min_samples},
-        {"max_samples", t.max_samples},
-        {"warmup", t.warmup},
-        {"retime_top", t.retime_top},
-        {"retime_rounds", t.retime_rounds},
-        {"abandon_factor", t.abandon_factor}}},
-  };
-  out["target"] = {{"arch", target.arch}, {"DEVICE_SMEM_PER_BLOCK", target.smem_per_block}};
-  out["templates"] = nlohmann::json::array();
+  output::List described;
   for (const auto& stats : space.stats) {
     const TemplateDesc* desc = find_template(templates, stats.template_name);
     if (!desc) continue;
-    out["templates"].push_back(template_json(*desc, find_entry(preset, stats.template_name), stats));
+    described.emplace_back(template_record(*desc, find_entry(preset, stats.template_name), stats));
   }
   const Totals totals = totals_of(space);
-  nlohmann::json by_reason = nlohmann::json::array();
-  for (const auto& p : totals.by_reason) by_reason.push_back({{"reason", p.reason}, {"count", p.count}});
-  out["totals"] = {{"templates", space.stats.size()},
-                   {"raw", totals.raw},
-                   {"valid", totals.valid},
-                   {"pruned", totals.pruned},
-                   {"pruned_by_reason", by_reason}};
-  out["not_in_preset"] = not_in_preset(templates, preset);
-  return out;
+  return {
+      {"preset", output::Record{{"name", preset.name},
+                                {"description", preset.description},
+                                {"file", preset.file.string()},
+                                {"content_hash", preset.content_hash},
+                                {"tune", output::Record{{"budget_ms", t.budget_ms},
+                                                        {"min_samples", t.min_samples},
+                                                        {"max_samples", t.max_samples},
+                                                        {"warmup", t.warmup},
+                                                        {"retime_top", t.retime_top},
+                                                        {"retime_rounds", t.retime_rounds},
+                                                        {"abandon_factor", t.abandon_factor}}}}},
+      {"target", output::Record{{"arch", target.arch}, {"DEVICE_SMEM_PER_BLOCK", target.smem_per_block}}},
+      {"templates", described},
+      {"totals", output::Record{{"templates", space.stats.size()},
+                                {"raw", totals.raw},
+                                {"valid", totals.valid},
+                                {"pruned", totals.pruned},
+                                {"pruned_by_reason", output::table_records(pruned_table(totals.by_reason, false))}}},
+      {"not_in_preset", not_in_preset(templates, preset)},
+  };
 }
 
-std::string render_candidates_text(const SearchSpace& space) {
-  std::string out;
+output::Table candidate_table(const SearchSpace& space) {
+  using output::Column;
+  output::Table table({Column("id"), Column("template").show(output::Show::data), Column("params").show(output::Show::data),
+                       Column("name_expression").gap("  "), Column("launch").gap("  "), Column("requires").gap("  ")});
   for (const Candidate& c : space.candidates) {
     const LaunchShape& s = c.shape;
+    output::Record launch{{"threads", s.threads},
+                          {"tile_m", s.tile_m},
+                          {"tile_n", s.tile_n},
+                          {"dynamic_smem", s.dynamic_smem},
+                          {"grid_z", s.grid_z}};
     // problems_per_block only where a block computes several problems, so other lines read as before.
-    const std::string per_block =
-        s.problems_per_block != 1 ? fmt::format(" problems_per_block={}", s.problems_per_block) : std::string();
-    out += fmt::format("{}  {}  threads={} tile={}x{} dynamic_smem={} grid_z={}{}  requires: {}\n", c.id(),
-                       c.tmpl->name_expression(c.values), s.threads, s.tile_m, s.tile_n, s.dynamic_smem, s.grid_z,
-                       per_block, c.requirements.to_string());
+    std::string per_block;
+    if (s.problems_per_block != 1) {
+      launch.set("problems_per_block", s.problems_per_block);
+      per_block = fmt::format(" problems_per_block={}", s.problems_per_block);
+    }
+    table.add_row()
+        .set("id", c.id())
+        .set("template", c.tmpl->name)
+        .set("params", params_to_string(c.values))
+        .set("name_expression", c.tmpl->name_expression(c.values))
+        .set("launch", launch,
+             fmt::format("threads={} tile={}x{} dynamic_smem={} grid_z={}{}", s.threads, s.tile_m, s.tile_n,
+                         s.dynamic_smem, s.grid_z, per_block))
+        .set("requires",
+             output::Record{{"align_bytes", c.requirements.align_bytes}, {"ld_multiple", c.requirements.ld_multiple}},
+             "requires: " + c.requirements.to_string());
   }
-  return out;
-}
-
-nlohmann::json render_candidates_json(const SearchSpace& space) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const Candidate& c : space.candidates) {
-    const LaunchShape& s = c.shape;
-    nlohmann::json launch = {{"threads", s.threads},
-                             {"tile_m", s.tile_m},
-                             {"tile_n", s.tile_n},
-                             {"dynamic_smem", s.dynamic_smem},
-                             {"grid_z", s.grid_z}};
-    if (s.problems_per_block != 1) launch["problems_per_block"] = s.problems_per_block;
-    out.push_back({{"id", c.id()},
-                   {"template", c.tmpl->name},
-                   {"params", params_to_string(c.values)},
-                   {"name_expression", c.tmpl->name_expression(c.values)},
-                   {"launch", launch},
-                   {"requires", {{"align_bytes", c.requirements.align_bytes}, {"ld_multiple", c.requirements.ld_multiple}}}});
-  }
-  return out;
+  return table;
 }
 
 }  // namespace cmt

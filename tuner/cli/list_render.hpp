@@ -2,10 +2,11 @@
 // shapes and requirements, and the size of the search space.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "output/table.hpp"
+#include "output/value.hpp"
 #include "space/preset.hpp"
 #include "space/space.hpp"
 #include "space/target.hpp"
@@ -17,13 +18,13 @@ namespace cmt {
 /// space was enumerated for `target`; `target_note` says where that came from (may be empty).
 std::string render_space_text(const std::vector<TemplateDesc>& templates, const Preset& preset, const Target& target,
                               const std::string& target_note, const SearchSpace& space);
-/// The same content as JSON: {"preset": {...}, "target": {...}, "templates": [...], "totals": {...}}.
-nlohmann::json render_space_json(const std::vector<TemplateDesc>& templates, const Preset& preset, const Target& target,
-                                 const SearchSpace& space);
+/// The same content as a record (`list --json`): {"preset": {...}, "target": {...}, "templates": [...],
+/// "totals": {...}, "not_in_preset": [...]}.
+output::Record space_record(const std::vector<TemplateDesc>& templates, const Preset& preset, const Target& target,
+                            const SearchSpace& space);
 
-/// Every candidate of the space, one line each: id, kernel instantiation, launch shape, requirements.
-std::string render_candidates_text(const SearchSpace& space);
-/// The same as a JSON array of {"id", "template", "params", "name_expression", "launch", "requires"}.
-nlohmann::json render_candidates_json(const SearchSpace& space);
+/// Every candidate of the space, a row each: id, kernel instantiation, launch shape, requirements
+/// (text: one line each; JSON: {"id", "template", "params", "name_expression", "launch", "requires"}).
+output::Table candidate_table(const SearchSpace& space);
 
 }  // namespace cmt

@@ -1,0 +1,121 @@
+#include "export/gpu/header_library.hpp"
+
+#include <cstdlib>
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <spdlog/spdlog.h>
+#include <system_error>
+
+#include "core/dtype.hpp"
+#include "core/error.hpp"
+
+namespace cmt {
+
+namespace {
+
+/// The harness's entries, one per element type T: {s,d,i}gemm_strided_batched with op flags as ints
+/// (1: transposed).
+template <class T>
+using HeaderGemm = cudaError_t (*)(int, int, int, int, int, T, const T*, int, long long, const T*, int, long long, T, T*,
+                                   int, long long, int, cudaStream_t);
+
+}  // namespace
+
+HeaderLibrary::HeaderLibrary(const std::string& header, const std::string& name_space, const std::string& arch,
+                             const std::set<DType>& dtypes) {
+  const auto header_path = std::filesystem::absolute(header);
+  if (!std::filesystem::exists(header_path)) throw UsageError(fmt::format("--header {} does not exist", header));
+  if (std::filesystem::is_directory(header_path))
+    throw UsageError(fmt::format("--header {} is a folder, not an exported header", header));
+  m_dir = std::filesystem::temp_directory_path() / fmt::format("cm-tune-bench-{}", std::random_device{}());
+  std::filesystem::create_directories(m_dir);
+  {
+    std::ofstream src(m_dir / "harness.cu");
+    src << fmt::format("#include \"{}\"\n", header_path.string())
+        << fmt::format("namespace ns = {};\n", name_space)
+        << "static ns::Op op(int t) { return t ? ns::Op::T : ns::Op::N; }\n";
+    for (const DType d : dtypes) {
+      const std::string t(type_info(d).c_type);
+      const char x = type_info(d).routine;
+      src << fmt::format(
+          "extern \"C\" cudaError_t cmt_bench_{x}gemm(int ta, int tb, int m, int n, int k, {t} alpha, const {t}* a,\n"
+          "    int lda, long long sa, const {t}* b, int ldb, long long sb, {t} beta, {t}* c, int ldc, long long sc,\n"
+          "    int batch, cudaStream_t s) {{\n"
+          "  return ns::{x}gemm_strided_batched(op(ta), op(tb), m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc,\n"
+          "                                   batch, s);\n}}\n"
+          "extern \"C\" const char* cmt_bench_{x}kernel_name(int ta, int tb, int m, int n, int k, int lda, long long sa,\n"
+          "    int ldb, long long sb, int ldc, long long sc, int batch) {{\n"
+          "  const {t}* p = reinterpret_cast<const {t}*>(256);  // aligned as cudaMalloc's buffers\n"
+          "  const char* name = nullptr;\n"
+          "  return ns::kernel_name(op(ta), op(tb), m, n, k, p, lda, sa, p, ldb, sb, p, ldc, sc, batch, &name) == "
+          "cudaSuccess\n"
+          "      ? name : nullptr;\n}}\n",
+          fmt::arg("x", x), fmt::arg("t", t));
+    }
+  }
+  const char* cuda_home = std::getenv("CUDA_HOME");
+  const std::string nvcc = fmt::format("{}/bin/nvcc", cuda_home ? cuda_home : "/usr/local/cuda");
+  const std::string cmd = fmt::format("{} -std=c++17 -O3 -arch={} -Xcompiler -fPIC -shared -o {} {} > {} 2>&1", nvcc, arch,
+                                      (m_dir / "harness.so").string(), (m_dir / "harness.cu").string(),
+                                      (m_dir / "nvcc.log").string());
+  spdlog::info("building the header with nvcc for {}", arch);
+  if (std::system(cmd.c_str()) != 0) {
+    std::ifstream log(m_dir / "nvcc.log");
+    std::string text((std::istreambuf_iterator<char>(log)), {});
+    throw UsageError(fmt::format("the header {} does not compile with nvcc: {}", header, text.substr(0, 2000)));
+  }
+  m_handle = dlopen((m_dir / "harness.so").c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!m_handle) throw UsageError(fmt::format("cannot load the compiled header: {}", dlerror()));
+  for (const DType d : dtypes) {
+    const std::string gemm = fmt::format("cmt_bench_{}gemm", type_info(d).routine);
+    const std::string name = fmt::format("cmt_bench_{}kernel_name", type_info(d).routine);
+    void* g = dlsym(m_handle, gemm.c_str());
+    void* n = dlsym(m_handle, name.c_str());
+    if (!g || !n) throw UsageError(fmt::format("the compiled header has no {}", gemm));
+    m_gemm[d] = g;
+    m_kernel_name[d] = reinterpret_cast<KernelNameEntry>(n);
+  }
+}
+
+HeaderLibrary::~HeaderLibrary() {
+  std::error_code ec;
+  std::filesystem::remove_all(m_dir, ec);  // the library stays mapped until exit
+}
+
+GemmLauncher HeaderLibrary::launcher(DType dtype, cudaStream_t stream) const {
+  void* fn = m_gemm.at(dtype);
+  return [fn, stream](const GemmArgs& a) {
+    switch (a.dtype) {
+      case DType::f32:
+        return reinterpret_cast<HeaderGemm<float>>(fn)(a.trans_a, a.trans_b, a.m, a.n, a.k, a.alpha.f32(),
+                                                       a.a_as<float>(), a.lda, a.stride_a, a.b_as<float>(), a.ldb,
+                                                       a.stride_b, a.beta.f32(), a.c_as<float>(), a.ldc, a.stride_c,
+                                                       a.batch, stream);
+      case DType::f64:
+        return reinterpret_cast<HeaderGemm<double>>(fn)(a.trans_a, a.trans_b, a.m, a.n, a.k, a.alpha.f64(),
+                                                        a.a_as<double>(), a.lda, a.stride_a, a.b_as<double>(), a.ldb,
+                                                        a.stride_b, a.beta.f64(), a.c_as<double>(), a.ldc, a.stride_c,
+                                                        a.batch, stream);
+      case DType::i32:
+        return reinterpret_cast<HeaderGemm<int>>(fn)(a.trans_a, a.trans_b, a.m, a.n, a.k, a.alpha.i32(),
+                                                     a.a_as<int>(), a.lda, a.stride_a, a.b_as<int>(), a.ldb,
+                                                     a.stride_b, a.beta.i32(), a.c_as<int>(), a.ldc, a.stride_c,
+                                                     a.batch, stream);
+    }
+    return cudaErrorInvalidValue;
+  };
+}
+
+std::string HeaderLibrary::kernel_name(const CallShape& c) const {
+  const Problem& p = c.problem;
+  const char* name = m_kernel_name.at(p.dtype)(p.trans_a, p.trans_b, static_cast<int>(p.m), static_cast<int>(p.n),
+                                               static_cast<int>(p.k), static_cast<int>(c.lda), p.stride_a,
+                                               static_cast<int>(c.ldb), p.stride_b, static_cast<int>(c.ldc),
+                                               p.stride_c, static_cast<int>(p.batch));
+  return name ? name : "?";
+}
+
+}  // namespace cmt

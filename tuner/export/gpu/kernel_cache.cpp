@@ -1,0 +1,73 @@
+#include "export/gpu/kernel_cache.hpp"
+
+#include <fmt/format.h>
+
+#include "compile/nvrtc/nvrtc_compiler.hpp"
+#include "core/error.hpp"
+#include "core/types.hpp"
+
+namespace cmt {
+
+namespace {
+
+/// The generic default kernel `k` built with NVRTC for the device, as the header would run it: a
+/// database that never measured it (tune measures the tuned families) has no build of it.
+BinaryRecord build_generic(const ExportKernel& k, const TemplateDesc& blocktile2d, const std::string& arch) {
+  const SourceBundle bundle = blocktile2d.load_source();
+  const NvrtcCompiler compiler;
+  const CompileRequest request{k.name_expression, &bundle, arch, compiler.options(arch)};
+  CompileOutput out = compiler.compile(request);
+  if (!out.ok)
+    throw InfraError("NVRTC", "build the generic default " + k.name_expression, out.log, __FILE__, __LINE__);
+  BinaryRecord b;
+  b.template_name = k.template_name;
+  b.params = k.params;
+  b.arch = arch;
+  b.ok = true;
+  b.cubin = std::move(out.cubin);
+  b.lowered_name = std::move(out.lowered_name);
+  b.registers = out.registers;
+  b.batched = k.batched;
+  b.takes_batch_count = k.takes_batch_count;
+  return b;
+}
+
+}  // namespace
+
+KernelCache::KernelCache(const ExportModel& model, Store& store, GpuMeasurer& measurer, const TemplateDesc& blocktile2d,
+                         std::string arch)
+    : m_model(model), m_store(store), m_measurer(measurer), m_blocktile2d(blocktile2d), m_arch(std::move(arch)) {}
+
+const GemmLauncher& KernelCache::launcher(int index) {
+  if (const auto it = m_launchers.find(index); it != m_launchers.end()) return it->second;
+  if (const auto it = m_unusable.find(index); it != m_unusable.end()) throw UsageError(it->second);
+  try {
+    return m_launchers.emplace(index, load(index)).first->second;
+  } catch (const UsageError& e) {
+    m_unusable.emplace(index, e.what());
+    throw;
+  }
+}
+
+std::string KernelCache::label(int index) const {
+  const ExportKernel& k = m_model.kernels.at(static_cast<size_t>(index));
+  return kernel_label(k.template_name, k.params);
+}
+
+GemmLauncher KernelCache::load(int index) {
+  const ExportKernel& k = m_model.kernels.at(static_cast<size_t>(index));
+  if (k.binary_key.empty()) {  // a generic default this database never measured
+    m_binaries.push_back(std::make_unique<BinaryRecord>(build_generic(k, m_blocktile2d, m_arch)));
+  } else {
+    auto binary = m_store.find_binary(k.binary_key);
+    if (!binary || !binary->ok)
+      throw UsageError(fmt::format("the binary of {} is missing from the database", label(index)));
+    m_binaries.push_back(std::make_unique<BinaryRecord>(std::move(*binary)));
+  }
+  std::string why_not;
+  auto launch = m_measurer.kernel_launcher({m_binaries.back().get(), k.shape, k.requirements, label(index)}, &why_not);
+  if (!launch) throw UsageError(fmt::format("{} cannot run here: {}", label(index), why_not));
+  return std::move(*launch);
+}
+
+}  // namespace cmt
