@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "test_support.hpp"
@@ -43,5 +45,34 @@ inline void expect_error(const std::string& args, int exit_code, const std::vect
   for (const auto& needle : needles) EXPECT_NE(r.err.find(needle), std::string::npos) << "missing: " << needle;
   EXPECT_EQ(contents(dir), std::vector<std::string>{}) << "files were created";
 }
+
+/// A fixture for tunes with the scripted measuring process (tests/worker: no GPU): sets
+/// CMTUNE_MEASURE_WORKER for the test (and what set_env adds), unset again after it, and writes
+/// preset.toml in a fresh folder: the generic default (blocktile2d) at BN 64, BK 8, TM 8, TN 4 and
+/// the given BM values, one build per value, type and layout.
+class ScriptedTune : public ::testing::Test {
+ protected:
+  ScriptedTune(std::string name, std::string bm_values) : m_name(std::move(name)), m_bm(std::move(bm_values)) {}
+  void SetUp() override {
+    set_env("CMTUNE_MEASURE_WORKER", CMTUNE_SCRIPTED_WORKER);
+    write_file(m_dir / "preset.toml", "name = \"" + m_name + "\"\ndescription = \"the generic default, BM " + m_bm +
+                                          "\"\n[templates.blocktile2d]\nBM = [" + m_bm +
+                                          "]\nBN = [64]\nBK = [8]\nTM = [8]\nTN = [4]\n");
+  }
+  void TearDown() override {
+    for (const std::string& name : m_set) unsetenv(name.c_str());
+  }
+  /// Sets an environment variable for this test.
+  void set_env(const std::string& name, const std::string& value) {
+    setenv(name.c_str(), value.c_str(), 1);
+    m_set.push_back(name);
+  }
+  std::string preset() const { return (m_dir / "preset.toml").string(); }
+  TempDir m_dir;
+
+ private:
+  std::string m_name, m_bm;
+  std::vector<std::string> m_set;
+};
 
 }  // namespace cmt::test

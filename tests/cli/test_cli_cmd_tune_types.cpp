@@ -11,37 +11,24 @@
 #include <string>
 #include <vector>
 
+#include "cli_support.hpp"
 #include "store/store.hpp"
 #include "test_support.hpp"
 
 namespace cmt {
 namespace {
 
-class TuneTypes : public ::testing::Test {
+class TuneTypes : public test::ScriptedTune {
  protected:
+  TuneTypes() : ScriptedTune("types", "64") {}
   void SetUp() override {
-    setenv("CMTUNE_MEASURE_WORKER", CMTUNE_SCRIPTED_WORKER, 1);
-    setenv("CMTUNE_SCRIPT_LOG", (m_dir / "worker.log").c_str(), 1);
-    // One tile of the generic default: one build per type and layout.
-    test::write_file(m_dir / "preset.toml", R"(name = "types"
-description = "the generic default, one tile"
-[templates.blocktile2d]
-BM = [64]
-BN = [64]
-BK = [8]
-TM = [8]
-TN = [4]
-)");
-  }
-  void TearDown() override {
-    unsetenv("CMTUNE_MEASURE_WORKER");
-    unsetenv("CMTUNE_SCRIPT_LOG");
+    ScriptedTune::SetUp();
+    set_env("CMTUNE_SCRIPT_LOG", (m_dir / "worker.log").string());
   }
   std::string tune(const std::string& extra) const {
-    return "--quiet --db t.db tune --sizes 64,96x80x72 --config " + (m_dir / "preset.toml").string() +
+    return "--quiet --db t.db tune --sizes 64,96x80x72 --config " + preset() +
            " --no-calibrate --seed 3 --jobs 2 " + extra;
   }
-  test::TempDir m_dir;
 };
 
 TEST_F(TuneTypes, F64HasADgemmBaselineAndI32ComparesWithThePeakAndTheF32Winner) {
@@ -158,7 +145,7 @@ TEST_F(TuneTypes, TheSummaryKeepsItsColumns) {
 
   // Calibration: its heading, then rows in the same columns.
   const auto calibrated = test::run_split(m_dir, "--quiet --db c.db tune --sizes 64 --config " +
-                                                     (m_dir / "preset.toml").string() + " --seed 3 --jobs 2");
+                                                     preset() + " --seed 3 --jobs 2");
   ASSERT_EQ(calibrated.exit_code, 0) << calibrated.err;
   const std::vector<std::string> cal = summary_lines(calibrated.out);
   ASSERT_GE(cal.size(), 6u) << calibrated.out;

@@ -12,6 +12,7 @@
 
 #include "cli/bench_report.hpp"
 #include "cli/device_report.hpp"
+#include "cli_support.hpp"
 #include "db_builder.hpp"
 #include "output/printers.hpp"
 #include "test_support.hpp"
@@ -82,34 +83,20 @@ Paths joined(std::initializer_list<Paths> parts) {
   return out;
 }
 
-class JsonFields : public ::testing::Test {
+class JsonFields : public test::ScriptedTune {
  protected:
+  JsonFields() : ScriptedTune("fields", "32, 64") {}
   void SetUp() override {
-    setenv("CMTUNE_MEASURE_WORKER", CMTUNE_SCRIPTED_WORKER, 1);
-    setenv("CMTUNE_SCRIPT_HASHED", "1", 1);
-    // Two tiles of the generic default: each problem has a winner and a runner-up.
-    test::write_file(m_dir / "preset.toml", R"(name = "fields"
-description = "the generic default, two tiles"
-[templates.blocktile2d]
-BM = [32, 64]
-BN = [64]
-BK = [8]
-TM = [8]
-TN = [4]
-)");
-  }
-  void TearDown() override {
-    unsetenv("CMTUNE_MEASURE_WORKER");
-    unsetenv("CMTUNE_SCRIPT_HASHED");
+    ScriptedTune::SetUp();
+    set_env("CMTUNE_SCRIPT_HASHED", "1");
   }
   test::SplitResult run(const std::string& args) const { return test::run_split(m_dir, "--quiet --db t.db " + args); }
-  test::TempDir m_dir;
 };
 
 // tune, then query, export and db on what it stored: one test, so the tune runs once.
 TEST_F(JsonFields, TuneQueryExportAndDbPrintTheirFields) {
   // f32 and i32 (whose rows carry the INT32 comparison), with calibration (its own rows).
-  const auto tune = run("tune --sizes 64,96x80x72:tn*3 --dtype f32,i32 --config " + (m_dir / "preset.toml").string() +
+  const auto tune = run("tune --sizes 64,96x80x72:tn*3 --dtype f32,i32 --config " + preset() +
                         " --seed 3 --jobs 2 --json");
   ASSERT_EQ(tune.exit_code, 0) << tune.err;
   expect_paths("tune", tune.out,
@@ -208,7 +195,7 @@ TEST_F(JsonFields, ListAndCompilePrintTheirFields) {
                 "[].launch.problems_per_block", "[].requires", "[].requires.align_bytes",
                 "[].requires.ld_multiple"});
 
-  const auto compile = test::run_split(m_dir, "--quiet --db c.db compile --config " + (m_dir / "preset.toml").string() +
+  const auto compile = test::run_split(m_dir, "--quiet --db c.db compile --config " + preset() +
                                                   " --arch sm_90 --json");
   ASSERT_EQ(compile.exit_code, 0) << compile.err;
   expect_paths("compile", compile.out,

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "cli/sizes.hpp"
+#include "cli_support.hpp"
 #include "store/store.hpp"
 #include "test_support.hpp"
 
@@ -41,31 +42,18 @@ const std::vector<std::string> k_expected_lines = {
     "96x80x72  # lda=72 ldb=80 ldc=80 align=4",
 };
 
-class RecordCalls : public ::testing::Test {
+class RecordCalls : public test::ScriptedTune {
  protected:
+  RecordCalls() : ScriptedTune("record", "32, 64") {}
   void SetUp() override {
-    setenv("CMTUNE_MEASURE_WORKER", CMTUNE_SCRIPTED_WORKER, 1);
-    setenv("CMTUNE_SCRIPT_HASHED", "1", 1);
+    ScriptedTune::SetUp();
+    set_env("CMTUNE_SCRIPT_HASHED", "1");
     unsetenv("CMTUNE_RECORD");
-    // Two tiles of the generic default per type and layout: the hashed times pick one per problem.
-    test::write_file(m_dir / "preset.toml", R"(name = "record"
-description = "two tiles of the generic default"
-[templates.blocktile2d]
-BM = [32, 64]
-BN = [64]
-BK = [8]
-TM = [8]
-TN = [4]
-)");
-  }
-  void TearDown() override {
-    unsetenv("CMTUNE_MEASURE_WORKER");
-    unsetenv("CMTUNE_SCRIPT_HASHED");
   }
 
   test::SplitResult tune(const std::string& sizes, const std::string& extra = "") const {
     return test::run_split(m_dir, "--quiet --db t.db tune --sizes " + sizes + " --config " +
-                                      (m_dir / "preset.toml").string() + " --no-calibrate --seed 3 --jobs 2 " + extra);
+                                      preset() + " --no-calibrate --seed 3 --jobs 2 " + extra);
   }
 
   /// Exports the database to dir/name/tuned.cuh and builds record_calls.cu from it into dir/name/prog.
@@ -87,7 +75,6 @@ TN = [4]
                                          args));
   }
 
-  test::TempDir m_dir;
 };
 
 // The whole loop: record, tune the file, re-export, and every recorded call runs its problem's winner.
