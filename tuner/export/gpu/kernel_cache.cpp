@@ -10,15 +10,12 @@ namespace cmt {
 
 namespace {
 
-/// The generic default kernel `k` built with NVRTC for the device, as the header would run it: a
-/// database that never measured it (tune measures the tuned families) has no build of it.
-BinaryRecord build_generic(const ExportKernel& k, const TemplateDesc& blocktile2d, const std::string& arch) {
-  const SourceBundle bundle = blocktile2d.load_source();
+/// Kernel `k` built with NVRTC from `bundle` for the device, with the tuner's options.
+BinaryRecord build(const ExportKernel& k, const SourceBundle& bundle, const std::string& arch, const std::string& what) {
   const NvrtcCompiler compiler;
   const CompileRequest request{k.name_expression, &bundle, arch, compiler.options(arch)};
   CompileOutput out = compiler.compile(request);
-  if (!out.ok)
-    throw InfraError("NVRTC", "build the generic default " + k.name_expression, out.log, __FILE__, __LINE__);
+  if (!out.ok) throw InfraError("NVRTC", "build " + what + " " + k.name_expression, out.log, __FILE__, __LINE__);
   BinaryRecord b;
   b.template_name = k.template_name;
   b.params = k.params;
@@ -30,6 +27,12 @@ BinaryRecord build_generic(const ExportKernel& k, const TemplateDesc& blocktile2
   b.batched = k.batched;
   b.takes_batch_count = k.takes_batch_count;
   return b;
+}
+
+/// The generic default kernel `k` built for the device, as the header would run it: a database that
+/// never measured it (tune measures the tuned families) has no build of it.
+BinaryRecord build_generic(const ExportKernel& k, const TemplateDesc& blocktile2d, const std::string& arch) {
+  return build(k, blocktile2d.load_source(), arch, "the generic default");
 }
 
 }  // namespace
@@ -62,6 +65,17 @@ GemmLauncher KernelCache::load(int index) {
     auto binary = m_store.find_binary(k.binary_key);
     if (!binary || !binary->ok)
       throw UsageError(fmt::format("the binary of {} is missing from the database", label(index)));
+    if (binary->cubin.empty()) {
+      // A copy of the database without its cubins (scripts/gpu/benchmarks.sh saves such copies):
+      // the kernel is built again from the source the database keeps, as the tuner built it.
+      const auto source = m_store.find_source(k.source_hash);
+      if (!source)
+        throw UsageError(fmt::format("the database holds neither the machine code nor the source of {}", label(index)));
+      const SourceBundle bundle{source->main_name, source->main_text, source->headers};
+      BinaryRecord rebuilt = build(k, bundle, m_arch, "the kernel whose cubin the database dropped");
+      rebuilt.key = binary->key;
+      binary = std::move(rebuilt);
+    }
     m_binaries.push_back(std::make_unique<BinaryRecord>(std::move(*binary)));
   }
   std::string why_not;
