@@ -35,6 +35,16 @@ CMT_DEVICE float4 cmt_cluster_load4(unsigned local, unsigned rank) {
   return v;
 }
 
+// Two doubles from the shared memory of the cluster's block `rank`, at the offset the 32-bit shared
+// address `local` has in ours.
+CMT_DEVICE double2 cmt_cluster_load_f64x2(unsigned local, unsigned rank) {
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(rank));
+  double2 v;
+  asm volatile("ld.shared::cluster.v2.f64 {%0, %1}, [%2];\n" : "=d"(v.x), "=d"(v.y) : "r"(remote) : "memory");
+  return v;
+}
+
 // The end of a cluster split-K kernel: the CLUSTER_K blocks of the cluster (ranks
 // blockIdx.z % CLUSTER_K) hold partial sums of the same block tile. Each parks its partial in its
 // own shared memory (BM x BN floats at the 32-bit shared address `smem`), then rank r sums the

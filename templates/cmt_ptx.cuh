@@ -1,5 +1,7 @@
 // PTX wrappers: the kernel's dynamic shared memory and 32-bit shared addresses, shared loads and
-// stores at such addresses, cp.async copies (sm_80+), and mbarriers and bulk (TMA) copies (sm_90+).
+// stores at such addresses (floats and doubles), cp.async copies (sm_80+), and mbarriers and bulk
+// (TMA) copies (sm_90+). Kernel files hold no inline PTX of their own but their family's compute
+// instruction (dmma's mma.sync); cluster PTX is in cmt_cluster.cuh.
 // Kernels form every shared-memory address in 32 bits from one base with these: left to themselves,
 // NVRTC (the tuner) and nvcc (an exported header) address shared memory differently and can
 // compile the same kernel to different code.
@@ -46,6 +48,21 @@ CMT_DEVICE float4 cmt_load_shared4(unsigned addr) {
   return v;
 }
 
+// One double, and two consecutive doubles (16-byte aligned), from / to a 32-bit shared-memory address.
+CMT_DEVICE double cmt_load_shared_f64(unsigned addr) {
+  double v;
+  asm volatile("ld.shared.f64 %0, [%1];\n" : "=d"(v) : "r"(addr) : "memory");
+  return v;
+}
+CMT_DEVICE double2 cmt_load_shared_f64x2(unsigned addr) {
+  double2 v;
+  asm volatile("ld.shared.v2.f64 {%0, %1}, [%2];\n" : "=d"(v.x), "=d"(v.y) : "r"(addr) : "memory");
+  return v;
+}
+CMT_DEVICE void cmt_store_shared_f64x2(unsigned addr, double x, double y) {
+  asm volatile("st.shared.v2.f64 [%0], {%1, %2};\n" ::"r"(addr), "d"(x), "d"(y) : "memory");
+}
+
 // W (1, 2 or 4) consecutive floats of shared memory at a 32-bit address aligned to 4*W bytes.
 template <int W>
 CMT_DEVICE void cmt_load_shared_vec(unsigned addr, float* out) {
@@ -71,8 +88,21 @@ CMT_DEVICE void cmt_cp_async_4_to(unsigned dst, const float* src, bool inside) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(inside ? 4 : 0));
 }
 
+// 8 bytes (one double), zero-filled when `inside` is false (the source is not read).
+CMT_DEVICE void cmt_cp_async_8_to(unsigned dst, const void* src, bool inside) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(src), "r"(inside ? 8 : 0));
+}
+
 CMT_DEVICE void cmt_cp_async_16_to(unsigned dst, const float* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+
+// BYTES (4, 8 or 16) cached in L1 (.ca: neighbouring copies share sectors); src_bytes < BYTES
+// zero-fills the rest (0: nothing is read).
+template <int BYTES>
+CMT_DEVICE void cmt_cp_async_ca_to(unsigned dst, const float* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(src), "n"(BYTES),
+               "r"(src_bytes));
 }
 
 CMT_DEVICE void cmt_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }

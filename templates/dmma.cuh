@@ -45,36 +45,6 @@
 #include "cmt_ptx.cuh"
 #include "cmt_raster.cuh"
 
-// cp.async of 8 bytes (one double), zero-filled when `inside` is false (the source is not read).
-CMT_DEVICE void cmt_cp_async_8_to(unsigned dst, const void* src, bool inside) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(src), "r"(inside ? 8 : 0));
-}
-
-#if CMT_HAS_CLUSTERS
-// Two doubles from the shared memory of the cluster's block `rank`, at the offset the 32-bit shared
-// address `local` has in ours.
-CMT_DEVICE double2 cmt_cluster_load_f64x2(unsigned local, unsigned rank) {
-  unsigned remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(rank));
-  double2 v;
-  asm volatile("ld.shared::cluster.v2.f64 {%0, %1}, [%2];\n" : "=d"(v.x), "=d"(v.y) : "r"(remote) : "memory");
-  return v;
-}
-#endif
-
-CMT_DEVICE double cmt_load_shared_f64(unsigned addr) {
-  double v;
-  asm volatile("ld.shared.f64 %0, [%1];\n" : "=d"(v) : "r"(addr) : "memory");
-  return v;
-}
-
-// Two consecutive doubles at a 16-byte aligned shared address.
-CMT_DEVICE double2 cmt_load_shared_f64x2(unsigned addr) {
-  double2 v;
-  asm volatile("ld.shared.v2.f64 {%0, %1}, [%2];\n" : "=d"(v.x), "=d"(v.y) : "r"(addr) : "memory");
-  return v;
-}
-
 // One MMA_M x 8 x MMA_K product accumulated into c.
 template <int MMA>
 CMT_DEVICE void cmt_dmma(double* c, const double* a, const double* b) {
@@ -374,9 +344,8 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1) CMT_CLUSTER_Z(C
 #pragma unroll
     for (int q = 0; q < PAIRS; ++q) {
       const Pair pr = pair_of(q);
-      asm volatile("st.shared.v2.f64 [%0], {%1, %2};\n" ::"r"(smem + (unsigned)(q * THREADS + tid) * 16u),
-                   "d"(acc[pr.i][pr.j0][pr.r0]), "d"(acc[pr.i][pr.j1][pr.r1])
-                   : "memory");
+      cmt_store_shared_f64x2(smem + (unsigned)(q * THREADS + tid) * 16u, acc[pr.i][pr.j0][pr.r0],
+                             acc[pr.i][pr.j1][pr.r1]);
     }
     cmt_cluster_sync();
 #pragma unroll

@@ -25,14 +25,6 @@
 #include "cmt_common.cuh"
 #include "cmt_ptx.cuh"
 
-// cp.async of BYTES (4, 8 or 16) from global to shared memory; src_bytes < BYTES zero-fills the
-// rest (0: nothing is read). Cached in L1 (.ca): neighbouring copies share the sectors of B.
-template <int BYTES>
-CMT_DEVICE void cmt_skn_cp_async(unsigned dst, const float* src, int src_bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(src), "n"(BYTES),
-               "r"(src_bytes));
-}
-
 // The shared-memory layout of one chunk of B (KC rows of k, NT columns), in floats. Columns come
 // in NG groups of NTV (a vector read); within a group, k is split into VEC planes by k % VEC, each
 // plane (KC/VEC) vectors long plus PAD floats. Element (k, n) lives at
@@ -50,7 +42,8 @@ struct CmtSknLayout {
 // (the rest of the chunk is left as it was: no lane reads it), zero-filling k >= K and columns
 // >= N. Thread t copies rows t, t + THREADS, ...: consecutive threads write consecutive vectors of
 // a plane. VEC = 4: one copy per column group (B 16-byte aligned and ldb % 4 == 0, so the group's
-// address is aligned); otherwise one 4-byte copy per column.
+// address is aligned); otherwise one 4-byte copy per column. The copies are cached in L1
+// (cmt_cp_async_ca_to): neighbouring copies share the sectors of B.
 template <int NT, int KC, int VEC, int THREADS>
 CMT_DEVICE void cmt_skn_copy_b(unsigned dst, const float* B, int ldb, int kc, int kneed, int K,
                                int n0, int N, int tid) {
@@ -68,7 +61,7 @@ CMT_DEVICE void cmt_skn_copy_b(unsigned dst, const float* B, int ldb, int kc, in
         int valid = k_inside ? N - (n0 + c) : 0;
         valid = valid < 0 ? 0 : (valid > W ? W : valid);
         const unsigned dc = d + (unsigned)((c / L::NTV) * VEC * L::PLANE + c % L::NTV) * 4u;
-        cmt_skn_cp_async<W * 4>(dc, valid > 0 ? row + c : B, valid * 4);
+        cmt_cp_async_ca_to<W * 4>(dc, valid > 0 ? row + c : B, valid * 4);
       }
     }
   }

@@ -7,7 +7,11 @@ section (its machine code, without line tables or other metadata) and its size i
 that print the same lines compiled the same machine code, which is how a refactoring of the
 templates shows that it changed nothing.
 
-Usage: scripts/diag/sass_digest.py [--cm-tune BIN] [--arch sm_90] [--templates DIR] PRESET...
+Usage: scripts/diag/sass_digest.py [--cm-tune BIN] [--arch sm_90] [--templates DIR] [--layout L]
+                                   [--dtype D] PRESET...
+
+--layout and --dtype go to `cm-tune compile` as they are (nn and f32 by default; `all` for every
+layout or type), so the transposed and the FP64 and INT32 builds can be compared too.
 """
 import argparse
 import ctypes
@@ -70,6 +74,8 @@ def main():
     parser.add_argument("--cm-tune", default=os.path.join(root, "build", "cm-tune"))
     parser.add_argument("--arch", default="sm_90")
     parser.add_argument("--templates", help="templates folder (default: the built-in one)")
+    parser.add_argument("--layout", help="layouts to compile, as `cm-tune compile --layout` (default nn)")
+    parser.add_argument("--dtype", help="element types to compile, as `cm-tune compile --dtype` (default f32)")
     parser.add_argument("presets", nargs="+", help="preset names or TOML files")
     args = parser.parse_args()
 
@@ -80,6 +86,10 @@ def main():
             if args.templates:
                 command += ["--templates", args.templates]
             command += ["compile", "--config", preset, "--arch", args.arch, "--json"]
+            if args.layout:
+                command += ["--layout", args.layout]
+            if args.dtype:
+                command += ["--dtype", args.dtype]
             done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             if done.returncode != 0:
                 sys.exit(f"sass_digest: {' '.join(command)} failed:\n{done.stdout}")
