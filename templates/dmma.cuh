@@ -44,6 +44,7 @@
 #include "cmt_common.cuh"
 #include "cmt_ptx.cuh"
 #include "cmt_raster.cuh"
+#include "cmt_ring.cuh"
 
 // One MMA_M x 8 x MMA_K product accumulated into c.
 template <int MMA>
@@ -259,12 +260,9 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1) CMT_CLUSTER_Z(C
       }
   };
 
-  // Prologue: STAGES - 1 k tiles in flight (empty groups past the last keep the count uniform).
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < k_tiles) load_tile(s, s);
-    cmt_cp_async_commit();
-  }
+  // Prologue: STAGES - 1 k tiles in flight. The top of each step is CmtCpAsyncRing::advance written
+  // out: through the helper, ptxas got the loop's invariants in another order (templates/README.md).
+  CmtCpAsyncRing<STAGES>::prologue(k_tiles, load_tile);
   for (int kt = 0; kt < k_tiles; ++kt) {
     cmt_cp_async_wait<STAGES - 2>();
     __syncthreads();  // tile kt has landed for every thread; the stage refilled below is free

@@ -43,6 +43,7 @@
 
 #include "cmt_common.cuh"
 #include "cmt_ptx.cuh"
+#include "cmt_ring.cuh"
 
 // T when COND is 1, else F (NVRTC has no <type_traits>).
 template <int COND, class T, class F>
@@ -258,18 +259,15 @@ __global__ void __launch_bounds__(CmtFusedShape<BM, BN, BK, TM, TN, STAGES, TRAN
   const unsigned a_read = ring + Shape::row_of(ty, 0) * 4, b_read = ring + (A_STAGE + Shape::col_of(tx, 0)) * 4;
 
   // The prologue: the first STAGES - 1 steps (possibly of several problems).
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < steps) load_step(s * STAGE_BYTES);
-    cmt_cp_async_commit();
-  }
+  using Ring = CmtCpAsyncRing<STAGES>;
+  Ring::prologue(steps, [&](int, int step) { load_step(step * STAGE_BYTES); });
   unsigned compute_stage = 0, load_stage = (STAGES - 1) * STAGE_BYTES;  // byte offsets in the ring
   int compute_kt = 0;
   for (int s = 0; s < steps; ++s) {
-    cmt_cp_async_wait<STAGES - 2>();
-    __syncthreads();  // step s is visible to all; everyone is done with step s - 1's stage
-    if (s + STAGES - 1 < steps) load_step(load_stage);
-    cmt_cp_async_commit();
+    // Step s is visible to all; everyone is done with step s - 1's stage, at load_stage. (The ring's
+    // stage numbers are not used: the byte offsets rotate without a division. load_stage is
+    // captured by value, as the call had it: by reference, the two offsets' updates swapped places.)
+    Ring::advance(s, steps, [&, load_stage](int, int) { load_step(load_stage); });
     load_stage = load_stage + STAGE_BYTES == RING_BYTES ? 0 : load_stage + STAGE_BYTES;
 
     const unsigned as = a_read + compute_stage, bs = b_read + compute_stage;

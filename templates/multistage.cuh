@@ -16,6 +16,7 @@
 #include "cmt_common.cuh"
 #include "cmt_ptx.cuh"
 #include "cmt_raster.cuh"
+#include "cmt_ring.cuh"
 #include "cmt_thin_edges.cuh"
 #include "cmt_warp_tile.cuh"
 
@@ -346,17 +347,9 @@ CMT_DEVICE void cmt_multistage_accumulate(
     }
   };
 
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < k_tiles) load_tile(s, s);
-    cmt_cp_async_commit();
-  }
+  CmtCpAsyncRing<STAGES>::prologue(k_tiles, load_tile);
   for (int kt = 0; kt < k_tiles; ++kt) {
-    cmt_cp_async_wait<STAGES - 2>();
-    __syncthreads();  // tile kt is visible to all; everyone is done reading tile kt-1's stage
-    const int next = kt + STAGES - 1;
-    if (next < k_tiles) load_tile(next % STAGES, next);
-    cmt_cp_async_commit();
+    CmtCpAsyncRing<STAGES>::advance(kt, k_tiles, load_tile);  // tile kt is visible to all
     const unsigned as = smem_base + (kt % STAGES) * STAGE * 4;
     const unsigned bs = as + A_STAGE * 4;
     if (thin_rows && kt > 0) inline_rows->multiply();  // the previous tile's values

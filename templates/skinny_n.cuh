@@ -24,6 +24,7 @@
 #pragma once
 #include "cmt_common.cuh"
 #include "cmt_ptx.cuh"
+#include "cmt_ring.cuh"
 
 // The shared-memory layout of one chunk of B (KC rows of k, NT columns), in floats. Columns come
 // in NG groups of NTV (a vector read); within a group, k is split into VEC planes by k % VEC, each
@@ -192,11 +193,13 @@ cmt_sgemm_skinny_n(int M, int N, int K, float alpha, const float* __restrict__ A
 #pragma unroll
     for (int n = 0; n < NT; ++n) acc[r][n] = 0.0f;
 
-  if (chunks > 0) {
-    const int kneed = K < KC ? cmt_ceil_div(K, STEP_K) * STEP_K : KC;
-    cmt_skn_copy_b<NT, KC, VEC, THREADS>(smem, B, ldb, 0, kneed, K, n0, N, tid);
-  }
-  cmt_cp_async_commit();
+  // B's chunks go through a ring of two buffers: chunk c + 1 is copied while chunk c is multiplied.
+  // Copies the chunk from row kn on (only the rows a step reads) into the buffer at `buf`.
+  auto copy_chunk = [&](int kn, unsigned buf) {
+    const int kneed = K - kn < KC ? cmt_ceil_div(K - kn, STEP_K) * STEP_K : KC;
+    cmt_skn_copy_b<NT, KC, VEC, THREADS>(buf, B, ldb, kn, kneed, K, n0, N, tid);
+  };
+  CmtCpAsyncRing<2>::prologue(chunks, [&](int, int) { copy_chunk(0, smem); });
 
 #pragma unroll 1
   for (int c = 0; c < chunks; ++c) {
@@ -214,19 +217,13 @@ cmt_sgemm_skinny_n(int M, int N, int K, float alpha, const float* __restrict__ A
       else
         cmt_skn_load_a<true, ROWS, UNROLL, VEC, LK>(a, a_lane + (kc + s * STEP_K), lda, k_lane, K,
                                                     rows_left);
-      if (s == 0) {
-        // The chunk is in shared memory for every thread, and every thread is done with the
-        // previous one, whose buffer the next chunk's copies now fill.
-        cmt_cp_async_wait<0>();
-        __syncthreads();
-        if (c + 1 < chunks) {
-          const int kn = kc + KC;
-          const int kneed = K - kn < KC ? cmt_ceil_div(K - kn, STEP_K) * STEP_K : KC;
-          cmt_skn_copy_b<NT, KC, VEC, THREADS>(smem + (unsigned)(((c + 1) & 1) * L::FLOATS) * 4u, B,
-                                               ldb, kn, kneed, K, n0, N, tid);
-        }
-        cmt_cp_async_commit();
-      }
+      // The chunk is in shared memory for every thread, and every thread is done with the previous
+      // one, whose buffer the next chunk's copies now fill. (Its first row is kc + KC: formed from
+      // the ring's chunk number, (c + 1) * KC, it shares a multiplication with kc, which changes
+      // the machine code.)
+      if (s == 0)
+        CmtCpAsyncRing<2>::advance(
+            c, chunks, [&](int, int) { copy_chunk(kc + KC, smem + (unsigned)(((c + 1) & 1) * L::FLOATS) * 4u); });
       cmt_skn_fma<NT, ROWS, UNROLL, VEC, LK, KC>(
           acc, a, buf + (unsigned)((s * (STEP_K / VEC) + kq) * L::NTV) * 4u);
     }
