@@ -127,6 +127,83 @@ struct CmtInlineRows {
   }
 };
 
+// The copies of one operand's k tile into a ring stage, one type for each way an operand can be
+// stored, each serving A and B; cmt_multistage_accumulate sets up the thread's coordinates, source
+// pointers and sizes once. Both take a k tile inside K (full: from per-thread source pointers, a
+// copy costing a 64-bit add) or any k tile (checked: element by element, k past K zero-filled).
+//
+// An operand stored with k contiguous (A; B with TRANS_B): X stored rows (BM or BN) of BK, copied in
+// chunks of CHUNK consecutive k of a row, the next CHUNK lanes on the next row (ROWS_PER_PASS rows
+// a pass of the threads), 4 bytes a copy, stored transposed into rows of LD floats.
+template <int X, int BK, int CHUNK, int ROWS_PER_PASS, int GROUPS, int LOADS, int LD>
+struct CmtMultistageChunkCopy {
+  // The thread's copies fall on GROUPS rows ROWS_PER_PASS apart (groups g < groups_in inside the
+  // matrix; group_step elements apart from src + k0, its first row at the tile's k) at k offsets
+  // CHUNK apart; dst: the 32-bit shared address of its first copy.
+  static CMT_DEVICE void full(unsigned dst, const float* src, int k0, cmt_index group_step, int groups_in,
+                              const float* fill) {
+    const float* k_src = src + k0;  // (formed here: formed by the caller, it changed the code of some builds)
+#pragma unroll
+    for (int g = 0; g < GROUPS; ++g) {
+      const bool inside = g < groups_in;
+      const float* row = inside ? k_src + g * group_step : fill;  // (not read)
+#pragma unroll
+      for (int c = 0; c < BK / CHUNK; ++c)
+        cmt_cp_async_4_to(dst + (c * CHUNK * LD + g * ROWS_PER_PASS) * 4, row + c * CHUNK, inside);
+    }
+  }
+
+  // The thread walks (chunk, row) pairs, rows fastest, from row `row` and k `kk` of the tile at k0:
+  // stored rows origin.. of src, `extent` of them in the matrix (the others zero-filled). stage: the
+  // 32-bit shared address of the tile.
+  static CMT_DEVICE void checked(unsigned stage, const float* src, int ld, int origin, int extent, int row, int kk,
+                                 int k0, int K, const float* fill) {
+#pragma unroll
+    for (int i = 0; i < LOADS; ++i) {
+      const int r = row + i * ROWS_PER_PASS;  // (chunk, row) pairs, rows fastest
+      const int x = r % X, k = (r / X) * CHUNK + kk;
+      const bool inside = k0 + k < K && origin + x < extent;
+      const float* from = inside ? src + cmt_offset(origin + x, k0 + k, ld) : fill;
+      cmt_cp_async_4_to(stage + (k * LD + x) * 4, from, inside);
+    }
+  }
+};
+
+// An operand stored with its m or n contiguous (B; A with TRANS_A): VEC floats a copy (16 bytes when
+// VEC = 4) at a fixed column x of stored rows k ROWS_PER_PASS apart, LOADS copies a thread, into
+// rows of LD floats. x_bytes: the size of the thread's copies inside the matrix (0: zero-filled,
+// not read).
+template <int LOADS, int VEC, int ROWS_PER_PASS, int LD>
+struct CmtMultistageVecCopy {
+  // kt_src: the thread's first element of the tile; pass_step: the elements between its rows; dst:
+  // the 32-bit shared address of its first copy.
+  static CMT_DEVICE void full(unsigned dst, const float* kt_src, cmt_index pass_step, int x_bytes) {
+#pragma unroll
+    for (int i = 0; i < LOADS; ++i) {
+      if (VEC == 4)
+        cmt_cp_async_16_to(dst + i * ROWS_PER_PASS * LD * 4, kt_src + i * pass_step, x_bytes);
+      else
+        cmt_cp_async_4_to(dst + i * ROWS_PER_PASS * LD * 4, kt_src + i * pass_step, x_bytes > 0);
+    }
+  }
+
+  // The thread's copies are at column x of rows k_first + i * ROWS_PER_PASS of the tile at k0
+  // (columns origin + x.. of src). stage: the 32-bit shared address of the tile.
+  static CMT_DEVICE void checked(unsigned stage, const float* src, int ld, int origin, int x, int k_first, int x_bytes,
+                                 int k0, int K, const float* fill) {
+#pragma unroll
+    for (int i = 0; i < LOADS; ++i) {
+      const int k = k_first + i * ROWS_PER_PASS;
+      const int bytes = k0 + k < K ? x_bytes : 0;
+      const float* from = bytes > 0 ? src + cmt_offset(k0 + k, origin + x, ld) : fill;
+      if (VEC == 4)
+        cmt_cp_async_16_to(stage + (k * LD + x) * 4, from, bytes);
+      else
+        cmt_cp_async_4_to(stage + (k * LD + x) * 4, from, bytes > 0);
+    }
+  }
+};
+
 // Multiplies k tiles [kt_begin, kt_end) of the block tile at (block_m, block_n) into `tile` through
 // the cp.async ring at the start of the kernel's dynamic shared memory. With SPLITK > 1, slice 0's
 // threads end up holding the sum of all slices' partials, added in slice order. Returns with no
@@ -216,6 +293,12 @@ CMT_DEVICE void cmt_multistage_accumulate(
   const int tb_groups_in = tb_cols_left <= 0 ? 0 : (tb_cols_left + TB_ROWS_PER_PASS - 1) / TB_ROWS_PER_PASS;
   const float* tb_src = B + cmt_offset(tb_groups_in > 0 ? block_n + tb_row : 0, tb_kk, ldb);
   const cmt_index tb_group_step = (cmt_index)TB_ROWS_PER_PASS * ldb;
+  // The copies of each operand, by how it is stored (one type each for k contiguous and m or n
+  // contiguous; see CmtMultistageChunkCopy and CmtMultistageVecCopy).
+  using ACopy = CmtMultistageChunkCopy<BM, BK, A_CHUNK, A_ROWS_PER_PASS, A_GROUPS, A_LOADS, AS_LD>;
+  using TACopy = CmtMultistageVecCopy<TA_LOADS, VEC, TA_ROWS_PER_PASS, AS_LD>;
+  using BCopy = CmtMultistageVecCopy<B_LOADS, VEC, B_ROWS_PER_PASS, BN>;
+  using TBCopy = CmtMultistageChunkCopy<BN, BK, TB_CHUNK, TB_ROWS_PER_PASS, TB_GROUPS, TB_LOADS, BS_LD>;
   // Full k tiles take the unchecked path when every thread's copies fall on whole groups.
   constexpr bool FULL_COPIES = (TRANS_A || A_GROUPED) && (!TRANS_B || TB_GROUPED);
   // Shared-memory addresses are formed in 32 bits from one base, so nvcc and NVRTC agree.
@@ -238,71 +321,25 @@ CMT_DEVICE void cmt_multistage_accumulate(
     if (FULL_COPIES && k0 + BK <= K) {
       const unsigned a_dst = a_dst0 + stage * STAGE * 4, b_dst = b_dst0 + stage * STAGE * 4;
       if (TRANS_A) {
-        const float* a_kt = ta_src + (cmt_index)k0 * lda;
-#pragma unroll
-        for (int i = 0; i < TA_LOADS; ++i) {
-          if (VEC == 4)
-            cmt_cp_async_16_to(a_dst + i * TA_ROWS_PER_PASS * AS_LD * 4, a_kt + i * ta_pass_step, ta_bytes);
-          else
-            cmt_cp_async_4_to(a_dst + i * TA_ROWS_PER_PASS * AS_LD * 4, a_kt + i * ta_pass_step, ta_bytes > 0);
-        }
+        TACopy::full(a_dst, ta_src + (cmt_index)k0 * lda, ta_pass_step, ta_bytes);
       } else {
-        const float* a_k = a_src + k0;
-#pragma unroll
-        for (int g = 0; g < A_GROUPS; ++g) {
-          const bool inside = g < a_groups_in;
-          const float* row = inside ? a_k + g * a_group_step : a_fill;  // (not read)
-#pragma unroll
-          for (int c = 0; c < BK / A_CHUNK; ++c)
-            cmt_cp_async_4_to(a_dst + (c * A_CHUNK * AS_LD + g * A_ROWS_PER_PASS) * 4, row + c * A_CHUNK, inside);
-        }
+        ACopy::full(a_dst, a_src, k0, a_group_step, a_groups_in, a_fill);
       }
       if (INLINE_THIN_ROWS > 0 && tid < thin_copies)
         cmt_cp_async_4_to(thin_dst0 + stage * STAGE * 4, TRANS_A ? thin_src + (cmt_index)k0 * lda : thin_src + k0,
                           true);
       if (TRANS_B) {
-        const float* b_k = tb_src + k0;
-#pragma unroll
-        for (int g = 0; g < TB_GROUPS; ++g) {
-          const bool inside = g < tb_groups_in;
-          const float* row = inside ? b_k + g * tb_group_step : b_fill;  // (not read)
-#pragma unroll
-          for (int c = 0; c < BK / TB_CHUNK; ++c)
-            cmt_cp_async_4_to(b_dst + (c * TB_CHUNK * BS_LD + g * TB_ROWS_PER_PASS) * 4, row + c * TB_CHUNK, inside);
-        }
+        TBCopy::full(b_dst, tb_src, k0, tb_group_step, tb_groups_in, b_fill);
       } else {
-        const float* b_kt = b_src + (cmt_index)k0 * ldb;
-#pragma unroll
-        for (int i = 0; i < B_LOADS; ++i) {
-          if (VEC == 4)
-            cmt_cp_async_16_to(b_dst + i * B_ROWS_PER_PASS * BN * 4, b_kt + i * b_pass_step, b_bytes);
-          else
-            cmt_cp_async_4_to(b_dst + i * B_ROWS_PER_PASS * BN * 4, b_kt + i * b_pass_step, b_bytes > 0);
-        }
+        BCopy::full(b_dst, b_src + (cmt_index)k0 * ldb, b_pass_step, b_bytes);
       }
       return;
     }
     const unsigned as = smem_base + stage * STAGE * 4, bs = as + A_STAGE * 4;
     if (TRANS_A) {
-#pragma unroll
-      for (int i = 0; i < TA_LOADS; ++i) {
-        const int k = ta_k + i * TA_ROWS_PER_PASS;
-        const int bytes = k0 + k < K ? ta_bytes : 0;
-        const float* src = bytes > 0 ? A + cmt_offset(k0 + k, block_m + ta_m, lda) : a_fill;
-        if (VEC == 4)
-          cmt_cp_async_16_to(as + (k * AS_LD + ta_m) * 4, src, bytes);
-        else
-          cmt_cp_async_4_to(as + (k * AS_LD + ta_m) * 4, src, bytes > 0);
-      }
+      TACopy::checked(as, A, lda, block_m, ta_m, ta_k, ta_bytes, k0, K, a_fill);
     } else {
-#pragma unroll
-      for (int i = 0; i < A_LOADS; ++i) {
-        const int r = a_row + i * A_ROWS_PER_PASS;  // (chunk, row) pairs, rows fastest
-        const int m = r % BM, k = (r / BM) * A_CHUNK + a_kk;
-        const bool inside = k0 + k < K && block_m + m < M;
-        const float* src = inside ? A + cmt_offset(block_m + m, k0 + k, lda) : a_fill;
-        cmt_cp_async_4_to(as + (k * AS_LD + m) * 4, src, inside);
-      }
+      ACopy::checked(as, A, lda, block_m, M, a_row, a_kk, k0, K, a_fill);
     }
     if (INLINE_THIN_ROWS > 0 && tid < thin_copies) {
       const bool inside = k0 + thin_k < K;
@@ -325,25 +362,9 @@ CMT_DEVICE void cmt_multistage_accumulate(
         }
       }
     } else if (TRANS_B) {
-#pragma unroll
-      for (int i = 0; i < TB_LOADS; ++i) {
-        const int r = tb_row + i * TB_ROWS_PER_PASS;  // (chunk, row n) pairs, rows fastest
-        const int n = r % BN, k = (r / BN) * TB_CHUNK + tb_kk;
-        const bool inside = k0 + k < K && block_n + n < N;
-        const float* src = inside ? B + cmt_offset(block_n + n, k0 + k, ldb) : b_fill;
-        cmt_cp_async_4_to(bs + (k * BS_LD + n) * 4, src, inside);
-      }
+      TBCopy::checked(bs, B, ldb, block_n, N, tb_row, tb_kk, k0, K, b_fill);
     } else {
-#pragma unroll
-      for (int i = 0; i < B_LOADS; ++i) {
-        const int k = b_k + i * B_ROWS_PER_PASS;
-        const int bytes = k0 + k < K ? b_bytes : 0;
-        const float* src = bytes > 0 ? B + cmt_offset(k0 + k, block_n + b_n, ldb) : b_fill;
-        if (VEC == 4)
-          cmt_cp_async_16_to(bs + (k * BN + b_n) * 4, src, bytes);
-        else
-          cmt_cp_async_4_to(bs + (k * BN + b_n) * 4, src, bytes > 0);
-      }
+      BCopy::checked(bs, B, ldb, block_n, b_n, b_k, b_bytes, k0, K, b_fill);
     }
   };
 
