@@ -257,6 +257,61 @@ TEST_F(DescriptorErrors, ExpressionNamingAnUnknownParameter) {
                "names unknown parameter 'VEC'");
 }
 
+// [generic_default] gives every declared parameter a value; the implicit ones follow from each
+// build's layout and type.
+TEST_F(DescriptorErrors, GenericDefaultGivesEveryParameterAValue) {
+  const std::string good = std::string(k_good_descriptor) + "[generic_default]\nP = 2\n";  // lines 14, 15
+  EXPECT_EQ(error_for(good), "<no UsageError thrown>");
+  EXPECT_EQ(load_template(m_dir / "x.toml").generic_default, (std::optional<ParamValues>{ParamValues{{"P", 2}}}));
+  EXPECT_FALSE(load_template(k_fixture_templates / "toy.toml").generic_default) << "optional: none by default";
+
+  const std::string with = std::string(k_good_descriptor) + "[generic_default]\n";
+  expect_error(with + "P = 2\nQ = 1\n", 16, "generic_default.Q",
+               "'Q' is not a parameter of the template (parameters: P)");
+  expect_error(with, 14, "generic_default", "parameter 'P' is missing: the generic default gives every parameter a value");
+  expect_error(with + "P = -1\n", 15, "generic_default.P", "must be a non-negative integer (a template argument)");
+  expect_error(with + "P = \"2\"\n", 15, "generic_default.P", "must be a non-negative integer");
+  expect_error(with + "P = 1.5\n", 15, "generic_default.P", "must be a non-negative integer");
+  expect_error("generic_default = 3\n" + std::string(k_good_descriptor), 1, "generic_default",
+               "must be a table of PARAM = value, one for each parameter");
+  // A layout's TRANS_A and TRANS_B (and DTYPE) are the export's to choose, build by build.
+  const std::string laid_out = "layouts = [\"nn\", \"tn\"]\n" + with;  // [generic_default] on line 15
+  expect_error(laid_out + "P = 1\nTRANS_A = 0\n", 17, "generic_default.TRANS_A",
+               "'TRANS_A' follows from the layout and element type of each build; it may not be given");
+  EXPECT_EQ(error_for(laid_out + "P = 1\n"), "<no UsageError thrown>");
+}
+
+// The exported header's generic default kernel is the one template that declares [generic_default]:
+// the built-in blocktile2d, at 64x64 tiles of 128 threads.
+TEST(DescriptorLoad, OneTemplateDeclaresTheGenericDefault) {
+  const std::vector<TemplateDesc> builtin = load_templates({default_templates_dir()});
+  const TemplateDesc* generic = find_generic_default(builtin);
+  ASSERT_NE(generic, nullptr);
+  EXPECT_EQ(generic->name, "blocktile2d");
+  EXPECT_EQ(params_to_string(*generic->generic_default), "BM=64,BN=64,BK=8,TM=8,TN=4");
+  EXPECT_EQ(std::count_if(builtin.begin(), builtin.end(), [](const TemplateDesc& t) { return t.generic_default; }), 1);
+
+  EXPECT_EQ(find_generic_default(load_templates({k_fixture_templates})), nullptr) << "none declares it";
+  const std::vector<TemplateDesc> none;
+  EXPECT_EQ(find_generic_default(none), nullptr);
+
+  // Two that declare it are an error naming both.
+  test::TempDir dir;
+  for (const char* name : {"aaa", "bbb"}) {
+    test::write_file(dir / (std::string(name) + ".toml"),
+                     fmt::format("name = \"{}\"\nkernel = \"k\"\nsummary = \"s\"\n[[param]]\nname = \"P\"\nvalues = [1]\n"
+                                 "[generic_default]\nP = 1\n[launch]\nthreads = \"32\"\ntile_m = \"1\"\ntile_n = \"32\"\n",
+                                 name));
+    test::write_file(dir / (std::string(name) + ".cuh"), "// nothing\n");
+  }
+  const std::vector<TemplateDesc> two = load_templates({dir.path()});
+  const std::string msg = usage_error([&] { (void)find_generic_default(two); });
+  EXPECT_NE(msg.find("templates 'aaa' (" + (dir / "aaa.toml").string() + ") and 'bbb' (" + (dir / "bbb.toml").string() +
+                     ") both declare [generic_default]; the exported header has one generic default kernel"),
+            std::string::npos)
+      << msg;
+}
+
 TEST_F(DescriptorErrors, MissingSource) {
   fs::remove(m_dir / "x.cuh");
   const std::string msg = error_for(k_good_descriptor, /*with_source=*/false);

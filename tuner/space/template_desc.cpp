@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <fmt/format.h>
+#include <limits>
 #include <map>
 #include <toml++/toml.h>
 
@@ -24,7 +25,7 @@ using detail::line_of;
 
 constexpr std::string_view k_descriptor_keys[] = {"name",     "kernel",     "summary", "param",   "derived", "include", "launch",
                                            "requires", "constraint", "applies", "layouts", "batched",
-                                           "dtypes"};
+                                           "dtypes",   "generic_default"};
 /// The problem's names, which only `applies` may use.
 constexpr std::string_view k_problem_names[] = {"M", "N", "K", "BATCH"};
 constexpr std::string_view k_fragment_keys[] = {"constraint"};
@@ -83,6 +84,7 @@ class DescriptorFileReader : public detail::TomlFileReader {
 
     read_params(root);
     read_operand_support(root);
+    read_generic_default(root);
     read_derived(root);
     read_includes(root);
     read_constraints(root);
@@ -304,6 +306,42 @@ class DescriptorFileReader : public detail::TomlFileReader {
       param.implicit = true;
       m_desc.params.push_back(std::move(param));
     }
+  }
+
+  /// [generic_default]: PARAM = value for every declared parameter (not the implicit ones, which
+  /// each build of the generic default takes from its layout and type).
+  void read_generic_default(const toml::table& root) {
+    const toml::node* node = root.get("generic_default");
+    if (!node) return;
+    const toml::table* table = node->as_table();
+    if (!table) fail(line_of(*node), "generic_default", "must be a table of PARAM = value, one for each parameter");
+    std::vector<std::string> declared;
+    for (const auto& p : m_desc.params)
+      if (!p.implicit) declared.push_back(p.name);
+    for (const auto& [key, value] : in_file_order(*table)) {
+      const std::string name(key->str());
+      const std::string key_path = "generic_default." + name;
+      const int line = static_cast<int>(key->source().begin.line);
+      const auto param = std::find_if(m_desc.params.begin(), m_desc.params.end(),
+                                      [&](const ParamDesc& p) { return p.name == name; });
+      if (param == m_desc.params.end())
+        fail(line, key_path, fmt::format("'{}' is not a parameter of the template (parameters: {})", name, join(declared)));
+      if (param->implicit)
+        fail(line, key_path,
+             fmt::format("'{}' follows from the layout and element type of each build; it may not be given", name));
+      if (!value->is_integer() || value->as_integer()->get() < 0 ||
+          value->as_integer()->get() > std::numeric_limits<int>::max())
+        fail(line, key_path, "must be a non-negative integer (a template argument)");
+    }
+    ParamValues values;
+    for (const std::string& name : declared) {
+      const toml::node* value = table->get(name);
+      if (!value)
+        fail(line_of(*node), "generic_default",
+             fmt::format("parameter '{}' is missing: the generic default gives every parameter a value", name));
+      values.emplace_back(name, value->as_integer()->get());
+    }
+    m_desc.generic_default = std::move(values);
   }
 
   /// TRANS_A and TRANS_B, the implicit parameters of `layouts`.
@@ -540,6 +578,19 @@ std::vector<TemplateDesc> load_templates(const std::vector<fs::path>& folders) {
                                    out[i - 1].descriptor_path.string(), out[i].descriptor_path.string()));
   }
   return out;
+}
+
+const TemplateDesc* find_generic_default(const std::vector<TemplateDesc>& templates) {
+  const TemplateDesc* found = nullptr;
+  for (const TemplateDesc& t : templates) {
+    if (!t.generic_default) continue;
+    if (found)
+      throw UsageError(fmt::format("templates '{}' ({}) and '{}' ({}) both declare [generic_default]; the exported "
+                                   "header has one generic default kernel",
+                                   found->name, found->descriptor_path.string(), t.name, t.descriptor_path.string()));
+    found = &t;
+  }
+  return found;
 }
 
 fs::path default_templates_dir() {

@@ -59,6 +59,11 @@ struct TemplateDesc {
   /// The element types the kernel computes, in the order declared. Beyond f32 alone, the kernel
   /// takes DTYPE (0 f32, 1 f64, 2 i32; as DType) as its last template argument (an implicit param).
   std::vector<DType> dtypes{DType::f32};
+  /// [generic_default]: the point of this family that the exported header runs for every call no
+  /// tuned kernel serves, one value per declared parameter in template-argument order (TRANS_A,
+  /// TRANS_B and DTYPE follow from each build's layout and type). Exactly one of the loaded
+  /// templates declares it (find_generic_default); none: this family is not the generic default.
+  std::optional<ParamValues> generic_default;
   /// Whether the kernel takes the launch's problem count after the strides (it declares
   /// [launch] problems_per_block).
   bool takes_batch_count() const { return problems_per_block.has_value(); }
@@ -103,6 +108,9 @@ TemplateDesc load_template(const std::filesystem::path& descriptor);
 /// Loads every *.toml descriptor in each folder (not its subfolders, where fragments live); sorted by
 /// name; duplicate names are an error.
 std::vector<TemplateDesc> load_templates(const std::vector<std::filesystem::path>& folders);
+/// The template that declares [generic_default] (the exported header's generic default kernel), or
+/// nullptr when none does. UsageError naming both when two do.
+const TemplateDesc* find_generic_default(const std::vector<TemplateDesc>& templates);
 /// The folder of the built-in templates: $CMTUNE_TEMPLATES, else the source tree's templates/.
 std::filesystem::path default_templates_dir();
 
