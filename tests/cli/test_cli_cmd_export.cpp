@@ -266,4 +266,40 @@ TEST(ExportCli, DatabaseWithoutWinnersIsAUsageError) {
 }
 
 
+// The generic default kernel is the one template that declares [generic_default]: one line of error
+// when the templates declare none or two.
+TEST(ExportCli, OneTemplateMustDeclareTheGenericDefault) {
+  test::TempDir dir;
+  {
+    DbBuilder db(dir / "t.db");
+    db.add_device("GPU-x", "Some GPU", 9, 0, 132);
+  }
+  const std::string export_args =
+      fmt::format("--db {} export --out {}", quoted(dir / "t.db"), quoted(dir / "x.cuh"));
+  // No built-in folder declares it (CMTUNE_TEMPLATES names the built-in folder).
+  const fs::path none = test::k_space_fixtures / "templates";
+  const auto r = test::run_command(
+      fmt::format("CMTUNE_TEMPLATES={} {} {}", quoted(none), test::cmtune_binary(), export_args));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(r.output, fmt::format("cm-tune: error: no template declares [generic_default] (the generic default kernel "
+                                  "of exported headers), neither in the templates folders nor in {}\n",
+                                  none.string()));
+  // Two in the --templates folder.
+  for (const char* name : {"aaa", "bbb"}) {
+    test::write_file(dir / "tpl" / (std::string(name) + ".toml"),
+                     fmt::format("name = \"{}\"\nkernel = \"k\"\nsummary = \"s\"\n[[param]]\nname = \"P\"\nvalues = [1]\n"
+                                 "[generic_default]\nP = 1\n[launch]\nthreads = \"32\"\ntile_m = \"1\"\ntile_n = \"32\"\n",
+                                 name));
+    test::write_file(dir / "tpl" / (std::string(name) + ".cuh"), "// nothing\n");
+  }
+  const auto two = test::run_command(
+      fmt::format("{} --templates {} {}", test::cmtune_binary(), quoted(dir / "tpl"), export_args));
+  EXPECT_EQ(two.exit_code, 2) << two.output;
+  EXPECT_NE(two.output.find("both declare [generic_default]; the exported header has one generic default kernel"),
+            std::string::npos)
+      << two.output;
+  EXPECT_EQ(std::count(two.output.begin(), two.output.end(), '\n'), 1) << two.output;
+  EXPECT_FALSE(fs::exists(dir / "x.cuh"));
+}
+
 }  // namespace

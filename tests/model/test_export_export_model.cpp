@@ -106,6 +106,21 @@ TEST(ExportModel, GenericDefaultIsAValidBlocktile2dWithoutRequirements) {
   EXPECT_TRUE(generic_default_params(fixture_blocktile2d(), "nn", DType::f32));
 }
 
+// The point is the descriptor's [generic_default]; a constraint that rejects it gives way to the
+// first valid point of the grid, and a template without one is no generic default.
+TEST(ExportModel, GenericDefaultIsTheDescriptorsPoint) {
+  TemplateDesc t = fixture_blocktile2d();
+  t.generic_default = ParamValues{{"BM", 128}, {"BN", 64}, {"BK", 8}, {"TM", 8}, {"TN", 4}};
+  EXPECT_EQ(params_to_string(*generic_default_params(t)), "BM=128,BN=64,BK=8,TM=8,TN=4");
+  t.generic_default = ParamValues{{"BM", 64}, {"BN", 64}, {"BK", 8}, {"TM", 3}, {"TN", 4}};  // BM % TM != 0
+  EXPECT_EQ(params_to_string(*generic_default_params(t)), "BM=64,BN=64,BK=8,TM=8,TN=4");
+  t.generic_default.reset();
+  const std::string msg = test::usage_error([&] { (void)generic_default_params(t); });
+  EXPECT_NE(msg.find("template blocktile2d (" + t.descriptor_path.string() + ") declares no [generic_default]"),
+            std::string::npos)
+      << msg;
+}
+
 TEST(ExportModel, NamespaceNames) {
   EXPECT_TRUE(valid_namespace_name("cmtune"));
   EXPECT_TRUE(valid_namespace_name("app::gemm_v2"));

@@ -208,11 +208,12 @@ std::vector<TemplateDesc> load_all_templates(const GlobalOptions& global) {
 }
 
 TemplateDesc generic_default_template(const GlobalOptions& global) {
-  for (auto& t : load_all_templates(global))
-    if (t.name == "blocktile2d") return t;
-  for (auto& t : load_templates({default_templates_dir()}))
-    if (t.name == "blocktile2d") return t;
-  throw UsageError(fmt::format("template blocktile2d (the generic default kernel of exported headers) is not in {}",
+  const std::vector<TemplateDesc> templates = load_all_templates(global);
+  if (const TemplateDesc* t = find_generic_default(templates)) return *t;
+  const std::vector<TemplateDesc> builtin = load_templates({default_templates_dir()});
+  if (const TemplateDesc* t = find_generic_default(builtin)) return *t;
+  throw UsageError(fmt::format("no template declares [generic_default] (the generic default kernel of exported "
+                               "headers), neither in the templates folders nor in {}",
                                default_templates_dir().string()));
 }
 

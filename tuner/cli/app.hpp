@@ -102,8 +102,9 @@ SpaceChoice load_space_choice(const GlobalOptions& global, const SpaceOptions& o
 std::filesystem::path database_path(const GlobalOptions& global);
 /// Every template from --templates folders (or the built-in folder).
 std::vector<TemplateDesc> load_all_templates(const GlobalOptions& global);
-/// The blocktile2d descriptor of exported headers' generic default kernel: from --templates if it
-/// has one, else the built-in one.
+/// The descriptor of exported headers' generic default kernel, the one template that declares
+/// [generic_default]: from the --templates folders if one of them has it, else the built-in one.
+/// UsageError when none does or two do.
 TemplateDesc generic_default_template(const GlobalOptions& global);
 /// What an exported header of one database device would hold (its dispatch table and models):
 /// `query` and `bench` decide from it as the header does.

@@ -117,7 +117,7 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
   const DeviceRecord db_device = resolve_db_device(store, std::to_string(device.index));
   if (store.winners(db_device.id).empty())
     throw UsageError(fmt::format("no winners stored for {}; run cm-tune tune first", device.name));
-  const TemplateDesc blocktile2d = generic_default_template(global);
+  const TemplateDesc default_tmpl = generic_default_template(global);
   const ExportModel model = device_export_model(store, db_device.id, global);
   std::set<DType> dtypes;
   for (const Problem& p : problems) dtypes.insert(p.dtype);
@@ -131,7 +131,7 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
   const GemmLauncher cublas = measurer.cublas_launcher();
   const std::vector<SeedBmmVariant> seed = seed_bmm_variants(measurer.stream());
   std::vector<BenchRow> rows;
-  KernelCache kernels(model, store, measurer, blocktile2d, device.arch());  // declared after the measurer: dies first
+  KernelCache kernels(model, store, measurer, default_tmpl, device.arch());  // declared after the measurer: dies first
   std::vector<RegretRow> regret_rows;
   for (const Problem& p : problems) {
     BenchRow row;

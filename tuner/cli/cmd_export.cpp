@@ -173,8 +173,8 @@ int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
   options.name_space = o.name_space;
   if (o.device != "all") options.device_ids.push_back(resolve_db_device(store, o.device).id);
   if (dtypes.size() < static_cast<size_t>(k_header_dtypes)) options.dtypes = dtypes;   // else every type
-  const TemplateDesc blocktile2d = generic_default_template(global);
-  const ExportModel model = build_export_model(store, options, blocktile2d);
+  const TemplateDesc default_tmpl = generic_default_template(global);
+  const ExportModel model = build_export_model(store, options, default_tmpl);
   const std::string header = render_header(model, o.name_space);
 
   const auto existing = read_if_exists(destination);

@@ -233,40 +233,40 @@ void fit_device_models(Store& store, ExportDevice& dev,
 
 }  // namespace
 
-std::optional<ParamValues> generic_default_params(const TemplateDesc& blocktile2d, std::string_view layout,
-                                                  DType dtype) {
-  if (!blocktile2d.supports_layout(layout) || !blocktile2d.supports_dtype(dtype)) return std::nullopt;
-  // 64x64 tiles of 128 threads, no shared-memory tricks: runs everywhere, and is the first valid
-  // blocktile2d candidate of configs/quick.toml.
-  ParamValues preferred = {{"BM", 64}, {"BN", 64}, {"BK", 8}, {"TM", 8}, {"TN", 4}};
-  const bool layouts = blocktile2d.layouts != std::vector<std::string>{"nn"};
+std::optional<ParamValues> generic_default_params(const TemplateDesc& generic, std::string_view layout, DType dtype) {
+  if (!generic.generic_default)
+    throw UsageError(fmt::format("template {} ({}) declares no [generic_default], the point the exported header's "
+                                 "generic default kernel runs",
+                                 generic.name, generic.descriptor_path.string()));
+  if (!generic.supports_layout(layout) || !generic.supports_dtype(dtype)) return std::nullopt;
+  // The descriptor's point (blocktile2d: 64x64 tiles of 128 threads, no shared-memory tricks, which
+  // runs everywhere), in this layout and type.
+  ParamValues preferred = *generic.generic_default;
+  const bool layouts = generic.layouts != std::vector<std::string>{"nn"};
   if (layouts) {
     preferred.emplace_back("TRANS_A", layout[0] == 't' ? 1 : 0);
     preferred.emplace_back("TRANS_B", layout[1] == 't' ? 1 : 0);
   }
   // The build of this type, for a family that computes other types than f32 alone.
-  if (blocktile2d.dtypes != std::vector<DType>{DType::f32}) preferred.emplace_back("DTYPE", static_cast<int64_t>(dtype));
-  bool same_params = preferred.size() == blocktile2d.params.size();
-  for (size_t i = 0; same_params && i < preferred.size(); ++i) same_params = preferred[i].first == blocktile2d.params[i].name;
-  if (same_params && generic_candidate(blocktile2d, preferred)) return preferred;
+  if (generic.dtypes != std::vector<DType>{DType::f32}) preferred.emplace_back("DTYPE", static_cast<int64_t>(dtype));
+  if (generic_candidate(generic, preferred)) return preferred;
 
-  // The descriptor was edited: take the first valid point of its own grid in this layout.
+  // The point fails a constraint in this layout or type: take the first valid point of the grid.
   std::vector<std::vector<int64_t>> lists;
-  for (const auto& p : blocktile2d.params) lists.push_back(p.values);
+  for (const auto& p : generic.params) lists.push_back(p.values);
   std::optional<ParamValues> first;
-  walk_grid(blocktile2d, lists, [&](const ParamValues& values) {
-    if (blocktile2d.layout_of(values) == layout && blocktile2d.dtype_of(values) == dtype &&
-        generic_candidate(blocktile2d, values))
+  walk_grid(generic, lists, [&](const ParamValues& values) {
+    if (generic.layout_of(values) == layout && generic.dtype_of(values) == dtype && generic_candidate(generic, values))
       first = values;
     return !first;
   });
   if (first) return *first;
   throw UsageError(fmt::format("template {} ({}) has no valid {} {} configuration without input requirements for the "
                                "generic default kernel",
-                               blocktile2d.name, blocktile2d.descriptor_path.string(), layout, dtype_name(dtype)));
+                               generic.name, generic.descriptor_path.string(), layout, dtype_name(dtype)));
 }
 
-ExportModel build_export_model(Store& store, const ExportOptions& options, const TemplateDesc& blocktile2d) {
+ExportModel build_export_model(Store& store, const ExportOptions& options, const TemplateDesc& default_tmpl) {
   const auto wanted = [&options](DType d) {
     return options.dtypes.empty() || std::find(options.dtypes.begin(), options.dtypes.end(), d) != options.dtypes.end();
   };
@@ -315,29 +315,29 @@ ExportModel build_export_model(Store& store, const ExportOptions& options, const
     }
   }
 
-  // Kernels: the generic defaults first (one per element type and layout blocktile2d has, type-major),
+  // Kernels: the generic defaults first (one per element type and layout the generic template has, type-major),
   // then the winners' kernels sorted and listed once each.
   KernelCollector collector(store);
   std::vector<ExportKernel> generics;
   ExportSource generic_source;
   {
-    const SourceBundle bundle = blocktile2d.load_source();
+    const SourceBundle bundle = default_tmpl.load_source();
     for (int d = 0; d < k_header_dtypes; ++d) {
       const DType dtype = static_cast<DType>(d);
       for (const std::string_view layout : k_layout_names) {
-        const auto values = generic_default_params(blocktile2d, layout, dtype);
+        const auto values = generic_default_params(default_tmpl, layout, dtype);
         if (!values) continue;
         ExportKernel generic;
         generic.source_hash = source_bundle_hash(bundle);
-        generic.template_name = blocktile2d.name;
+        generic.template_name = default_tmpl.name;
         generic.params = params_to_string(*values);
-        generic.name_expression = blocktile2d.name_expression(*values);
-        generic.shape = blocktile2d.launch_shape(*values, portable_target());
-        generic.requirements = blocktile2d.requirements(*values, portable_target());
+        generic.name_expression = default_tmpl.name_expression(*values);
+        generic.shape = default_tmpl.launch_shape(*values, portable_target());
+        generic.requirements = default_tmpl.requirements(*values, portable_target());
         generic.layout = std::string(layout);
         generic.dtype = dtype;
-        generic.batched = blocktile2d.batched;
-        generic.takes_batch_count = blocktile2d.takes_batch_count();
+        generic.batched = default_tmpl.batched;
+        generic.takes_batch_count = default_tmpl.takes_batch_count();
         check_name_expression(generic.name_expression);
         generics.push_back(std::move(generic));
       }
@@ -345,9 +345,9 @@ ExportModel build_export_model(Store& store, const ExportOptions& options, const
     if (generics.empty() || generics.front().layout != "nn" || generics.front().dtype != DType::f32)
       throw UsageError(fmt::format("template {} ({}) does not compute the nn layout in f32, which the generic default "
                                    "kernel needs",
-                                   blocktile2d.name, blocktile2d.descriptor_path.string()));
+                                   default_tmpl.name, default_tmpl.descriptor_path.string()));
     generic_source.hash = source_bundle_hash(bundle);
-    generic_source.template_name = blocktile2d.name;
+    generic_source.template_name = default_tmpl.name;
     generic_source.main_name = bundle.main_name;
     for (const auto& h : bundle.headers) generic_source.header_names.push_back(h.first);
     generic_source.text = flatten_source(bundle);

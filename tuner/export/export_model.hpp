@@ -118,17 +118,18 @@ struct ExportOptions {
   std::vector<DType> dtypes;
 };
 
-/// Parameters of the generic default kernel of a layout and element type: a fixed blocktile2d config
-/// valid on any arch, or the first valid point of the descriptor's grid if an edited descriptor
-/// rejects it; with TRANS_A and TRANS_B when the descriptor has layouts, and DTYPE when it has types
-/// beyond f32. nullopt when it lacks the layout or the type.
-std::optional<ParamValues> generic_default_params(const TemplateDesc& blocktile2d, std::string_view layout = "nn",
+/// Parameters of the generic default kernel of a layout and element type: the point the template's
+/// [generic_default] declares (valid on any arch), or the first valid point of the descriptor's grid
+/// if a constraint rejects it in that layout and type; with TRANS_A and TRANS_B when the descriptor
+/// has layouts, and DTYPE when it has types beyond f32. nullopt when it lacks the layout or the type;
+/// UsageError when it declares no [generic_default].
+std::optional<ParamValues> generic_default_params(const TemplateDesc& generic, std::string_view layout = "nn",
                                                   DType dtype = DType::f32);
 
 /// Reads the winners, their sources and the devices. UsageError when nothing is tuned (of the types
 /// options.dtypes names), a device id has no winners, a winner's binary or source is missing from the
 /// database, or a winner's kernel computes another element type than its problem.
-ExportModel build_export_model(Store& store, const ExportOptions& options, const TemplateDesc& blocktile2d);
+ExportModel build_export_model(Store& store, const ExportOptions& options, const TemplateDesc& default_tmpl);
 
 /// The namespace, under the header's detail, of a source bundle: src_ and a prefix of its hash.
 constexpr size_t k_namespace_hex_digits = 12;

@@ -396,9 +396,9 @@ std::string render_header(const ExportModel& model, const std::string& name_spac
   return out;
 }
 
-std::string export_header(Store& store, const ExportOptions& options, const TemplateDesc& blocktile2d) {
+std::string export_header(Store& store, const ExportOptions& options, const TemplateDesc& default_tmpl) {
   check_namespace_name(options.name_space);
-  return render_header(build_export_model(store, options, blocktile2d), options.name_space);
+  return render_header(build_export_model(store, options, default_tmpl), options.name_space);
 }
 
 }  // namespace cmt

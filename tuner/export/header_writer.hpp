@@ -34,6 +34,6 @@ std::string render_dispatch_tables(const ExportModel& model);
 std::string render_header(const ExportModel& model, const std::string& name_space);
 
 /// build_export_model + render_header.
-std::string export_header(Store& store, const ExportOptions& options, const TemplateDesc& blocktile2d);
+std::string export_header(Store& store, const ExportOptions& options, const TemplateDesc& default_tmpl);
 
 }  // namespace cmt

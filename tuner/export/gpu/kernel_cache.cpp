@@ -31,15 +31,15 @@ BinaryRecord build(const ExportKernel& k, const SourceBundle& bundle, const std:
 
 /// The generic default kernel `k` built for the device, as the header would run it: a database that
 /// never measured it (tune measures the tuned families) has no build of it.
-BinaryRecord build_generic(const ExportKernel& k, const TemplateDesc& blocktile2d, const std::string& arch) {
-  return build(k, blocktile2d.load_source(), arch, "the generic default");
+BinaryRecord build_generic(const ExportKernel& k, const TemplateDesc& default_tmpl, const std::string& arch) {
+  return build(k, default_tmpl.load_source(), arch, "the generic default");
 }
 
 }  // namespace
 
-KernelCache::KernelCache(const ExportModel& model, Store& store, GpuMeasurer& measurer, const TemplateDesc& blocktile2d,
+KernelCache::KernelCache(const ExportModel& model, Store& store, GpuMeasurer& measurer, const TemplateDesc& default_tmpl,
                          std::string arch)
-    : m_model(model), m_store(store), m_measurer(measurer), m_blocktile2d(blocktile2d), m_arch(std::move(arch)) {}
+    : m_model(model), m_store(store), m_measurer(measurer), m_default_tmpl(default_tmpl), m_arch(std::move(arch)) {}
 
 const GemmLauncher& KernelCache::launcher(int index) {
   if (const auto it = m_launchers.find(index); it != m_launchers.end()) return it->second;
@@ -60,7 +60,7 @@ std::string KernelCache::label(int index) const {
 GemmLauncher KernelCache::load(int index) {
   const ExportKernel& k = m_model.kernels.at(static_cast<size_t>(index));
   if (k.binary_key.empty()) {  // a generic default this database never measured
-    m_binaries.push_back(std::make_unique<BinaryRecord>(build_generic(k, m_blocktile2d, m_arch)));
+    m_binaries.push_back(std::make_unique<BinaryRecord>(build_generic(k, m_default_tmpl, m_arch)));
   } else {
     auto binary = m_store.find_binary(k.binary_key);
     if (!binary || !binary->ok)

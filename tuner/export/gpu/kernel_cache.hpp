@@ -21,8 +21,8 @@ namespace cmt {
 /// binaries alive, so it must not outlive the measurer.
 class KernelCache {
  public:
-  /// `blocktile2d`: the generic default's template; `arch`: the GPU's, e.g. sm_90.
-  KernelCache(const ExportModel& model, Store& store, GpuMeasurer& measurer, const TemplateDesc& blocktile2d,
+  /// `default_tmpl`: the template that declares the generic default; `arch`: the GPU's, e.g. sm_90.
+  KernelCache(const ExportModel& model, Store& store, GpuMeasurer& measurer, const TemplateDesc& default_tmpl,
               std::string arch);
 
   /// Kernel `index`'s launcher; throws UsageError saying why when it cannot run here (loaded once:
@@ -39,7 +39,7 @@ class KernelCache {
   const ExportModel& m_model;
   Store& m_store;
   GpuMeasurer& m_measurer;
-  const TemplateDesc& m_blocktile2d;
+  const TemplateDesc& m_default_tmpl;
   std::string m_arch;
   std::vector<std::unique_ptr<BinaryRecord>> m_binaries;
   std::map<int, GemmLauncher> m_launchers;
