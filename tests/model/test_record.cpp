@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <random>
 #include <set>
@@ -44,6 +45,33 @@ TEST(Ranking, ReTimedTrialsRankFirstThenByTime) {
   std::vector<std::string> order;
   for (const auto& t : ranked_passing({a, wrong, b, c})) order.push_back(t.trial_key);
   EXPECT_EQ(order, (std::vector<std::string>{"c", "b", "a"}));
+}
+
+// Calibration ranks the trials a pass holds in memory, export and query the store's: the order is
+// total, so both give one ranking whatever order the trials come in. Equal times go to the trial
+// recorded first.
+TEST(Ranking, EqualTimesRankByTheFirstRecordedInAnyOrder) {
+  std::vector<TrialRecord> trials = {trial("tie-late", 1.0, 1.0), trial("slow", 2.0, 2.0), trial("tie-early", 1.0, 1.0),
+                                     trial("tie-back-to-back", 1.0), trial("fast", 0.5, 0.5)};
+  const std::map<std::string, int64_t> ids = {{"tie-early", 3}, {"tie-late", 7}, {"slow", 1}, {"fast", 9},
+                                              {"tie-back-to-back", 2}};
+  for (auto& t : trials) t.id = ids.at(t.trial_key);
+  const std::vector<std::string> expected = {"fast", "tie-early", "tie-late", "slow", "tie-back-to-back"};
+  std::mt19937 rng(7);
+  for (int i = 0; i < 20; ++i) {
+    std::shuffle(trials.begin(), trials.end(), rng);
+    std::vector<std::string> order;
+    for (const auto& t : ranked_passing(trials)) order.push_back(t.trial_key);
+    EXPECT_EQ(order, expected);
+    std::map<std::string, std::string> winners;
+    for (const auto& w : choose_winners(trials, std::nullopt)) winners[w.scope] = w.params;
+    EXPECT_EQ(winners["overall"], "fast");
+    trials.erase(std::find_if(trials.begin(), trials.end(), [](const TrialRecord& t) { return t.trial_key == "fast"; }));
+    for (const auto& w : choose_winners(trials, std::nullopt))
+      if (w.scope == "overall") EXPECT_EQ(w.params, "tie-early");
+    trials.push_back(trial("fast", 0.5, 0.5));
+    trials.back().id = 9;
+  }
 }
 
 TEST(Ranking, WinnersPerScope) {

@@ -35,7 +35,8 @@ double rank_time(const TrialRecord& t) { return t.retime_median_ms.value_or(t.me
 
 bool ranks_before(const TrialRecord& a, const TrialRecord& b) {
   if (a.retime_median_ms.has_value() != b.retime_median_ms.has_value()) return a.retime_median_ms.has_value();
-  return rank_time(a) < rank_time(b);
+  if (rank_time(a) != rank_time(b)) return rank_time(a) < rank_time(b);
+  return a.id < b.id;  // a tie goes to the trial recorded first, whatever order the caller holds them in
 }
 
 std::vector<TrialRecord> ranked_passing(std::vector<TrialRecord> trials) {

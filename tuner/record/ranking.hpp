@@ -17,9 +17,10 @@ namespace cmt {
 bool passed(const TrialRecord& trial);
 /// The time a trial ranks by, in ms (+huge for a trial without one).
 double rank_time(const TrialRecord& trial);
-/// True when a ranks strictly before b.
+/// True when a ranks strictly before b; equal times rank by the trial's id (the first recorded
+/// first), so the order is total and no caller's order of trials changes a ranking.
 bool ranks_before(const TrialRecord& a, const TrialRecord& b);
-/// The trials that passed (outcome ok, with a time), best first; ties keep their order.
+/// The trials that passed (outcome ok, with a time), best first.
 std::vector<TrialRecord> ranked_passing(std::vector<TrialRecord> trials);
 
 /// The winners of one problem among its trials: "overall", "portable" (no input requirements) and

@@ -281,7 +281,7 @@ void calibrate(Store& store, const Compiler& compiler, Measurer& measurer, const
     summary.calibration_candidates = std::max(summary.calibration_candidates, r.candidates);
     if (!r.stop_reason.empty()) summary.stop_reason = "calibration: " + r.stop_reason;
     summary.interrupted = summary.interrupted || r.interrupted;
-    for (const ProblemSummary& p : r.problems) ranked.push_back(ranked_passing(store.trials(device_id, p.problem)));
+    for (const auto& trials : r.trials) ranked.push_back(ranked_passing(trials));
   };
   const std::vector<CalibrationShape> shapes = calibration_shapes(req.problems);
   measurer.release_problems();
