@@ -1,13 +1,15 @@
 // The tf32x3 class on the GPU, in every layout (nn, nt, tn, tt), on ragged sizes, one row of C, and
 // strided batches (packed, broadcasting A or B):
 //
-// - Validation is against an FP64 reference: a naive FP32 kernel and cuBLAS SGEMM (the FP32 SIMT
-//   reference, whose own error is the bar) pass, and each result carries that bar.
-// - A planted one-pass TF32 kernel (operands rounded to TF32, multiplied once) is rejected as less
-//   accurate than FP32 SIMT, on every shape, also where its error is inside the K-scaled bound.
-// - Every quick.toml tf32x3_mma candidate validates and times through GpuMeasurer::measure, its
-//   error no worse than the SIMT reference's; the 16-byte builds are skipped where the leading
-//   dimensions are not multiples of 4, saying why.
+// - Validation is against an FP64 reference: cuBLAS SGEMM (the FP32 SIMT reference, whose own error
+//   is the bar) passes, and each result carries that bar. (A naive FP32 kernel, one FMA chain over
+//   k, does not: its errors, 3-4 units of 2^-24 of the scale, are three to six times SGEMM's.)
+// - A planted one-pass TF32 kernel (operands rounded to TF32, multiplied once) is rejected on every
+//   shape, as less accurate than FP32 SIMT where its error is inside the K-scaled bound.
+// - Every quick.toml tf32x3_mma candidate that sums each k tile apart (STAGED = 1) validates and
+//   times through GpuMeasurer::measure; those that accumulate everything on the tensor core
+//   (STAGED = 0), whose sum truncates, are rejected as less accurate than FP32 SIMT on some shape.
+//   The 16-byte builds are skipped where the leading dimensions are not multiples of 4, saying why.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -78,10 +80,11 @@ TEST_P(Tf32x3, ValidationIsAgainstFp64WithTheSimtErrorAsTheBar) {
     ASSERT_TRUE(simt.simt_error_ratio.has_value()) << p.to_string();
     EXPECT_LE(simt.max_error_ratio, *simt.simt_error_ratio) << "SGEMM is its own bar";
     const ValidationResult rn = measurer.validate(naive, p);
-    EXPECT_TRUE(rn.passed) << "the naive kernel on " << p.to_string() << ": " << rn.reason;
+    EXPECT_LT(rn.max_error_ratio, 1.0) << "the naive kernel on " << p.to_string() << " is within the K-scaled bound";
     const ValidationResult r1 = measurer.validate(one_pass, p);
     EXPECT_FALSE(r1.passed) << "one TF32 pass on " << p.to_string();
-    EXPECT_NE(r1.reason.find("less accurate than FP32 SIMT"), std::string::npos) << r1.reason;
+    if (r1.max_error_ratio < 1.0)
+      EXPECT_NE(r1.reason.find("less accurate than FP32 SIMT"), std::string::npos) << r1.reason;
     std::printf("%s: SIMT %.3g, naive %.3g, one pass %.3g (error / tolerance)\n", p.to_string().c_str(),
                 *simt.simt_error_ratio, rn.max_error_ratio, r1.max_error_ratio);
   }
@@ -106,6 +109,7 @@ TEST_P(Tf32x3, EveryQuickCandidateValidatesAndTimes) {
   limits.kernel_timeout_ms = 20000;
   std::deque<BinaryRecord> binaries;
   int measured = 0, skipped = 0;
+  std::set<std::string> unstaged_rejected;
   while (auto compiled = compiler.next()) {
     const Candidate& cand = *compiled->candidate;
     EXPECT_EQ(cand.tmpl->name, "tf32x3_mma");
@@ -120,8 +124,15 @@ TEST_P(Tf32x3, EveryQuickCandidateValidatesAndTimes) {
         ++skipped;
         continue;
       }
-      EXPECT_EQ(m.outcome, Outcome::ok) << cand.id() << " on " << p.to_string() << ": " << m.reason;
       ASSERT_TRUE(m.simt_error_ratio.has_value()) << cand.id();
+      if (find_param(cand.values, "STAGED") == 0) {
+        if (m.outcome == Outcome::wrong) {
+          EXPECT_NE(m.reason.find("less accurate than FP32 SIMT"), std::string::npos) << cand.id() << ": " << m.reason;
+          unstaged_rejected.insert(cand.id());
+        }
+        continue;
+      }
+      EXPECT_EQ(m.outcome, Outcome::ok) << cand.id() << " on " << p.to_string() << ": " << m.reason;
       EXPECT_TRUE(m.timing.has_value()) << cand.id();
       std::printf("%s on %s: error/tolerance %.3g, SIMT's %.3g\n", cand.id().c_str(), p.to_string().c_str(),
                   m.max_error_ratio.value_or(-1), *m.simt_error_ratio);
@@ -131,6 +142,7 @@ TEST_P(Tf32x3, EveryQuickCandidateValidatesAndTimes) {
   std::printf("tf32x3 %s: %d measurements of %zu candidates (%d skipped for their requirements)\n",
               GetParam().c_str(), measured, space.candidates.size(), skipped);
   EXPECT_GT(measured, 0);
+  EXPECT_EQ(unstaged_rejected.size(), 2u) << "each STAGED = 0 build is rejected on some shape";
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, Tf32x3, ::testing::Values("nn", "nt", "tn", "tt"),
