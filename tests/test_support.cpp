@@ -284,6 +284,13 @@ std::string add_synthetic_winner(Store& store, int64_t run, int64_t device, cons
 
 void downgrade_schema(const fs::path& file, int version) {
   Database db(file);
+  // Migration 7 also widened the dtype CHECKs of three tables; a downgraded database keeps the wider
+  // ones, which admit every row of the older schema.
+  if (version < 7)
+    db.exec(R"sql(
+      ALTER TABLE trials DROP COLUMN simt_error_ratio;
+      PRAGMA user_version = 6;
+    )sql");
   if (version < 6)
     db.exec(R"sql(
       ALTER TABLE trials RENAME COLUMN threads TO shape_threads;

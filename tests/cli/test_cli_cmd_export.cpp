@@ -115,7 +115,7 @@ TEST(ExportCli, DtypeChoosesWhichTypesWinnersGoIntoTheTables) {
   EXPECT_FALSE(fs::exists(dir / "h.cuh"));
   const auto bad = cmtune("export --dtype f16 --out h.cuh");
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_EQ(bad.err, "cm-tune: error: --dtype: unknown type 'f16' (f32, f64, i32 or all)\n");
+  EXPECT_EQ(bad.err, "cm-tune: error: --dtype: unknown type 'f16' (f32, f64, i32, tf32x3 or all)\n");
 
   {
     DbBuilder db(db_file);

@@ -165,7 +165,7 @@ TEST(SpaceList, LayoutsAndBatchingAreShownAndLayoutChoosesTheCandidates) {
   EXPECT_EQ(json.at("templates").at(0).at("dtypes"), nlohmann::json({"f32", "f64", "i32"}));
   const auto bad_type = list("--dtype f16");
   EXPECT_EQ(bad_type.exit_code, 2);
-  EXPECT_EQ(bad_type.err, "cm-tune: error: --dtype: unknown type 'f16' (f32, f64, i32 or all)\n");
+  EXPECT_EQ(bad_type.err, "cm-tune: error: --dtype: unknown type 'f16' (f32, f64, i32, tf32x3 or all)\n");
   const auto bad = list("--layout nx");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_EQ(bad.err, "cm-tune: error: --layout: unknown layout 'nx' (nn, nt, tn, tt or all)\n");

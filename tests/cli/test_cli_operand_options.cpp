@@ -116,11 +116,11 @@ TEST(OperandOptions, QueryAnswersForTheElementTypeAsked) {
 TEST(OperandOptions, BadSizesAndOptionsFailBeforeAnyGpuIsNeeded) {
   test::TempDir dir;
   for (const auto& [args, line] : std::vector<std::pair<std::string, std::string>>{
-           {"tune --sizes 64x64x64:xy", "cm-tune: error: bad size '64x64x64:xy' in --sizes: unknown item 'xy' (a layout nn, nt, tn or tt, or a type f32, f64 or i32)\n"},
+           {"tune --sizes 64x64x64:xy", "cm-tune: error: bad size '64x64x64:xy' in --sizes: unknown item 'xy' (a layout nn, nt, tn or tt, or a type f32, f64, i32 or tf32x3)\n"},
            {"tune --sizes 64*0", "cm-tune: error: bad size '64*0' in --sizes: batch 0 is outside [1, 1048576]\n"},
            {"tune --sizes 64 --layout qq", "cm-tune: error: --layout: unknown layout 'qq' (nn, nt, tn, tt or all)\n"},
            {"bench --sizes 64 --batch x", "cm-tune: error: --batch: 'x' is not a batch count from 1 to 1048576\n"},
-           {"tune --sizes 64 --dtype f16", "cm-tune: error: --dtype: unknown type 'f16' (f32, f64, i32 or all)\n"},
+           {"tune --sizes 64 --dtype f16", "cm-tune: error: --dtype: unknown type 'f16' (f32, f64, i32, tf32x3 or all)\n"},
        }) {
     const auto r = test::run_split(dir, "--quiet " + args);
     EXPECT_EQ(r.exit_code, 2) << args;

@@ -261,7 +261,7 @@ VEC = [1, 4]
 )";
 
 const std::set<std::string> k_layout_families = {"blocktile2d", "multistage", "clusterk", "clusterk_deep", "smallk",
-                                                  "warptile", "dmma", "fused_batch"};
+                                                  "warptile", "dmma", "fused_batch", "tf32x3_mma"};
 
 TEST(TemplateLayouts, FamiliesDeclareTheirLayoutsAndBatchesAndTheOthersKeepTheContract) {
   const auto templates = load_templates({default_templates_dir()});
@@ -271,7 +271,7 @@ TEST(TemplateLayouts, FamiliesDeclareTheirLayoutsAndBatchesAndTheOthersKeepTheCo
       EXPECT_EQ(t.layouts, k_all_layouts) << t.name;
       EXPECT_TRUE(t.batched) << t.name;
       // A typed family takes DTYPE after TRANS_A and TRANS_B.
-      const bool typed = t.dtypes != std::vector<DType>{DType::f32};  // dmma: f64 alone
+      const bool typed = t.dtypes != std::vector<DType>{DType::f32};  // dmma: f64 alone; tf32x3_mma: tf32x3
       const size_t last = t.params.size() - (typed ? 1 : 0);
       ASSERT_GE(last, 2u) << t.name;
       EXPECT_EQ(t.params[last - 2].name, "TRANS_A") << t.name;
@@ -306,7 +306,9 @@ TEST(TemplateLayouts, EveryLayoutCompilesWithoutSpillsForSm90AndSm80) {
       types_of[c.tmpl->name].insert(c.tmpl->dtype_of(c.values));
     }
     for (const std::string& family : k_layout_families) {
-      if (family == "dmma") continue;  // not in this preset: TemplateLayouts.DmmaCompilesInEveryLayout
+      // Not in this preset: TemplateLayouts.DmmaCompilesInEveryLayout and
+      // TemplateLayouts.Tf32x3MmaCompilesInEveryLayoutForSm90AndSm80.
+      if (family == "dmma" || family == "tf32x3_mma") continue;
       EXPECT_EQ(layouts_of[family], std::set<std::string>(k_all_layouts.begin(), k_all_layouts.end()))
           << family << " on " << arch;
       const TemplateDesc& t = find_desc(templates, family);
@@ -643,6 +645,59 @@ CLUSTER_K = [1, 4]
     EXPECT_EQ(compiled, space.candidates.size()) << arch;
     EXPECT_EQ(compiled, arch == "sm_90" ? 72u : 24u) << arch;
   }
+}
+
+// The tf32x3 class's mma.sync family: the quick preset's points and a 128 x 128 tile of 64 x 32 warp
+// tiles, staged and not, compile in every layout for sm_90 and sm_80 without spills, and compute
+// the tf32x3 class (DTYPE 3) only.
+TEST(TemplateLayouts, Tf32x3MmaCompilesInEveryLayoutForSm90AndSm80) {
+  const auto templates = load_templates({default_templates_dir()});
+  test::TempDir dir;
+  test::write_file(dir / "tf32x3.toml", R"(name = "tf32x3"
+description = "the tf32x3 tensor-core family"
+[[templates.tf32x3_mma]]
+BM = [64]
+BN = [64]
+BK = [32]
+WM = [32]
+WN = [32]
+STAGES = [3]
+VEC = [1, 4]
+PAD = [8]
+STAGED = [0, 1]
+SWIZZLE = [1]
+
+[[templates.tf32x3_mma]]
+BM = [128]
+BN = [128]
+BK = [32]
+WM = [64]
+WN = [32]
+STAGES = [3]
+VEC = [4]
+PAD = [8]
+STAGED = [0, 1]
+SWIZZLE = [8]
+)");
+  const Preset preset = load_preset(dir / "tf32x3.toml");
+  for (const std::string arch : {"sm_90", "sm_80"}) {
+    Target target = all_layouts(arch);
+    target.dtypes = {DType::tf32x3};
+    const SearchSpace space = enumerate_space(templates, preset, target);
+    std::set<std::string> layouts;
+    for (const Candidate& c : space.candidates) {
+      EXPECT_EQ(c.tmpl->name, "tf32x3_mma");
+      layouts.insert(c.tmpl->layout_of(c.values));
+      EXPECT_EQ(c.tmpl->dtype_of(c.values), DType::tf32x3);
+    }
+    EXPECT_EQ(layouts, std::set<std::string>(k_all_layouts.begin(), k_all_layouts.end())) << arch;
+    size_t compiled = 0;
+    ASSERT_NO_FATAL_FAILURE(expect_all_compile_without_spills(space, arch, test::shared_compile_cache(), compiled));
+    EXPECT_EQ(compiled, 24u) << arch;
+  }
+  // In f32 the family has no points: the class is opted into, never served to an f32 problem.
+  Target f32 = all_layouts("sm_90");
+  EXPECT_TRUE(enumerate_space(templates, preset, f32).candidates.empty());
 }
 
 // warptile computes INT32 with the tiles and constraints of FP32 (4-byte elements, one register

@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "../templates/cmt_tf32.cuh"
+
 namespace cmt::test {
 
 namespace {
@@ -62,7 +64,7 @@ __global__ void naive_gemm_kernel(NaiveArgs<T> g, GemmDefect defect) {
 
   T acc = T(0);
   long long wide = 0;  // saturate_i32's accumulator
-  float single = 0.0f;  // fp32_accumulate's
+  float single = 0.0f;  // fp32_accumulate's, tf32_one_pass's
   for (int kk = 0; kk < g.k; ++kk) {
     // op(A)(i, kk) and op(B)(kk, j) over row-major storage.
     const T av = g.trans_a ? a[static_cast<long long>(kk) * g.lda + i] : a[static_cast<long long>(i) * g.lda + kk];
@@ -70,8 +72,11 @@ __global__ void naive_gemm_kernel(NaiveArgs<T> g, GemmDefect defect) {
     acc = mad(av, bv, acc);
     if (defect == GemmDefect::saturate_i32) wide += static_cast<long long>(av) * static_cast<long long>(bv);
     if (defect == GemmDefect::fp32_accumulate) single = fmaf(static_cast<float>(av), static_cast<float>(bv), single);
+    if (defect == GemmDefect::tf32_one_pass)
+      single = fmaf(cmt_f32_of_bits(cmt_tf32_rna(static_cast<float>(av))),
+                    cmt_f32_of_bits(cmt_tf32_rna(static_cast<float>(bv))), single);
   }
-  if (defect == GemmDefect::fp32_accumulate) acc = static_cast<T>(single);
+  if (defect == GemmDefect::fp32_accumulate || defect == GemmDefect::tf32_one_pass) acc = static_cast<T>(single);
   T* out = c + static_cast<long long>(i) * g.ldc + j;
   // beta == 0: C is not read (it may hold NaN or the INT32 poison), as BLAS says.
   T value = scale(g.alpha, acc, g.beta, g.beta == T(0) ? T(0) : *out, g.beta != T(0));
@@ -108,6 +113,7 @@ const char* to_string(GemmDefect defect) {
     case GemmDefect::broadcast_as_packed: return "broadcast_as_packed";
     case GemmDefect::saturate_i32: return "saturate_i32";
     case GemmDefect::fp32_accumulate: return "fp32_accumulate";
+    case GemmDefect::tf32_one_pass: return "tf32_one_pass";
   }
   return "?";
 }
@@ -117,7 +123,8 @@ cudaError_t launch_naive_gemm(const GemmArgs& args, GemmDefect defect, cudaStrea
   switch (args.dtype) {
     case DType::f64: return launch_typed<double>(args, defect, args.alpha.f64(), args.beta.f64(), stream);
     case DType::i32: return launch_typed<int32_t>(args, defect, args.alpha.i32(), args.beta.i32(), stream);
-    case DType::f32: break;
+    case DType::f32:
+    case DType::tf32x3: break;
   }
   return launch_typed<float>(args, defect, args.alpha.f32(), args.beta.f32(), stream);
 }

@@ -18,6 +18,8 @@ enum class GemmDefect {
   broadcast_as_packed,    // an A or B stride of 0 taken as the packed stride (reads matrices that are not there)
   saturate_i32,           // i32: accumulates in 64 bits and clamps to [INT32_MIN, INT32_MAX] instead of wrapping
   fp32_accumulate,        // f64: multiplies and adds in float (FP32 precision passed off as FP64)
+  tf32_one_pass,          // f32: operands rounded to TF32 (cvt.rna) and multiplied once, as one TF32
+                          // tensor-core pass does (TF32 passed off as 3xTF32)
 };
 
 const char* to_string(GemmDefect defect);

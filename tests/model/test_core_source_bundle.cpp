@@ -61,7 +61,8 @@ TEST(SourceBundle, AnEditedHeaderChangesOnlyTheTemplatesThatIncludeIt) {
   EXPECT_EQ(changed_by("clusterk_deep.cuh"), (std::set<std::string>{"clusterk_deep"}));
   EXPECT_EQ(changed_by("multistage.cuh"), (std::set<std::string>{"clusterk", "clusterk_deep", "multistage"}));
   EXPECT_EQ(changed_by("cmt_ring.cuh"),
-            (std::set<std::string>{"clusterk", "clusterk_deep", "dmma", "fused_batch", "multistage", "skinny_n"}));
+            (std::set<std::string>{"clusterk", "clusterk_deep", "dmma", "fused_batch", "multistage", "skinny_n",
+                                   "tf32x3_mma"}));
   EXPECT_EQ(changed_by("cmt_thin_edges.cuh"),
             (std::set<std::string>{"clusterk", "clusterk_deep", "multistage", "warptile"}));
   EXPECT_EQ(changed_by("cmt_warp_tile.cuh"),

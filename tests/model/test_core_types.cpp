@@ -78,17 +78,17 @@ TEST(ProblemKey, TheElementTypeIsSpelledUnlessF32AndParsesInEitherOrder) {
   EXPECT_EQ(why("8x8x8:f64:i32"), "bad size '8x8x8:f64:i32' in --sizes: the element type is given twice");
   EXPECT_EQ(why("8x8x8:tn:nt"), "bad size '8x8x8:tn:nt' in --sizes: the layout is given twice");
   EXPECT_EQ(why("8x8x8:f16"),
-            "bad size '8x8x8:f16' in --sizes: unknown item 'f16' (a layout nn, nt, tn or tt, or a type f32, f64 or i32)");
+            "bad size '8x8x8:f16' in --sizes: unknown item 'f16' (a layout nn, nt, tn or tt, or a type f32, f64, i32 or tf32x3)");
 }
 
 TEST(ProblemKey, BadSpellingsNameTheTokenAndWhy) {
   const auto why = [](const std::string& text) { return test::usage_error([&] { parse_problem(text, k_dim, 100, "in --sizes"); }); };
-  EXPECT_EQ(why("64x64x64:xy"), "bad size '64x64x64:xy' in --sizes: unknown item 'xy' (a layout nn, nt, tn or tt, or a type f32, f64 or i32)");
-  EXPECT_EQ(why("64x64x64:"), "bad size '64x64x64:' in --sizes: unknown item '' (a layout nn, nt, tn or tt, or a type f32, f64 or i32)");
+  EXPECT_EQ(why("64x64x64:xy"), "bad size '64x64x64:xy' in --sizes: unknown item 'xy' (a layout nn, nt, tn or tt, or a type f32, f64, i32 or tf32x3)");
+  EXPECT_EQ(why("64x64x64:"), "bad size '64x64x64:' in --sizes: unknown item '' (a layout nn, nt, tn or tt, or a type f32, f64, i32 or tf32x3)");
   EXPECT_EQ(why("64x64x64*0"), "bad size '64x64x64*0' in --sizes: batch 0 is outside [1, 100]");
   EXPECT_EQ(why("64x64x64*101"), "bad size '64x64x64*101' in --sizes: batch 101 is outside [1, 100]");
   EXPECT_EQ(why("64x64x64*"), "bad size '64x64x64*' in --sizes: batch '' is not a whole number");
-  EXPECT_EQ(why("64x64x64:sb=0"), "bad size '64x64x64:sb=0' in --sizes: unknown item 'sb=0' (a layout nn, nt, tn or tt, or a type f32, f64 or i32)");
+  EXPECT_EQ(why("64x64x64:sb=0"), "bad size '64x64x64:sb=0' in --sizes: unknown item 'sb=0' (a layout nn, nt, tn or tt, or a type f32, f64, i32 or tf32x3)");
   EXPECT_EQ(why("64x64x64*1:sb=0"), "bad size '64x64x64*1:sb=0' in --sizes: strides need a batch above 1 (*BATCH)");
   EXPECT_EQ(why("64x64x64*4:sd=0"), "bad size '64x64x64*4:sd=0' in --sizes: unknown item 'sd=0' after the batch (sa=, sb= or sc=)");
   EXPECT_EQ(why("64x64x64*4:sb=1:sb=2"), "bad size '64x64x64*4:sb=1:sb=2' in --sizes: sb is given twice");

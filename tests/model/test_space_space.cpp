@@ -651,7 +651,7 @@ TEST(SpaceBuiltin, EveryPresetEnumerates) {
   for (const fs::path& file : presets) {
     const Preset preset = load_preset(file);
     Target target = test::sm90();
-    target.dtypes = {DType::f32, DType::f64, DType::i32};  // dmma computes f64 only
+    target.dtypes = {DType::f32, DType::f64, DType::i32, DType::tf32x3};  // dmma f64 only, tf32x3_mma tf32x3
     const SearchSpace space = enumerate_space(templates, preset, target);
     std::set<std::string> names;  // a template may have several grids
     for (const auto& t : preset.templates) names.insert(t.name);

@@ -164,7 +164,7 @@ TEST(OperandSupport, BadDeclarationsAreOneLineErrors) {
   EXPECT_NE(error("layouts = []\n").find("layouts: must be a non-empty array"), std::string::npos);
   EXPECT_NE(error("layouts = [\"tn\", \"TN\"]\n").find("'tn' is listed twice"), std::string::npos);
   EXPECT_NE(error("batched = 1\n").find("batched: must be true or false"), std::string::npos);
-  EXPECT_NE(error("dtypes = [\"f16\"]\n").find("dtypes[0]: must be \"f32\", \"f64\" or \"i32\""), std::string::npos);
+  EXPECT_NE(error("dtypes = [\"f16\"]\n").find("dtypes[0]: must be one of f32, f64, i32 or tf32x3"), std::string::npos);
   EXPECT_NE(error("dtypes = []\n").find("dtypes: must be a non-empty array"), std::string::npos);
   EXPECT_NE(error("dtypes = [\"f64\", \"F64\"]\n").find("'f64' is listed twice"), std::string::npos);
   test::write_file(dir / "clash.cuh", "");
@@ -198,11 +198,14 @@ TEST(OperandSupport, BuiltInFamiliesDeclareWhatTheyServe) {
       return p.name == "TRANS_A" || p.name == "TRANS_B";
     });
     EXPECT_EQ(has_trans, t.layouts.size() > 1) << t.name;
-    // Every family computes f32 but dmma, the FP64 tensor-core family.
+    // Every family computes f32 but dmma, the FP64 tensor-core family, and tf32x3_mma, the tf32x3
+    // class's.
     if (t.name == "dmma")
       EXPECT_EQ(t.dtypes, std::vector<DType>{DType::f64});
+    else if (t.name == "tf32x3_mma")
+      EXPECT_EQ(t.dtypes, std::vector<DType>{DType::tf32x3});
     else
-      EXPECT_EQ(t.dtypes.front(), DType::f32) << t.name << ": every family but dmma computes f32";
+      EXPECT_EQ(t.dtypes.front(), DType::f32) << t.name << ": every family but dmma and tf32x3_mma computes f32";
     const bool has_dtype = std::any_of(t.params.begin(), t.params.end(), [](const ParamDesc& p) { return p.name == "DTYPE"; });
     EXPECT_EQ(has_dtype, t.dtypes != std::vector<DType>{DType::f32}) << t.name;
     for (const auto& p : t.params) EXPECT_EQ(p.implicit, p.name == "TRANS_A" || p.name == "TRANS_B" || p.name == "DTYPE") << t.name;

@@ -777,6 +777,40 @@ TEST(StoreFile, Version1DatabaseGainsGridZAndKeepsItsRows) {
   expect_same_winner(winners[0], winner);
 }
 
+TEST(StoreFile, ADatabaseWithoutThePrecisionClassKeepsItsRowsAndThenTakesTf32x3) {
+  // Migration 7 rebuilt trials, baselines and winners to admit the tf32x3 class, and gave trials
+  // the FP32 SIMT reference's error: every row and id stays, the new column is NULL on old rows,
+  // and the class can then be stored and read back with it.
+  cmt::test::TempDir dir;
+  const fs::path file = dir / "v6.db";
+  cmt::test::tuned_database(file, "GPU-v6");
+  cmt::test::MigratedTrials m;
+  ASSERT_NO_FATAL_FAILURE(cmt::test::expect_migration_keeps_trials(file, 6, "trials", "simt_error_ratio", m));
+  ASSERT_EQ(m.after.size(), m.before.size());
+  for (size_t i = 0; i < m.after.size(); ++i) {
+    EXPECT_EQ(m.after[i].id, m.before[i].id);
+    EXPECT_FALSE(m.after[i].simt_error_ratio.has_value());
+  }
+  Store store(file);
+  const int64_t device = store.upsert_device(make_device("GPU-v6"));
+  const int64_t run = store.begin_run(RunRecord{});
+  Problem p{512, 512, 512};
+  p.dtype = cmt::DType::tf32x3;
+  TrialRecord t = make_trial("tf32x3-trial", device, run, p);
+  t.max_error_ratio = 0.01;
+  t.simt_error_ratio = 0.03;
+  t.id = store.insert_trial(t);
+  EXPECT_GT(t.id, m.after.back().id);
+  const auto found = store.find_trial("tf32x3-trial");
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->problem.dtype, cmt::DType::tf32x3);
+  EXPECT_EQ(found->simt_error_ratio, 0.03);
+  EXPECT_EQ(store.trials(device, p).size(), 1u);
+  Problem f32 = p;
+  f32.dtype = cmt::DType::f32;
+  EXPECT_TRUE(store.trials(device, f32).empty()) << "the class is part of the problem's key";
+}
+
 TEST(StoreFile, ADatabaseWithThreadsTwiceKeepsEachTrialsThreadsOnce) {
   // Before migration 6 a trial stored its threads per block twice (threads, shape_threads); the
   // launch shape's column stays, named threads, with every row's value.

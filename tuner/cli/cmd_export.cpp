@@ -161,6 +161,11 @@ int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
   check_namespace_name(o.name_space);
   const std::vector<DType> dtypes = parse_dtype_list(o.dtype);
   if (dtypes.empty()) throw UsageError("--dtype: give f32, f64, i32, a comma list of them, or all");
+  for (const DType d : dtypes)
+    if (static_cast<int>(d) >= k_header_dtypes)
+      throw UsageError(fmt::format("--dtype {}: the exported header has no {} routine yet; its winners stay in the "
+                                   "database (cm-tune query shows them)",
+                                   dtype_name(d), dtype_name(d)));
   const std::filesystem::path db_file = database_path(global);
   if (!std::filesystem::exists(db_file))
     throw UsageError(fmt::format("database {} does not exist; run cm-tune tune first", db_file.string()));

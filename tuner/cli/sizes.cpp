@@ -9,6 +9,7 @@
 #include <string>
 #include <fmt/format.h>
 
+#include "core/dtype.hpp"
 #include "core/error.hpp"
 
 namespace cmt {
@@ -145,11 +146,11 @@ std::vector<Problem> parse_sizes(std::string_view text) {
 }
 
 std::vector<DType> parse_dtype_list(std::string_view dtypes) {
+  if (trim(dtypes) == "all") return all_types();
   std::vector<DType> out;
-  if (trim(dtypes) == "all") dtypes = "f32,f64,i32";
   for (const std::string_view item : split_list(dtypes)) {
     const auto d = parse_dtype(item);
-    if (!d) throw UsageError(fmt::format("--dtype: unknown type '{}' (f32, f64, i32 or all)", printable(item)));
+    if (!d) throw UsageError(fmt::format("--dtype: unknown type '{}' ({} or all)", printable(item), type_names(",")));
     if (std::find(out.begin(), out.end(), *d) == out.end()) out.push_back(*d);
   }
   return out;

@@ -49,6 +49,17 @@ double DeviceInfo::fp64_tensor_peak_tflops() const {
   return static_cast<double>(fp64_tensor_fma_per_sm()) * sm_count * 2.0 * clock_khz * 1e3 / 1e12;
 }
 
+int DeviceInfo::tf32_tensor_fma_per_sm() const {
+  if (cc_major == 9 && cc_minor == 0) return 1024;
+  if (cc_major == 8 && cc_minor == 0) return 512;
+  if (cc_major >= 8) return 256;  // GA10x, Ada and later consumer parts: half of GA100's per SM
+  return 0;
+}
+
+double DeviceInfo::tf32_tensor_peak_tflops() const {
+  return static_cast<double>(tf32_tensor_fma_per_sm()) * sm_count * 2.0 * clock_khz * 1e3 / 1e12;
+}
+
 int DeviceInfo::int32_mad_lanes_per_sm() const { return cc_major >= 7 ? 64 : 32; }
 
 double DeviceInfo::int32_peak_tops() const {

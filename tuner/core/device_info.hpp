@@ -44,6 +44,10 @@ struct DeviceInfo {
   /// the architecture has none at full rate.
   int fp64_tensor_fma_per_sm() const;
   double fp64_tensor_peak_tflops() const;
+  /// TF32 FMAs per SM per clock of the tensor cores, dense (512 on GA100, 1024 on Hopper), 0
+  /// before Ampere.
+  int tf32_tensor_fma_per_sm() const;
+  double tf32_tensor_peak_tflops() const;
   /// 32-bit integer multiply-adds (IMAD) per SM per clock (64 from Volta on).
   int int32_mad_lanes_per_sm() const;
   /// lanes x SMs x 2 (multiply and add) x clock, in TOP/s.

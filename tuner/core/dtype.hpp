@@ -3,7 +3,9 @@
 // keeps its NumericTypeID as data the same way.)
 #pragma once
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/device_info.hpp"
 #include "core/types.hpp"
@@ -15,32 +17,61 @@ enum class PeakKind : uint8_t {
   fp32,   // FP32 on the CUDA cores
   fp64,   // FP64 on the tensor cores where the GPU has them (DMMA), else on the CUDA cores
   int32,  // INT32 multiply-add
+  tf32x3, // TF32 on the tensor cores, three products per multiply-add (a third of the TF32 peak)
 };
 
-/// One element type.
+/// What a type's candidates are validated against.
+enum class Reference : uint8_t {
+  same_type,  // the type's own cuBLAS GEMM (the floats), within the K-scaled tolerance
+  exact,      // cm-tune's own exact kernel, bit for bit (i32)
+  fp64,       // an FP64 GEMM of the same data, within the K-scaled tolerance and no worse than the
+              // storage type's cuBLAS GEMM (FP32 SIMT) is on the same data
+};
+
+/// One element type, or precision class of one.
 struct TypeInfo {
   DType dtype;
   std::string_view name;          // "f32": sizes files, --dtype, problem keys
+  /// The type its elements are stored as, in memory and in every buffer: itself, or f32 for
+  /// tf32x3, which differs from f32 only in how its kernels multiply.
+  DType storage;
   int bytes;                      // of one element
   std::string_view c_type;        // "float": the header's and the kernels' C type
   char routine;                   // 's': the header's sgemm, dgemm, igemm and cuBLAS's S, D
   std::string_view elements;      // "floats": in messages about buffers of them
   std::string_view rate_unit;     // "TF/s", or "TOP/s" for an integer type
-  /// cuBLAS has a GEMM of the type: the validation reference and the baseline every ratio is
-  /// measured against. Without one (i32) kernels are validated against cm-tune's own reference
-  /// and timed alone.
+  /// cuBLAS has a GEMM of the storage type: the baseline every ratio is measured against (for
+  /// tf32x3, SGEMM with TF32 off). Without one (i32) kernels are timed alone.
   bool cublas_baseline;
   /// Results are exact (integer arithmetic, wrapping): validated bit for bit, with no error bound.
   bool exact;
   PeakKind peak;
+  Reference reference;
+  /// Runs only where the user opts in (the header's sgemm takes it when asked; a tune names it
+  /// with --dtype): a precision class other than IEEE arithmetic in the storage type.
+  bool opt_in;
 };
 
 /// The rows, in DType order.
 inline constexpr TypeInfo k_types[] = {
-    {DType::f32, "f32", 4, "float", 's', "floats", "TF/s", true, false, PeakKind::fp32},
-    {DType::f64, "f64", 8, "double", 'd', "doubles", "TF/s", true, false, PeakKind::fp64},
-    {DType::i32, "i32", 4, "int", 'i', "ints", "TOP/s", false, true, PeakKind::int32},
+    {DType::f32, "f32", DType::f32, 4, "float", 's', "floats", "TF/s", true, false, PeakKind::fp32,
+     Reference::same_type, false},
+    {DType::f64, "f64", DType::f64, 8, "double", 'd', "doubles", "TF/s", true, false, PeakKind::fp64,
+     Reference::same_type, false},
+    {DType::i32, "i32", DType::i32, 4, "int", 'i', "ints", "TOP/s", false, true, PeakKind::int32, Reference::exact,
+     false},
+    {DType::tf32x3, "tf32x3", DType::f32, 4, "float", 's', "floats", "TF/s", true, false, PeakKind::tf32x3,
+     Reference::fp64, true},
 };
+
+/// The type a class stores its elements as (TypeInfo::storage).
+DType storage_of(DType dtype);
+
+/// The rows' names joined for a message, "f32, f64, i32 or tf32x3" (`last` joins the last two; ","
+/// joins them all alike).
+std::string type_names(std::string_view last = "or");
+/// The types `all` names: every row but the opt-in classes, which are named one by one.
+std::vector<DType> all_types();
 
 /// The row of a type.
 const TypeInfo& type_info(DType dtype);

@@ -132,7 +132,7 @@ Problem parse_problem(std::string_view text, int64_t max_dimension, int64_t max_
         if (dtype) bad_problem(token, "the element type is given twice");
         dtype = d;
       } else {
-        bad_problem(token, fmt::format("unknown item '{}' (a layout nn, nt, tn or tt, or a type f32, f64 or i32)", item));
+        bad_problem(token, fmt::format("unknown item '{}' (a layout nn, nt, tn or tt, or a type {})", item, type_names()));
       }
     }
   }

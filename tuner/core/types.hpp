@@ -10,15 +10,16 @@
 
 namespace cmt {
 
-/// Element type of A, B, C, alpha and beta (and the accumulator): FP32, FP64, or INT32, whose
-/// products and sums wrap modulo 2^32 (two's complement).
-enum class DType : uint8_t { f32 = 0, f64 = 1, i32 = 2 };
+/// Element type of A, B, C, alpha and beta (and the accumulator), with its precision class: FP32,
+/// FP64, INT32, whose products and sums wrap modulo 2^32 (two's complement), and tf32x3: FP32 data
+/// multiplied on the tensor cores as three TF32 products (core/dtype.hpp, the table of what each is).
+enum class DType : uint8_t { f32 = 0, f64 = 1, i32 = 2, tf32x3 = 3 };
 
-/// "f32", "f64" or "i32" (core/dtype.hpp: the table of what each type is).
+/// "f32", "f64", "i32" or "tf32x3" (core/dtype.hpp: the table of what each type is).
 std::string_view dtype_name(DType dtype);
-/// The DType of "f32", "f64" or "i32" (either case); nullopt for anything else.
+/// The DType of a name of dtype_name (either case); nullopt for anything else.
 std::optional<DType> parse_dtype(std::string_view name);
-/// Bytes of one element: 4, 8 or 4.
+/// Bytes of one element: 4, 8, 4 or 4.
 int dtype_bytes(DType dtype);
 
 /// One GEMM problem over row-major storage: C (MxN) = alpha * op(A) (MxK) * op(B) (KxN) + beta * C,

@@ -34,7 +34,8 @@ cublasStatus_t CublasHandle::gemm_status(const GemmArgs& g) const {
   const cublasOperation_t op_a = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   if (!g.typed_consistently()) return CUBLAS_STATUS_NOT_SUPPORTED;
   switch (g.dtype) {
-    case DType::f32: {
+    case DType::f32:
+    case DType::tf32x3: {  // its baseline: SGEMM with TF32 off
       const float alpha = g.alpha.f32(), beta = g.beta.f32();
       const auto* a = g.a_as<float>();
       const auto* b = g.b_as<float>();
@@ -63,7 +64,8 @@ cublasStatus_t CublasHandle::gemm_status(const GemmArgs& g) const {
 
 const char* cublas_routine(DType dtype, bool batched) {
   switch (dtype) {
-    case DType::f32: return batched ? "cublasSgemmStridedBatched" : "cublasSgemm";
+    case DType::f32:
+    case DType::tf32x3: return batched ? "cublasSgemmStridedBatched" : "cublasSgemm";
     case DType::f64: return batched ? "cublasDgemmStridedBatched" : "cublasDgemm";
     case DType::i32: break;
   }

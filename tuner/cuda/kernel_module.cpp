@@ -17,7 +17,8 @@ GemmScalar GemmScalar::of(DType dtype, double value) {
   switch (dtype) {
     case DType::f64: return GemmScalar(value);
     case DType::i32: return GemmScalar(static_cast<int32_t>(value));
-    case DType::f32: break;
+    case DType::f32:
+    case DType::tf32x3: break;  // stored as f32
   }
   return GemmScalar(static_cast<float>(value));
 }
@@ -26,7 +27,8 @@ double GemmScalar::value() const {
   switch (m_dtype) {
     case DType::f64: return m_value.f64;
     case DType::i32: return m_value.i32;
-    case DType::f32: break;
+    case DType::f32:
+    case DType::tf32x3: break;
   }
   return m_value.f32;
 }

@@ -165,7 +165,8 @@ namespace {
 std::string kernel_function_type(const ExportKernel& k) {
   const char* kind = k.takes_batch_count ? "BatchCountKernelFn" : k.batched ? "BatchedKernelFn" : "KernelFn";
   switch (k.dtype) {
-    case DType::f32: return kind;
+    case DType::f32:
+    case DType::tf32x3: return kind;
     case DType::f64: return fmt::format("Typed{}<double>", kind);
     case DType::i32: return fmt::format("Typed{}<int>", kind);
   }

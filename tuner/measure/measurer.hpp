@@ -31,6 +31,7 @@ struct Measurement {
   Layout layout;                      // the timing layout, once known
   std::optional<double> max_abs_error;
   std::optional<double> max_error_ratio;  // max |err| / tolerance (< 1 passes)
+  std::optional<double> simt_error_ratio; // Reference::fp64: the FP32 SIMT reference's, the bar
   std::optional<SampleStats> timing;  // when timed (ok or abandoned)
   int registers = -1;
   int64_t smem_bytes = -1;            // static + dynamic

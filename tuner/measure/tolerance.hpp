@@ -41,6 +41,16 @@ struct ToleranceOf<double> {
   static constexpr double floor = k_tolerance_floor_f64;
 };
 
+/// Reference::fp64 (tf32x3): how far, in units of 2^-24 of an element's scale (|alpha| (|A||B|)_ij +
+/// |beta| |C0_ij|), a candidate's largest error against FP64 may pass the FP32 SIMT reference's on
+/// the same data. It is the split's own error: x = big + small + e with |e| <= 2^-22 |x| (the small
+/// part is rounded to TF32 too), and the dropped small-by-small product is at most 2^-22 |a||b|, so
+/// 3xTF32 represents each product within 3 * 2^-22 = 12 units of |a||b|, whatever K is. Where K is
+/// small that dominates (1x77x33: 3.6 units against SGEMM's 1.1, measured); where K is long the
+/// accumulation does, and a kernel that truncates its sums on the tensor core (6-22 units at K = 300
+/// to 1000) or multiplies once in TF32 (hundreds of units) fails.
+constexpr double k_fp64_reference_slack_units = 12.0;
+
 /// Allowed |candidate - reference| for one element, in FP32 or FP64 (T is float or double).
 template <class T>
 CMT_HOST_DEVICE inline T gemm_tolerance(int k, T alpha, T beta, T abs_ab, T abs_c0) {

@@ -66,6 +66,7 @@ json measurement_json(const Measurement& m) {
           {"layout", {m.layout.lda, m.layout.ldb, m.layout.ldc, m.layout.stride_a, m.layout.stride_b, m.layout.stride_c}},
           {"max_abs_error", opt(m.max_abs_error)},
           {"max_error_ratio", opt(m.max_error_ratio)},
+          {"simt_error_ratio", opt(m.simt_error_ratio)},
           {"timing", m.timing ? json(*m.timing) : json()},
           {"registers", m.registers},
           {"smem_bytes", m.smem_bytes}};
@@ -79,6 +80,7 @@ Measurement measurement_from(const json& j) {
   m.layout = {l.at(0), l.at(1), l.at(2), l.at(3), l.at(4), l.at(5)};
   m.max_abs_error = opt_from<double>(j.at("max_abs_error"));
   m.max_error_ratio = opt_from<double>(j.at("max_error_ratio"));
+  m.simt_error_ratio = opt_from<double>(j.at("simt_error_ratio"));
   if (!j.at("timing").is_null()) m.timing = j.at("timing").get<SampleStats>();
   m.registers = j.at("registers");
   m.smem_bytes = j.at("smem_bytes");

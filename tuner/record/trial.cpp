@@ -39,6 +39,7 @@ TrialRecord make_trial(const TrialContext& context, const Candidate& candidate, 
   t.log = m.log;
   t.max_abs_error = m.max_abs_error;
   t.max_error_ratio = m.max_error_ratio;
+  t.simt_error_ratio = m.simt_error_ratio;
   if (m.timing) {
     t.median_ms = m.timing->median;
     t.min_ms = m.timing->min;

@@ -9,6 +9,7 @@
 #include <map>
 #include <toml++/toml.h>
 
+#include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "space/toml_reader.hpp"
@@ -262,7 +263,7 @@ class DescriptorFileReader : public detail::TomlFileReader {
   /// layouts = ["nn", "tn", ...] (default ["nn"]), batched = true|false (default false) and dtypes =
   /// ["f32", "f64", ...] (default ["f32"]). A family with a layout other than nn takes two more
   /// template arguments, TRANS_A and TRANS_B (0 or 1), after its own parameters, and one with a type
-  /// other than f32 one more after those, DTYPE (0 f32, 1 f64, 2 i32); they are parameters like the
+  /// other than f32 one more after those, DTYPE (its DType: 0 f32, 1 f64, 2 i32, 3 tf32x3); they are parameters like the
   /// others, so expressions may name them.
   void read_operand_support(const toml::table& root) {
     if (const toml::node* node = root.get("layouts")) {
@@ -285,12 +286,12 @@ class DescriptorFileReader : public detail::TomlFileReader {
     }
     if (const toml::node* node = root.get("dtypes")) {
       const toml::array* array = node->as_array();
-      if (!array || array->empty()) fail(line_of(*node), "dtypes", "must be a non-empty array of \"f32\", \"f64\", \"i32\"");
+      if (!array || array->empty()) fail(line_of(*node), "dtypes", fmt::format("must be a non-empty array of type names ({})", type_names()));
       m_desc.dtypes.clear();
       for (size_t i = 0; i < array->size(); ++i) {
         const toml::node& item = *array->get(i);
         const auto d = item.is_string() ? parse_dtype(item.as_string()->get()) : std::nullopt;
-        if (!d) fail(line_of(item), fmt::format("dtypes[{}]", i), "must be \"f32\", \"f64\" or \"i32\"");
+        if (!d) fail(line_of(item), fmt::format("dtypes[{}]", i), fmt::format("must be one of {}", type_names()));
         if (std::find(m_desc.dtypes.begin(), m_desc.dtypes.end(), *d) != m_desc.dtypes.end())
           fail(line_of(item), fmt::format("dtypes[{}]", i), fmt::format("'{}' is listed twice", dtype_name(*d)));
         m_desc.dtypes.push_back(*d);
@@ -300,7 +301,9 @@ class DescriptorFileReader : public detail::TomlFileReader {
     if (m_desc.dtypes != std::vector<DType>{DType::f32}) {
       for (const auto& p : m_desc.params)
         if (p.name == "DTYPE") fail(line_of(root), "param", "'DTYPE' is implied by `dtypes`; it may not be declared");
-      ParamDesc param{"DTYPE", {}, "element type: 0 f32, 1 f64, 2 i32"};
+      std::string help = "element type:";
+      for (const TypeInfo& t : k_types) help += fmt::format("{} {} {}", t.dtype == DType::f32 ? "" : ",", static_cast<int>(t.dtype), t.name);
+      ParamDesc param{"DTYPE", {}, help};
       for (const DType d : m_desc.dtypes) param.values.push_back(static_cast<int64_t>(d));
       std::sort(param.values.begin(), param.values.end());
       param.implicit = true;
@@ -449,7 +452,9 @@ std::string TemplateDesc::layout_of(const ParamValues& values) const { return la
 
 DType dtype_of_params(const ParamValues& values) {
   const int64_t d = find_param(values, "DTYPE").value_or(0);
-  return d == 1 ? DType::f64 : d == 2 ? DType::i32 : DType::f32;
+  for (const TypeInfo& t : k_types)
+    if (static_cast<int64_t>(t.dtype) == d) return t.dtype;
+  return DType::f32;
 }
 
 DType TemplateDesc::dtype_of(const ParamValues& values) const { return dtype_of_params(values); }

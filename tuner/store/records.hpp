@@ -88,6 +88,9 @@ struct TrialRecord {
   std::string log;               // compile log or other detail
   std::optional<double> max_abs_error;
   std::optional<double> max_error_ratio;   // max |err| / tolerance over all checks (< 1 passes)
+  /// Types validated against FP64 (tf32x3): the FP32 SIMT reference's max |err| / tolerance on the
+  /// same data, which max_error_ratio may not pass.
+  std::optional<double> simt_error_ratio;
   std::optional<double> median_ms;
   std::optional<double> min_ms;
   std::optional<double> cv;                // coefficient of variation of the samples

@@ -236,7 +236,7 @@ constexpr std::string_view k_problem_match =
 constexpr std::string_view k_trial_columns =
     "trial_key, run_id, device_id, template_name, params, name_expression, binary_key, m, n, k, layout, batch, "
     "stride_a, stride_b, stride_c, dtype, lda, ldb, ldc, "
-    "outcome, reason, log, max_abs_error, max_error_ratio, median_ms, min_ms, cv, samples, gflops, "
+    "outcome, reason, log, max_abs_error, max_error_ratio, simt_error_ratio, median_ms, min_ms, cv, samples, gflops, "
     "ratio_to_cublas, retime_median_ms, registers, smem_bytes, threads, tile_m, tile_n, dynamic_smem, "
     "grid_z, problems_per_block, align_bytes, ld_multiple, created_at";
 
@@ -315,7 +315,7 @@ void bind_trial(Statement& s, const TrialRecord& t, const std::string& created_a
   b(t.trial_key)(t.run_id)(t.device_id)(t.template_name)(t.params)(t.name_expression)(t.binary_key);
   b.problem(t.problem)(t.lda)(t.ldb)(t.ldc);
   b(to_string(t.outcome))(t.reason)(t.log);
-  b(t.max_abs_error)(t.max_error_ratio)(t.median_ms)(t.min_ms)(t.cv)(t.samples)(t.gflops);
+  b(t.max_abs_error)(t.max_error_ratio)(t.simt_error_ratio)(t.median_ms)(t.min_ms)(t.cv)(t.samples)(t.gflops);
   b(t.ratio_to_cublas)(t.retime_median_ms);
   b(t.registers)(t.smem_bytes);
   b.shape(t.shape).requirements(t.requirements)(created_at);
@@ -342,6 +342,7 @@ TrialRecord read_trial(const Statement& s) {
   t.log = r.text();
   t.max_abs_error = r.opt_real();
   t.max_error_ratio = r.opt_real();
+  t.simt_error_ratio = r.opt_real();
   t.median_ms = r.opt_real();
   t.min_ms = r.opt_real();
   t.cv = r.opt_real();

@@ -90,6 +90,7 @@ GemmLauncher HeaderLibrary::launcher(DType dtype, cudaStream_t stream) const {
   return [fn, stream](const GemmArgs& a) {
     switch (a.dtype) {
       case DType::f32:
+      case DType::tf32x3:
         return reinterpret_cast<HeaderGemm<float>>(fn)(a.trans_a, a.trans_b, a.m, a.n, a.k, a.alpha.f32(),
                                                        a.a_as<float>(), a.lda, a.stride_a, a.b_as<float>(), a.ldb,
                                                        a.stride_b, a.beta.f32(), a.c_as<float>(), a.ldc, a.stride_c,

@@ -201,6 +201,7 @@ Measurement GpuMeasurer::measure(const KernelUnderTest& k, const Problem& proble
   const ValidationResult v = m_validator->validate(launch, ws, limits.kernel_timeout_ms);
   m.max_abs_error = v.max_abs_error;
   m.max_error_ratio = v.max_error_ratio;
+  m.simt_error_ratio = v.simt_error_ratio;
   if (v.status != cudaSuccess) {
     m.outcome = failure_outcome(v.status);
     m.reason = v.reason;

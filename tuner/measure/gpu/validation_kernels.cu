@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <type_traits>
 
 #include "core/error.hpp"
 #include "cuda/check.hpp"
@@ -146,9 +147,23 @@ __device__ ElementError element_error<int32_t>(int32_t value, int32_t expected, 
   return {gemm_error_ratio_exact(value, expected), static_cast<float>(diff < 0 ? -diff : diff)};
 }
 
-template <class T>
-__global__ void compare_kernel(const T* c, CWorkLayout l, int64_t total, const T* ref, const T* abs_ab, const T* c0,
-                               int64_t ref_stride, int k, T alpha, T beta, uint64_t pad_bits, uint64_t guard_bits,
+/// FP32 values against an FP64 reference (Reference::fp64): the FP32 tolerance of
+/// measure/tolerance.hpp, taken in FP64 from the FP64 |A||B| and |C0|.
+__device__ ElementError element_error_wide(float value, double expected, int k, double alpha, double beta,
+                                           const double* abs_ab, const double* c0, int64_t j) {
+  const double scale = fabs(alpha) * abs_ab[j] + fabs(beta) * (c0 ? fabs(c0[j]) : 0.0);
+  const double tol = 2.0 * static_cast<double>(k + 4) * static_cast<double>(k_fp32_unit_roundoff) * scale +
+                     static_cast<double>(k_tolerance_floor);
+  const bool finite = isfinite(value) && isfinite(expected);
+  const double err = fabs(static_cast<double>(value) - expected);
+  return {finite ? static_cast<float>(err / tol) : INFINITY, finite ? static_cast<float>(err) : -1.0f};
+}
+
+/// T: the elements of C under test; R: those of the reference, |A||B| and C0 (T, or double for FP32
+/// values checked against FP64).
+template <class T, class R = T>
+__global__ void compare_kernel(const T* c, CWorkLayout l, int64_t total, const R* ref, const R* abs_ab, const R* c0,
+                               int64_t ref_stride, int k, R alpha, R beta, uint64_t pad_bits, uint64_t guard_bits,
                                CompareStats* stats) {
   CMT_GRID_STRIDE(i, total) {
     const T value = c[i];
@@ -168,7 +183,11 @@ __global__ void compare_kernel(const T* c, CWorkLayout l, int64_t total, const T
       continue;
     }
     const int64_t j = b * ref_stride + r;
-    const ElementError e = element_error<T>(value, ref[j], k, alpha, beta, abs_ab, c0, j);
+    ElementError e;
+    if constexpr (std::is_same_v<T, R>)
+      e = element_error<T>(value, ref[j], k, alpha, beta, abs_ab, c0, j);
+    else
+      e = element_error_wide(value, ref[j], k, alpha, beta, abs_ab, c0, j);
     // Non-negative floats order like their bit patterns, so atomicMax on the bits works.
     atomicMax(&stats->max_ratio_bits, __float_as_uint(e.ratio));
     if (e.abs_err >= 0.0f) atomicMax(&stats->max_abs_err_bits, __float_as_uint(e.abs_err));
@@ -242,7 +261,12 @@ void by_type(DType dtype, F&& f) {
     case DType::f32: f(float{}); return;
     case DType::f64: f(double{}); return;
     case DType::i32: f(int32_t{}); return;
+    case DType::tf32x3: f(float{}); return;  // stored as f32
   }
+}
+
+__global__ void widen_kernel(double* dst, const float* src, int64_t count) {
+  CMT_GRID_STRIDE(i, count) dst[i] = static_cast<double>(src[i]);
 }
 
 }  // namespace
@@ -302,10 +326,27 @@ void reset_stats(CompareStats* stats, cudaStream_t stream) {
   CMT_CUDA_CHECK(cudaGetLastError());
 }
 
+void widen(void* dst, const void* src, int64_t count, cudaStream_t stream) {
+  if (count <= 0) return;
+  widen_kernel<<<grid_for(count), k_threads, 0, stream>>>(static_cast<double*>(dst), static_cast<const float*>(src),
+                                                          count);
+  CMT_CUDA_CHECK(cudaGetLastError());
+}
+
 void compare_gemm(const void* allocation, const CWorkLayout& layout, const void* ref, const void* abs_ab,
                   const void* c0, int64_t ref_stride, int k, double alpha, double beta, uint64_t pad_bits,
-                  uint64_t guard_bits, CompareStats* stats, cudaStream_t stream) {
+                  uint64_t guard_bits, CompareStats* stats, cudaStream_t stream, bool fp64_reference) {
   const int64_t total = layout.total();
+  if (fp64_reference) {
+    if (layout.dtype != DType::f32)
+      throw InfraError("cm-tune", "compare_gemm", "an FP64 reference checks FP32 elements only", __FILE__, __LINE__);
+    compare_kernel<float, double><<<grid_for(total), k_threads, 0, stream>>>(
+        static_cast<const float*>(allocation), layout, total, static_cast<const double*>(ref),
+        static_cast<const double*>(abs_ab), static_cast<const double*>(c0), ref_stride, k, alpha, beta, pad_bits,
+        guard_bits, stats);
+    CMT_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
   by_type(layout.dtype, [&](auto zero) {
     using T = decltype(zero);
     // alpha and beta are exact in T (the validation cases are chosen so).

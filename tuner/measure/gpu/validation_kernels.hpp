@@ -74,9 +74,14 @@ void reset_stats(CompareStats* stats, cudaStream_t stream);
 /// unused, may be null). alpha and beta are the case's, exact in the element type. Checks that
 /// padding columns still hold pad_bits and everything outside the matrices guard_bits. Accumulates
 /// into stats (device memory, reset by the caller).
+/// fp64_reference: the elements are f32 and ref, abs_ab and c0 are FP64 (Reference::fp64), held to
+/// the FP32 tolerance.
 void compare_gemm(const void* allocation, const CWorkLayout& layout, const void* ref, const void* abs_ab,
                   const void* c0, int64_t ref_stride, int k, double alpha, double beta, uint64_t pad_bits,
-                  uint64_t guard_bits, CompareStats* stats, cudaStream_t stream);
+                  uint64_t guard_bits, CompareStats* stats, cudaStream_t stream, bool fp64_reference = false);
+
+/// dst[i] = (double)src[i] for count FP32 elements (exact; NaN stays NaN).
+void widen(void* dst, const void* src, int64_t count, cudaStream_t stream);
 
 /// The INT32 reference: C = alpha * op(A) op(B) + beta * C over args (every layout and batch, a
 /// stride of 0 broadcasting A or B), every multiply and add modulo 2^32 (computed in uint32, read

@@ -8,6 +8,7 @@
 #include "core/dtype.hpp"
 #include "cuda/check.hpp"
 #include "measure/gpu/validation_kernels.hpp"
+#include "measure/tolerance.hpp"
 
 namespace cmt {
 
@@ -58,6 +59,7 @@ std::string read_element(const void* base, int64_t offset, DType dtype) {
       return fmt::format("{}", v);
     }
     case DType::f32:
+    case DType::tf32x3:
       break;
   }
   float v;
@@ -89,7 +91,8 @@ Validator::Validator(cudaStream_t stream) : m_stream(stream), m_stats(sizeof(Com
 ValidationResult Validator::validate(const GemmLauncher& launch, const ProblemWorkspace& ws, double kernel_timeout_ms) {
   ValidationResult result;
   const Problem& p = ws.problem();
-  const DType dtype = p.dtype;
+  const DType dtype = ws.dtype();  // the storage type
+  const bool wide = ws.fp64_reference();
   const CWorkLayout& layout = ws.c_layout();
   auto* stats_dev = static_cast<CompareStats*>(m_stats.get());
 
@@ -118,14 +121,30 @@ ValidationResult Validator::validate(const GemmLauncher& launch, const ProblemWo
 
     reset_stats(stats_dev, m_stream);
     compare_gemm(ws.c_work_allocation(), layout, ws.reference(int(i)), ws.abs_ab_val(),
-                 vc.beta != 0.0 ? ws.c0_val() : nullptr, ws.ref_stride(), int(p.k), vc.alpha, vc.beta, pad_bits(dtype),
-                 guard_bits(dtype), stats_dev, m_stream);
+                 vc.beta != 0.0 ? ws.c0_ref() : nullptr, ws.ref_stride(), int(p.k), vc.alpha, vc.beta, pad_bits(dtype),
+                 guard_bits(dtype), stats_dev, m_stream, wide);
     CompareStats st{};
     CMT_CUDA_CHECK(cudaMemcpyAsync(&st, stats_dev, sizeof st, cudaMemcpyDeviceToHost, m_stream));
     CMT_CUDA_CHECK(cudaStreamSynchronize(m_stream));
 
     result.max_error_ratio = std::max<double>(result.max_error_ratio, from_bits(st.max_ratio_bits));
     result.max_abs_error = std::max<double>(result.max_abs_error, from_bits(st.max_abs_err_bits));
+    if (wide) {
+      // No worse than the FP32 SIMT reference on the same data, but for the split's own error
+      // (k_fp64_reference_slack_units of 2^-24 of the scale |alpha||A||B| + |beta||C0|): tolerance
+      // ratios are those errors / (2 (K + 4)).
+      const double units = 2.0 * static_cast<double>(p.k + 4);
+      const double simt = ws.simt_ratio(int(i));
+      result.simt_error_ratio = std::max(result.simt_error_ratio.value_or(0.0), simt);
+      const double mine = from_bits(st.max_ratio_bits);
+      if (st.bad_elements == 0 && mine > simt + k_fp64_reference_slack_units / units) {
+        result.reason = fmt::format(
+            "less accurate than FP32 SIMT ({}): largest error {:.3g} units of 2^-24 against FP64, the FP32 SIMT "
+            "reference's {:.3g}",
+            args, mine * units, simt * units);
+        return result;
+      }
+    }
     if (st.bad_elements == 0 && st.guard_violations == 0 && st.pad_violations == 0) continue;
 
     if (st.bad_elements > 0) {
@@ -134,7 +153,8 @@ ValidationResult Validator::validate(const GemmLauncher& launch, const ProblemWo
       locate(layout, first, b, r);
       const std::string name = element_name(layout, b, r / layout.ldc, r % layout.ldc);
       const std::string got = read_element(ws.c_work_allocation(), first, dtype);
-      const std::string want = read_element(ws.reference(int(i)), b * ws.ref_stride() + r, dtype);
+      const std::string want =
+          read_element(ws.reference(int(i)), b * ws.ref_stride() + r, wide ? DType::f64 : dtype);
       if (type_info(dtype).exact)
         result.reason = fmt::format("{} of {} elements wrong ({}); first {} is {}, expected {}{}", st.bad_elements,
                                     p.m * p.n * p.batch, args, name, got, want,

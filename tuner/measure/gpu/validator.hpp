@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cuda_runtime_api.h>
+#include <optional>
 #include <string>
 
 #include "cuda/gpu.hpp"
@@ -15,6 +16,9 @@ struct ValidationResult {
   cudaError_t status = cudaSuccess;   // launch or execution failure, if any
   double max_abs_error = 0;
   double max_error_ratio = 0;         // largest |err| / tolerance (NaN/Inf count as +inf)
+  /// Reference::fp64: the FP32 SIMT reference's largest |err| / tolerance on the same data, the
+  /// bar max_error_ratio must not pass.
+  std::optional<double> simt_error_ratio;
   std::string reason;                 // one line when not passed
 };
 

@@ -1,6 +1,7 @@
 #include "measure/gpu/workspace.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include "cuda/check.hpp"
 
@@ -23,18 +24,20 @@ struct Plan {
   int64_t off_a = 0, off_b = 0, off_c0 = 0, off_abs_ab = 0, off_ref[k_max_validation_cases] = {};
   int64_t off_a_large = 0, off_b_large = 0;
   int64_t arena = 0;
+  WideOffsets wide;
   CWorkLayout c;
   int64_t time_a = 0, time_b = 0, time_c = 0;
   int element_bytes = 4;
 
   size_t bytes() const {
-    return static_cast<size_t>(arena + c.total() + time_a + time_b + time_c) * static_cast<size_t>(element_bytes);
+    return static_cast<size_t>(arena + c.total() + time_a + time_b + time_c) * static_cast<size_t>(element_bytes) +
+           static_cast<size_t>(wide.total) * sizeof(double);
   }
 };
 
 Plan plan_for(const Problem& p, int64_t ld_align) {
   Plan plan;
-  plan.element_bytes = dtype_bytes(p.dtype);
+  plan.element_bytes = dtype_bytes(storage_of(p.dtype));
   plan.v = validation_layout(p, ld_align);
   plan.t = timing_layout(p, ld_align);
   plan.sa = stored_a(p);
@@ -42,6 +45,7 @@ Plan plan_for(const Problem& p, int64_t ld_align) {
   const Layout& v = plan.v;
   const Layout& t = plan.t;
   const bool exact = type_info(p.dtype).exact;  // no |A||B|; a third case with its own inputs
+  const bool wide = type_info(p.dtype).reference == Reference::fp64;  // |A||B| and references in FP64
   const size_t cases = validation_cases(p.dtype).size();
 
   plan.span_a = batch_span(p.batch, v.stride_a, plan.sa.rows, v.lda);
@@ -52,10 +56,22 @@ Plan plan_for(const Problem& p, int64_t ld_align) {
   plan.off_b = plan.off_a + round_up(plan.span_a, k_align_elements);
   plan.off_c0 = plan.off_b + round_up(plan.span_b, k_align_elements);
   plan.off_abs_ab = plan.off_c0 + c_side;
-  int64_t next = plan.off_abs_ab + (exact ? 0 : c_side);
+  int64_t next = plan.off_abs_ab + (exact || wide ? 0 : c_side);
   for (size_t i = 0; i < cases; ++i) {
     plan.off_ref[i] = next;
-    next += c_side;
+    next += c_side;  // wide: the FP32 SIMT reference's result of the case, whose error is the bar
+  }
+  if (wide) {  // in doubles: A, B, C0, |A||B| and the references
+    plan.wide.a = 0;
+    plan.wide.b = round_up(plan.span_a, k_align_elements);
+    plan.wide.c0 = plan.wide.b + round_up(plan.span_b, k_align_elements);
+    plan.wide.abs_ab = plan.wide.c0 + c_side;
+    int64_t w = plan.wide.abs_ab + c_side;
+    for (size_t i = 0; i < cases; ++i) {
+      plan.wide.ref[i] = w;
+      w += c_side;
+    }
+    plan.wide.total = w;
   }
   if (exact) {
     plan.off_a_large = next;
@@ -84,7 +100,7 @@ Plan plan_for(const Problem& p, int64_t ld_align) {
   plan.c.batch = p.batch;
   plan.c.stride = p.batched() ? v.stride_c : 0;
   plan.c.tail = c_guard_after(v.ldc);
-  plan.c.dtype = p.dtype;
+  plan.c.dtype = storage_of(p.dtype);
 
   plan.time_a = batch_span(p.batch, t.stride_a, plan.sa.rows, t.lda);
   plan.time_b = batch_span(p.batch, t.stride_b, plan.sb.rows, t.ldb);
@@ -109,15 +125,16 @@ size_t workspace_bytes(const std::vector<Problem>& problems) {
 namespace {
 /// The arguments of one run over buffers in layout l.
 GemmArgs args_in(const Problem& p, const Layout& l, double alpha, double beta, const void* a, const void* b, void* c) {
+  const DType storage = storage_of(p.dtype);
   GemmArgs g{int(p.m),
              int(p.n),
              int(p.k),
-             GemmScalar::of(p.dtype, alpha),
+             GemmScalar::of(storage, alpha),
              a,
              int(l.lda),
              b,
              int(l.ldb),
-             GemmScalar::of(p.dtype, beta),
+             GemmScalar::of(storage, beta),
              c,
              int(l.ldc)};
   g.stride_a = l.stride_a;
@@ -126,7 +143,7 @@ GemmArgs args_in(const Problem& p, const Layout& l, double alpha, double beta, c
   g.batch = int(p.batch);
   g.trans_a = p.trans_a;
   g.trans_b = p.trans_b;
-  g.dtype = p.dtype;
+  g.dtype = storage;
   return g;
 }
 }  // namespace
@@ -152,14 +169,16 @@ ProblemWorkspace::ProblemWorkspace(const Problem& problem, uint64_t seed, cudaSt
   std::copy(std::begin(plan.off_ref), std::end(plan.off_ref), std::begin(m_off_ref));
   m_off_a_large = plan.off_a_large;
   m_off_b_large = plan.off_b_large;
+  m_wide_off = plan.wide;
   m_ref_stride = plan.ref_stride;
   m_c_layout = plan.c;
 
   const Layout& v = m_validation;
   const Layout& t = m_timing;
-  const DType dtype = problem.dtype;
+  const DType dtype = storage_of(problem.dtype);
   const int64_t m = problem.m, n = problem.n, batch = problem.batch;
   const bool exact = type_info(dtype).exact;
+  const bool wide = fp64_reference();
 
   // The fills and cuBLAS must run in order (A and B are made absolute in place and drawn again
   // around a cuBLAS call): a handle on another stream is ordered by waiting for the device.
@@ -205,7 +224,9 @@ ProblemWorkspace::ProblemWorkspace(const Problem& problem, uint64_t seed, cudaSt
 
   // |A||B| scales the floating-point tolerance. It is computed from A and B made absolute in place,
   // which are then drawn again from the same seeds: no temporaries.
-  if (!exact) {
+  if (wide) {
+    make_fp64_references(plan.span_a, plan.span_b, stream, cublas, around_cublas);
+  } else if (!exact) {
     abs_copy(arena(m_off_a), arena(m_off_a), dtype, plan.span_a, stream);
     abs_copy(arena(m_off_b), arena(m_off_b), dtype, plan.span_b, stream);
     GemmArgs g = ref;
@@ -221,6 +242,8 @@ ProblemWorkspace::ProblemWorkspace(const Problem& problem, uint64_t seed, cudaSt
   for (size_t i = 0; i < cases.size(); ++i) {
     const ValidationCase& vc = cases[i];
     GemmArgs g = ref;
+    if (wide && vc.beta == 0.0)  // the SIMT result's padding columns, as C0's
+      fill_bits(arena(m_off_ref[i]), dtype, batch * m_ref_stride, pad_bits(dtype), stream);
     g.alpha = GemmScalar::of(dtype, vc.alpha);
     g.beta = GemmScalar::of(dtype, vc.beta);
     g.a = a_of(vc);
@@ -235,6 +258,7 @@ ProblemWorkspace::ProblemWorkspace(const Problem& problem, uint64_t seed, cudaSt
   }
 
   around_cublas();
+  if (wide) measure_simt_errors(stream);
 
   m_c_work = elements(dtype, m_c_layout.total());
   prepare_c(m_c_work.get(), m_c_layout, guard_bits(dtype), nullptr, 0, pad_bits(dtype), stream);
@@ -248,6 +272,76 @@ ProblemWorkspace::ProblemWorkspace(const Problem& problem, uint64_t seed, cudaSt
                     stream);
   fill_random_batch(m_c_time.get(), dtype, plan.time_c, m, n, t.ldc, t.stride_c, seed * 3 + 6, stream);
   CMT_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+namespace {
+/// An FP64 view of FP32 GEMM arguments: the same shape, strides and ops over FP64 buffers.
+GemmArgs widened(GemmArgs g, const void* a, const void* b, void* c, double alpha, double beta) {
+  g.dtype = DType::f64;
+  g.alpha = GemmScalar(alpha);
+  g.beta = GemmScalar(beta);
+  g.a = a;
+  g.b = b;
+  g.c = c;
+  return g;
+}
+}  // namespace
+
+void ProblemWorkspace::make_fp64_references(int64_t span_a, int64_t span_b, cudaStream_t stream,
+                                            const CublasHandle& cublas, const std::function<void()>& around_cublas) {
+  const int64_t c_side = m_problem.batch * m_ref_stride;
+  m_wide = DeviceBuffer(static_cast<size_t>(m_wide_off.total) * sizeof(double));
+  fill_bits(m_wide.get(), DType::f64, m_wide_off.total, pad_bits(DType::f64), stream);
+  // A, B and C0 in FP64 (exact), |A||B| from their absolute values, then A and B again.
+  widen(wide(m_wide_off.a), arena(m_off_a), span_a, stream);
+  widen(wide(m_wide_off.b), arena(m_off_b), span_b, stream);
+  widen(wide(m_wide_off.c0), arena(m_off_c0), c_side, stream);
+  abs_copy(wide(m_wide_off.a), wide(m_wide_off.a), DType::f64, span_a, stream);
+  abs_copy(wide(m_wide_off.b), wide(m_wide_off.b), DType::f64, span_b, stream);
+  Layout ref_layout = m_validation;
+  ref_layout.stride_c = m_problem.batch > 1 ? m_ref_stride : 0;
+  const GemmArgs ref = args_in(m_problem, ref_layout, 1.0, 0.0, a_val(), b_val(), nullptr);
+  around_cublas();
+  cublas.gemm(widened(ref, wide(m_wide_off.a), wide(m_wide_off.b), wide(m_wide_off.abs_ab), 1.0, 0.0));
+  around_cublas();
+  widen(wide(m_wide_off.a), arena(m_off_a), span_a, stream);
+  widen(wide(m_wide_off.b), arena(m_off_b), span_b, stream);
+  const ValidationCases cases = validation_cases(m_problem.dtype);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const ValidationCase& vc = cases[i];
+    void* out = wide(m_wide_off.ref[i]);
+    if (vc.beta != 0.0)
+      CMT_CUDA_CHECK(cudaMemcpyAsync(out, wide(m_wide_off.c0), static_cast<size_t>(c_side) * sizeof(double),
+                                     cudaMemcpyDeviceToDevice, stream));
+    around_cublas();
+    cublas.gemm(widened(ref, wide(m_wide_off.a), wide(m_wide_off.b), out, vc.alpha, vc.beta));
+  }
+  around_cublas();
+}
+
+void ProblemWorkspace::measure_simt_errors(cudaStream_t stream) {
+  // The FP32 SIMT reference (cuBLAS SGEMM, in the arena's reference slots) against FP64, as a
+  // candidate is compared: its largest error ratio is the bar a candidate must not exceed.
+  DeviceBuffer stats(sizeof(CompareStats));
+  auto* dev = static_cast<CompareStats*>(stats.get());
+  CWorkLayout l = m_c_layout;
+  l.lead = 0;
+  l.tail = 0;
+  l.stride = m_problem.batch > 1 ? m_ref_stride : 0;
+  const ValidationCases cases = validation_cases(m_problem.dtype);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const ValidationCase& vc = cases[i];
+    reset_stats(dev, stream);
+    compare_gemm(arena(m_off_ref[i]), l, wide(m_wide_off.ref[i]), wide(m_wide_off.abs_ab),
+                 vc.beta != 0.0 ? wide(m_wide_off.c0) : nullptr, m_ref_stride, int(m_problem.k), vc.alpha, vc.beta,
+                 pad_bits(DType::f32), guard_bits(DType::f32), dev, stream, true);
+    CompareStats st{};
+    CMT_CUDA_CHECK(cudaMemcpyAsync(&st, dev, sizeof st, cudaMemcpyDeviceToHost, stream));
+    CMT_CUDA_CHECK(cudaStreamSynchronize(stream));
+    float ratio;
+    std::memcpy(&ratio, &st.max_ratio_bits, sizeof ratio);
+    m_simt_ratio[i] = ratio;
+  }
 }
 
 }  // namespace cmt

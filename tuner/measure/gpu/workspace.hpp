@@ -18,9 +18,17 @@
 // consecutive matrices), c_guard_after(ldc) guard elements after the last.
 //
 // Timing set (timing_layout): A, B and C, each the batch at the timing strides.
+//
+// A type validated against FP64 (Reference::fp64: tf32x3) stores its elements as f32 like f32
+// does, and has a second allocation of doubles, laid out like the arena's parts:
+//   A | B | C0 | |A||B| | FP64 reference per case
+// (A, B and C0 widened exactly, the rest by cuBLAS DGEMM). The arena's reference slots then hold
+// the FP32 SIMT reference's results (cuBLAS SGEMM), whose largest error against FP64, simt_ratio(),
+// is the bar a candidate's must not exceed.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/dtype.hpp"
@@ -32,6 +40,12 @@
 #include "measure/protocol.hpp"
 
 namespace cmt {
+
+/// Offsets, in doubles, of the parts of a workspace's FP64 allocation (total 0: none).
+struct WideOffsets {
+  int64_t a = 0, b = 0, c0 = 0, abs_ab = 0, ref[k_max_validation_cases] = {};
+  int64_t total = 0;
+};
 
 class ProblemWorkspace {
  public:
@@ -46,7 +60,11 @@ class ProblemWorkspace {
   static size_t bytes_needed(const Problem& problem, int64_t ld_align = 1);
 
   const Problem& problem() const { return m_problem; }
-  DType dtype() const { return m_problem.dtype; }
+  /// The type the buffers hold (the problem's storage type).
+  DType dtype() const { return storage_of(m_problem.dtype); }
+  /// Whether the references are FP64 (Reference::fp64): reference(), abs_ab_val() and c0_ref() then
+  /// point at doubles.
+  bool fp64_reference() const { return type_info(m_problem.dtype).reference == Reference::fp64; }
   const Layout& timing() const { return m_timing; }
   const Layout& validation() const { return m_validation; }
 
@@ -58,8 +76,17 @@ class ProblemWorkspace {
   const void* b_of(const ValidationCase& vc) const { return arena(vc.large_inputs ? m_off_b_large : m_off_b); }
   const void* c0_val() const { return arena(m_off_c0); }
   /// |A||B|, which scales the floating-point tolerance; null for i32.
-  const void* abs_ab_val() const { return type_info(m_problem.dtype).exact ? nullptr : arena(m_off_abs_ab); }
-  const void* reference(int case_index) const { return arena(m_off_ref[case_index]); }
+  const void* abs_ab_val() const {
+    if (fp64_reference()) return wide(m_wide_off.abs_ab);
+    return type_info(m_problem.dtype).exact ? nullptr : arena(m_off_abs_ab);
+  }
+  /// C0 as the tolerance reads it (|C0| scales it where beta != 0).
+  const void* c0_ref() const { return fp64_reference() ? wide(m_wide_off.c0) : c0_val(); }
+  const void* reference(int case_index) const {
+    return fp64_reference() ? wide(m_wide_off.ref[case_index]) : arena(m_off_ref[case_index]);
+  }
+  /// Reference::fp64: the FP32 SIMT reference's largest error ratio against FP64 in a case.
+  double simt_ratio(int case_index) const { return m_simt_ratio[case_index]; }
   /// Elements from one matrix of C0, |A||B| or a reference to the next (a multiple of 64).
   int64_t ref_stride() const { return m_ref_stride; }
   /// Where the matrices and guards of C under test lie in c_work_allocation().
@@ -80,10 +107,12 @@ class ProblemWorkspace {
   void* c_time() const { return m_c_time.get(); }
 
  private:
-  void* element(void* base, int64_t offset) const {
-    return static_cast<char*>(base) + offset * dtype_bytes(m_problem.dtype);
-  }
+  void* element(void* base, int64_t offset) const { return static_cast<char*>(base) + offset * dtype_bytes(dtype()); }
   void* arena(int64_t offset) const { return element(m_arena.get(), offset); }
+  void* wide(int64_t offset) const { return static_cast<char*>(m_wide.get()) + offset * int64_t(sizeof(double)); }
+  void make_fp64_references(int64_t span_a, int64_t span_b, cudaStream_t stream, const CublasHandle& cublas,
+                            const std::function<void()>& around_cublas);
+  void measure_simt_errors(cudaStream_t stream);
 
   Problem m_problem;
   Layout m_timing, m_validation;
@@ -92,7 +121,9 @@ class ProblemWorkspace {
   int64_t m_off_a_large = 0, m_off_b_large = 0;
   int64_t m_ref_stride = 0;
   CWorkLayout m_c_layout;
-  DeviceBuffer m_arena, m_c_work;
+  WideOffsets m_wide_off;
+  double m_simt_ratio[k_max_validation_cases] = {};
+  DeviceBuffer m_arena, m_c_work, m_wide;
   DeviceBuffer m_a_time, m_b_time, m_c_time;
 };
 

@@ -1,0 +1,153 @@
+// The tf32x3 class on the GPU, in every layout (nn, nt, tn, tt), on ragged sizes, one row of C, and
+// strided batches (packed, broadcasting A or B):
+//
+// - Validation is against an FP64 reference: cuBLAS SGEMM (the FP32 SIMT reference, whose own error
+//   is the bar) passes, and each result carries that bar. (A naive FP32 kernel, one FMA chain over
+//   k, does not: its errors, 3-4 units of 2^-24 of the scale, are three to six times SGEMM's.)
+// - A planted one-pass TF32 kernel (operands rounded to TF32, multiplied once) is rejected on every
+//   shape, as less accurate than FP32 SIMT where its error is inside the K-scaled bound.
+// - Every quick.toml tf32x3_mma candidate that sums each k tile apart (STAGED = 1) validates and
+//   times through GpuMeasurer::measure; those that accumulate everything on the tensor core
+//   (STAGED = 0), whose sum truncates, are rejected as less accurate than FP32 SIMT at 96x64x1000
+//   (22.5 units of 2^-24 against SGEMM's 0.5, measured on an H100), the longest K here.
+//   The 16-byte builds are skipped where the leading dimensions are not multiples of 4, saying why.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <deque>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compile/compile_service.hpp"
+#include "compile/nvrtc/nvrtc_compiler.hpp"
+#include "cuda/device.hpp"
+#include "gpu/naive_gemm.hpp"
+#include "measure/gpu/gpu_measurer.hpp"
+#include "measure/protocol.hpp"
+#include "space/preset.hpp"
+#include "space/space.hpp"
+#include "store/store.hpp"
+#include "test_support.hpp"
+
+namespace cmt {
+namespace {
+
+struct Shape {
+  int64_t m, n, k, batch;
+  bool broadcast_a, broadcast_b;
+};
+const Shape k_shapes[] = {
+    {257, 129, 300, 1, false, false}, {1, 77, 33, 1, false, false}, {96, 64, 1000, 1, false, false},
+    {65, 33, 40, 7, false, false},    {65, 33, 40, 5, true, false}, {65, 33, 40, 5, false, true},
+};
+
+std::vector<Problem> problems_in(const std::string& layout) {
+  const auto ops = parse_layout(layout);
+  std::vector<Problem> out;
+  for (const Shape& s : k_shapes) {
+    Problem p = Problem::make(s.m, s.n, s.k, ops->first, ops->second, s.batch, DType::tf32x3);
+    if (s.broadcast_a) p.stride_a = 0;
+    if (s.broadcast_b) p.stride_b = 0;
+    out.push_back(p);
+  }
+  return out;
+}
+
+TuneSettings quick_settings() {
+  TuneSettings settings = load_preset(resolve_preset("quick")).tune;
+  settings.allow_spills = true;
+  return settings;
+}
+
+uint64_t test_seed() {
+  const uint64_t seed = std::random_device{}();
+  std::printf("input seed %llu\n", static_cast<unsigned long long>(seed));
+  return seed;
+}
+
+class Tf32x3 : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Tf32x3, ValidationIsAgainstFp64WithTheSimtErrorAsTheBar) {
+  CMT_REQUIRE_GPU();
+  const DeviceInfo device = select_device(0);
+  GpuMeasurer measurer(device, quick_settings(), test_seed());
+  const GemmLauncher naive = test::naive_gemm_launcher(test::GemmDefect::none, measurer.stream());
+  const GemmLauncher one_pass = test::naive_gemm_launcher(test::GemmDefect::tf32_one_pass, measurer.stream());
+  for (const Problem& p : problems_in(GetParam())) {
+    const ValidationResult simt = measurer.validate(measurer.cublas_launcher(), p);
+    EXPECT_TRUE(simt.passed) << "cuBLAS SGEMM on " << p.to_string() << ": " << simt.reason;
+    ASSERT_TRUE(simt.simt_error_ratio.has_value()) << p.to_string();
+    EXPECT_LE(simt.max_error_ratio, *simt.simt_error_ratio) << "SGEMM is its own bar";
+    const ValidationResult rn = measurer.validate(naive, p);
+    EXPECT_LT(rn.max_error_ratio, 1.0) << "the naive kernel on " << p.to_string() << " is within the K-scaled bound";
+    const ValidationResult r1 = measurer.validate(one_pass, p);
+    EXPECT_FALSE(r1.passed) << "one TF32 pass on " << p.to_string();
+    if (r1.max_error_ratio < 1.0)
+      EXPECT_NE(r1.reason.find("less accurate than FP32 SIMT"), std::string::npos) << r1.reason;
+    std::printf("%s: SIMT %.3g, naive %.3g, one pass %.3g (error / tolerance)\n", p.to_string().c_str(),
+                *simt.simt_error_ratio, rn.max_error_ratio, r1.max_error_ratio);
+  }
+}
+
+TEST_P(Tf32x3, EveryQuickCandidateValidatesAndTimes) {
+  CMT_REQUIRE_GPU();
+  const auto templates = load_templates({default_templates_dir()});
+  const DeviceInfo device = select_device(0);
+  Target target = target_of(device);
+  target.layouts = {GetParam()};
+  target.dtypes = {DType::tf32x3};
+  const SearchSpace space = enumerate_space(templates, load_preset(resolve_preset("quick")), target);
+  ASSERT_FALSE(space.candidates.empty());
+  test::TempDir dir;
+  Store store(dir / "cache.db");
+  const NvrtcCompiler nvrtc;
+  CompileService compiler(store, nvrtc, device.arch(), 0);
+  for (size_t i = 0; i < space.candidates.size(); ++i) compiler.submit(space.candidates[i], i);
+  GpuMeasurer measurer(device, quick_settings(), test_seed());
+  MeasureLimits limits;
+  limits.kernel_timeout_ms = 20000;
+  std::deque<BinaryRecord> binaries;
+  int measured = 0, skipped = 0;
+  std::set<std::string> unstaged_rejected;
+  while (auto compiled = compiler.next()) {
+    const Candidate& cand = *compiled->candidate;
+    EXPECT_EQ(cand.tmpl->name, "tf32x3_mma");
+    ASSERT_TRUE(compiled->binary.ok) << cand.id() << ":\n" << compiled->binary.log;
+    binaries.push_back(compiled->binary);
+    const KernelUnderTest kernel{&binaries.back(), cand.shape, cand.requirements, cand.id()};
+    for (const Problem& p : problems_in(GetParam())) {
+      const Measurement m = measurer.measure(kernel, p, limits);
+      ASSERT_FALSE(measurer.context_lost()) << cand.id() << " on " << p.to_string() << ": " << m.reason;
+      if (m.outcome == Outcome::skipped && !cand.requirements.none()) {
+        EXPECT_NE(m.reason.find("needs"), std::string::npos) << cand.id() << ": " << m.reason;
+        ++skipped;
+        continue;
+      }
+      ASSERT_TRUE(m.simt_error_ratio.has_value()) << cand.id();
+      if (find_param(cand.values, "STAGED") == 0) {
+        if (m.outcome == Outcome::wrong) {
+          EXPECT_NE(m.reason.find("less accurate than FP32 SIMT"), std::string::npos) << cand.id() << ": " << m.reason;
+          unstaged_rejected.insert(cand.id());
+        }
+        continue;
+      }
+      EXPECT_EQ(m.outcome, Outcome::ok) << cand.id() << " on " << p.to_string() << ": " << m.reason;
+      EXPECT_TRUE(m.timing.has_value()) << cand.id();
+      std::printf("%s on %s: error/tolerance %.3g, SIMT's %.3g\n", cand.id().c_str(), p.to_string().c_str(),
+                  m.max_error_ratio.value_or(-1), *m.simt_error_ratio);
+      ++measured;
+    }
+  }
+  std::printf("tf32x3 %s: %d measurements of %zu candidates (%d skipped for their requirements)\n",
+              GetParam().c_str(), measured, space.candidates.size(), skipped);
+  EXPECT_GT(measured, 0);
+  EXPECT_EQ(unstaged_rejected.size(), 2u) << "each STAGED = 0 build is rejected on some shape";
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, Tf32x3, ::testing::Values("nn", "nt", "tn", "tt"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+}  // namespace
+}  // namespace cmt

@@ -1,0 +1,121 @@
+// The TF32 split of the tf32x3 class (templates/cmt_tf32.cuh), on the host: the rounding, the edge
+// values, and the staged sum of the three products that tf32x3_mma.cuh computes on the tensor cores,
+// modelled in FP32 and held to the FP32 SIMT error bound that validation uses.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "../templates/cmt_tf32.cuh"
+#include "measure/tolerance.hpp"
+
+namespace cmt {
+namespace {
+
+bool tf32_representable(unsigned bits) { return (bits & 0x1fffu) == 0u; }
+
+double value(unsigned bits) { return static_cast<double>(cmt_f32_of_bits(bits)); }
+
+TEST(Tf32Split, RoundsToNearestWithTiesAwayFromZero) {
+  // At 1, a TF32 unit is 2^-10: 1 + 2^-11 is a tie and goes up, just below it goes down.
+  EXPECT_EQ(value(cmt_tf32_rna(1.0f + 0x1p-11f)), 1.0 + 0x1p-10);
+  EXPECT_EQ(value(cmt_tf32_rna(-(1.0f + 0x1p-11f))), -(1.0 + 0x1p-10));
+  EXPECT_EQ(value(cmt_tf32_rna(1.0f + 0x1p-11f - 0x1p-23f)), 1.0);
+  EXPECT_EQ(value(cmt_tf32_rna(1.0f + 0x1p-10f + 0x1p-11f)), 1.0 + 0x1p-9);  // ties away, not to even
+  EXPECT_EQ(value(cmt_tf32_rna(0.0f)), 0.0);
+  EXPECT_TRUE(std::signbit(value(cmt_tf32_rna(-0.0f))));
+  // The largest FP32 rounds past the largest TF32: infinite, as cvt.rna does.
+  EXPECT_TRUE(std::isinf(value(cmt_tf32_rna(std::numeric_limits<float>::max()))));
+}
+
+TEST(Tf32Split, BigPlusSmallIsXWithin2ToTheMinus22) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> mantissa(-1.0f, 1.0f);
+  std::vector<float> xs = {0.0f, -0.0f, 1.0f, -1.0f, 1.0f + 0x1p-23f, 3.1415927f, 1e-38f, -1e-38f,
+                           1e-40f /* subnormal */, std::numeric_limits<float>::denorm_min(),
+                           std::numeric_limits<float>::min(), std::numeric_limits<float>::max(),
+                           -std::numeric_limits<float>::max(), 3.4e38f};
+  for (int e = -120; e <= 120; e += 7)
+    for (int i = 0; i < 200; ++i) xs.push_back(std::ldexp(mantissa(rng), e));
+  for (const float x : xs) {
+    unsigned big = 0, small = 0;
+    cmt_tf32_split(x, big, small);
+    SCOPED_TRACE(testing::Message() << "x = " << x);
+    EXPECT_TRUE(tf32_representable(big));
+    EXPECT_TRUE(tf32_representable(small));
+    ASSERT_TRUE(cmt_f32_bits_finite(big) && cmt_f32_bits_finite(small));
+    const double err = std::fabs(static_cast<double>(x) - (value(big) + value(small)));
+    // Relative 2^-22, or half the spacing of TF32 subnormals (2^-136) where the parts are subnormal:
+    // 3xTF32 keeps 11 of a subnormal's bits in each part, not all of them.
+    EXPECT_LE(err, std::max(std::fabs(static_cast<double>(x)) * 0x1p-22, 0x1p-137));
+  }
+}
+
+TEST(Tf32Split, InfinityAndNaNHaveNoSmallPart) {
+  for (const float x : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                        std::numeric_limits<float>::quiet_NaN()}) {
+    unsigned big = 0, small = 1;
+    cmt_tf32_split(x, big, small);
+    EXPECT_EQ(small, 0u);
+    if (std::isnan(x))
+      EXPECT_TRUE(std::isnan(value(big)));
+    else
+      EXPECT_EQ(value(big), static_cast<double>(x));
+  }
+}
+
+/// One element of C as tf32x3_mma computes it, modelled in FP32: per k tile of `bk`, the products
+/// small-by-big, big-by-small and big-by-big (each exact in FP32: TF32 products have 22 bits) summed
+/// in a cleared FP32 accumulator, which is then added to the element's. three = false keeps only
+/// big-by-big: one TF32 pass.
+float modelled_dot(const std::vector<float>& a, const std::vector<float>& b, int bk, bool three) {
+  float acc = 0.0f;
+  for (size_t k0 = 0; k0 < a.size(); k0 += static_cast<size_t>(bk)) {
+    float part = 0.0f;
+    for (size_t k = k0; k < std::min(a.size(), k0 + static_cast<size_t>(bk)); ++k) {
+      unsigned ab, as, bb, bs;
+      cmt_tf32_split(a[k], ab, as);
+      cmt_tf32_split(b[k], bb, bs);
+      if (three) {
+        part += cmt_f32_of_bits(as) * cmt_f32_of_bits(bb);
+        part += cmt_f32_of_bits(ab) * cmt_f32_of_bits(bs);
+      }
+      part += cmt_f32_of_bits(ab) * cmt_f32_of_bits(bb);
+    }
+    acc += part;
+  }
+  return acc;
+}
+
+// The staged sum of three products meets the K-scaled FP32 bound of validation against the exact
+// (FP64) dot product at every K; one TF32 pass does not, which is why the FP64 check rejects it.
+TEST(Tf32Split, StagedSumOfThreeProductsMeetsTheFp32BoundAndOnePassDoesNot) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (const int k : {16, 64, 256, 1024, 4096}) {
+    double worst3 = 0, worst1 = 0;
+    for (int trial = 0; trial < 20; ++trial) {
+      std::vector<float> a(static_cast<size_t>(k)), b(static_cast<size_t>(k));
+      for (auto& x : a) x = uniform(rng);
+      for (auto& x : b) x = uniform(rng);
+      double exact = 0, abs_ab = 0;
+      for (int i = 0; i < k; ++i) {
+        exact += static_cast<double>(a[i]) * b[i];
+        abs_ab += std::fabs(static_cast<double>(a[i]) * b[i]);
+      }
+      // The tolerance of validation (measure/tolerance.hpp) with alpha = 1, beta = 0.
+      const double tol = gemm_tolerance<double>(k, 1.0, 0.0, abs_ab, 0.0) / k_fp64_unit_roundoff * k_fp32_unit_roundoff;
+      worst3 = std::max(worst3, std::fabs(modelled_dot(a, b, 32, true) - exact) / tol);
+      worst1 = std::max(worst1, std::fabs(modelled_dot(a, b, 32, false) - exact) / tol);
+    }
+    SCOPED_TRACE(testing::Message() << "K = " << k);
+    EXPECT_LT(worst3, 1.0);
+    if (k <= 256) EXPECT_GT(worst1, 1.0) << "one TF32 pass within the FP32 bound";
+  }
+}
+
+}  // namespace
+}  // namespace cmt
