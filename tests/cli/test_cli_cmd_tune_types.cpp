@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
 #include <vector>
 
+#include "cli/app.hpp"
 #include "cli_support.hpp"
 #include "store/store.hpp"
 #include "test_support.hpp"
@@ -211,6 +213,88 @@ TEST_F(TuneTypes, ExportCarriesEveryTypesWinnersAndDtypeFiltersThem) {
   EXPECT_NE(header.find("{{64, 64, 64, 0, 1, 0, 0}, "), std::string::npos);
   EXPECT_NE(header.find("{{64, 64, 64, 0, 1, 0, 1}, "), std::string::npos);
   EXPECT_NE(header.find("{{64, 64, 64, 0, 1, 0, 2}, "), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cmt
+
+namespace cmt {
+namespace {
+
+// The tf32x3 class: one tf32x3_mma point compiled by NVRTC, measured by the scripted process, whose
+// trials carry the FP32 SIMT reference's error (0.02 of the tolerance) beside their own (0.01). tune
+// prints the winner's error and SGEMM's in units of 2^-24 of the scale, as text and as JSON fields
+// that other types' rows omit; SGEMM is the class's baseline; export leaves its winners out and
+// refuses --dtype tf32x3 in one line.
+class TuneTf32x3 : public test::ScriptedTune {
+ protected:
+  TuneTf32x3() : ScriptedTune("tf32x3", "64") {}
+  void SetUp() override {
+    ScriptedTune::SetUp();
+    set_env("CMTUNE_SCRIPT_LOG", (m_dir / "worker.log").string());
+    test::write_file(m_dir / "preset.toml", R"(name = "tf32x3"
+description = "one tf32x3_mma point and the generic default"
+[templates.blocktile2d]
+BM = [64]
+BN = [64]
+BK = [8]
+TM = [8]
+TN = [4]
+[templates.tf32x3_mma]
+BM = [64]
+BN = [64]
+BK = [32]
+WM = [32]
+WN = [32]
+STAGES = [3]
+VEC = [1]
+PAD = [8]
+STAGED = [1]
+SWIZZLE = [1]
+)");
+  }
+};
+
+TEST_F(TuneTf32x3, TuneReportsTheWinnersErrorNextToSimtsAndExportLeavesTheClassOut) {
+  const std::string base = "--quiet --db t.db tune --sizes 64:tf32x3,64 --config " + preset() + " --no-calibrate --seed 3 --jobs 2";
+  const auto r = test::run_split(m_dir, base + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["problems"].size(), 2u) << j.dump(2);
+  for (const auto& p : j["problems"]) {
+    const std::string name = p["problem"];
+    ASSERT_FALSE(p["winner"].is_null()) << p.dump();
+    EXPECT_FALSE(p["cublas_tflops"].is_null()) << p.dump();
+    if (name == "64x64x64:tf32x3") {
+      EXPECT_EQ(p["winner"]["template"], "tf32x3_mma") << p.dump();
+      EXPECT_NE(p["winner"]["params"].get<std::string>().find("DTYPE=3"), std::string::npos) << p.dump();
+      // Ratios of the tolerance, 2 (K + 4) units of 2^-24: 0.01 and 0.02 at K = 64.
+      EXPECT_NEAR(p["error_units"].get<double>(), 0.01 * 2 * 68, 1e-9) << p.dump();
+      EXPECT_NEAR(p["simt_error_units"].get<double>(), 0.02 * 2 * 68, 1e-9) << p.dump();
+    } else {
+      EXPECT_EQ(name, "64x64x64");
+      EXPECT_EQ(p["winner"]["template"], "blocktile2d") << "the class is never served to f32";
+      EXPECT_FALSE(p.contains("error_units")) << p.dump();
+    }
+  }
+  // The class's baseline is SGEMM, timed on its own problem.
+  EXPECT_NE(test::read_file(m_dir / "worker.log").find("cublas - 64x64x64:tf32x3"), std::string::npos);
+
+  const auto text = test::run_split(m_dir, base);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("64x64x64:tf32x3: largest error against FP64 1.36 units of 2^-24 of |alpha||A||B| + "
+                          "|beta||C|, FP32 SIMT (cuBLAS SGEMM) 2.72 on the same data"),
+            std::string::npos)
+      << text.out;
+
+  const auto exported = test::run_split(m_dir, "--db t.db export --out h.cuh");
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_EQ(test::read_file(m_dir / "h.cuh").find("tf32x3_mma"), std::string::npos) << "no tf32x3 routine yet";
+  const auto refused = test::run_split(m_dir, "--db t.db export --dtype tf32x3 --out h2.cuh");
+  EXPECT_EQ(refused.exit_code, cli::k_exit_usage);
+  EXPECT_EQ(refused.err, "cm-tune: error: --dtype tf32x3: the exported header has no tf32x3 routine yet; its winners "
+                         "stay in the database (cm-tune query shows them)\n");
+  EXPECT_FALSE(std::filesystem::exists(m_dir / "h2.cuh"));
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "core/stop_signal.hpp"
 #include "measure/gpu/workspace.hpp"
+#include "measure/tolerance.hpp"
 #include "measure/worker_measurer.hpp"
 #include "search/calibration.hpp"
 #include "space/space.hpp"
@@ -51,6 +52,21 @@ struct Int32Comparison {
   std::optional<double> ratio_to_f32;   // f32 winner's time / the i32 winner's time (> 1: faster)
 };
 
+/// A type validated against FP64 (tf32x3): its winner's largest error on the validation data and the
+/// FP32 SIMT reference's (cuBLAS SGEMM) on the same data, in units of 2^-24 of the scale.
+struct AccuracyReport {
+  double error_units = 0;
+  double simt_units = 0;
+};
+
+std::optional<AccuracyReport> accuracy_of(Store& store, const WinnerRecord& winner) {
+  for (const TrialRecord& t : store.trials(winner.device_id, winner.problem))
+    if (t.id == winner.trial_id && t.max_error_ratio && t.simt_error_ratio)
+      return AccuracyReport{fp32_error_units(*t.max_error_ratio, winner.problem.k),
+                            fp32_error_units(*t.simt_error_ratio, winner.problem.k)};
+  return std::nullopt;
+}
+
 Int32Comparison compare_int32(Store& store, const DeviceInfo& device, const WinnerRecord& winner) {
   Int32Comparison c;
   c.peak_tops = device.int32_peak_tops();
@@ -69,7 +85,8 @@ Int32Comparison compare_int32(Store& store, const DeviceInfo& device, const Winn
 /// its winner and cuBLAS's rate, and how its trials ended. i32 problems have no cuBLAS baseline, so
 /// no ratio either; their JSON rows carry the INT32 comparison instead.
 output::Table summary_table(const std::vector<ProblemSummary>& rows, bool calibration,
-                            const std::map<Problem, Int32Comparison>& int32_comparisons) {
+                            const std::map<Problem, Int32Comparison>& int32_comparisons,
+                            const std::map<Problem, AccuracyReport>& accuracy) {
   using output::Column;
   using output::Show;
   std::vector<Column> columns = {
@@ -82,7 +99,8 @@ output::Table summary_table(const std::vector<ProblemSummary>& rows, bool calibr
       Column("winner").show(Show::data)};
   if (!calibration)
     for (const char* name : {"wrong", "failed", "abandoned", "skipped", "portable_winner", "int32_peak_tops",
-                             "int32_peak_fraction", "f32_winner_tflops", "ratio_to_f32_winner"})
+                             "int32_peak_fraction", "f32_winner_tflops", "ratio_to_f32_winner", "error_units",
+                             "simt_error_units"})
       columns.push_back(Column(name).show(Show::data));
   output::Table table(std::move(columns));
   for (const ProblemSummary& p : rows) {
@@ -114,19 +132,24 @@ output::Table summary_table(const std::vector<ProblemSummary>& rows, bool calibr
     } else {
       row.omit("int32_peak_tops").omit("int32_peak_fraction").omit("f32_winner_tflops").omit("ratio_to_f32_winner");
     }
+    if (const auto it = accuracy.find(p.problem); it != accuracy.end())
+      row.set("error_units", it->second.error_units).set("simt_error_units", it->second.simt_units);
+    else
+      row.omit("error_units").omit("simt_error_units");
   }
   return table;
 }
 
 void print_summary(const TuneSummary& s, const DeviceInfo& device,
-                   const std::map<Problem, Int32Comparison>& int32_comparisons) {
+                   const std::map<Problem, Int32Comparison>& int32_comparisons,
+                   const std::map<Problem, AccuracyReport>& accuracy) {
   fmt::print("\n{} ({}), {} candidates, {} trials measured, {} reused, {:.1f} s\n", device.name, device.arch(),
              s.candidates, s.trials_measured, s.trials_reused, s.wall_seconds);
-  print_text(summary_table(s.problems, false, int32_comparisons));
+  print_text(summary_table(s.problems, false, int32_comparisons, accuracy));
   if (!s.calibration.empty()) {
     fmt::print("calibration ({} kernels on {} shapes, for the exported dispatch's cost model):\n", s.calibration_candidates,
                s.calibration.size());
-    print_text(summary_table(s.calibration, true, int32_comparisons), {"", false});
+    print_text(summary_table(s.calibration, true, int32_comparisons, accuracy), {"", false});
   }
   for (const auto& [problem, c] : int32_comparisons) {
     const std::string f32 = c.ratio_to_f32 ? fmt::format("{:.3f}x the f32 winner at {} ({:.2f} TF/s)", *c.ratio_to_f32,
@@ -135,6 +158,10 @@ void print_summary(const TuneSummary& s, const DeviceInfo& device,
     fmt::print("{}: no cuBLAS INT32 GEMM; {:.1f}% of the INT32 multiply-add peak ({:.1f} TOP/s), {}\n",
                problem.to_string(), 100.0 * c.peak_fraction, c.peak_tops, f32);
   }
+  for (const auto& [problem, a] : accuracy)
+    fmt::print("{}: largest error against FP64 {:.2f} units of 2^-24 of |alpha||A||B| + |beta||C|, FP32 SIMT "
+               "(cuBLAS SGEMM) {:.2f} on the same data\n",
+               problem.to_string(), a.error_units, a.simt_units);
 }
 
 /// The measuring process: this binary's hidden measure-worker command. CMTUNE_MEASURE_WORKER names
@@ -223,6 +250,10 @@ int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const
   for (const auto& p : summary.problems)
     if (!type_info(p.problem.dtype).cublas_baseline && p.winner)
       int32_comparisons.emplace(p.problem, compare_int32(store, device, *p.winner));
+  std::map<Problem, AccuracyReport> accuracy;
+  for (const auto& p : summary.problems)
+    if (type_info(p.problem.dtype).reference == Reference::fp64 && p.winner)
+      if (const auto a = accuracy_of(store, *p.winner)) accuracy.emplace(p.problem, *a);
   const WorkerStats& ws = measurer.stats();
   spdlog::info("measuring process: {} requests, {} restart{} after faults, {:.2f} s starting, {:.2f} s in transport "
                "({:.1f}% of the run)",
@@ -247,10 +278,10 @@ int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const
         {"compile_failures", summary.compile_failures},
         {"wall_seconds", summary.wall_seconds},
         {"stopped_early", summary.stop_reason},
-        {"problems", output::table_records(summary_table(summary.problems, false, int32_comparisons))},
-        {"calibration", output::table_records(summary_table(summary.calibration, true, int32_comparisons))}});
+        {"problems", output::table_records(summary_table(summary.problems, false, int32_comparisons, accuracy))},
+        {"calibration", output::table_records(summary_table(summary.calibration, true, int32_comparisons, accuracy))}});
   } else {
-    print_summary(summary, device, int32_comparisons);
+    print_summary(summary, device, int32_comparisons, accuracy);
   }
   if (summary.interrupted) return 128 + stop_signal();  // 130 for SIGINT, 143 for SIGTERM, as shells report
   return summary.stop_reason.empty() || opts.time_limit > 0 ? 0 : 1;

@@ -51,6 +51,10 @@ struct ToleranceOf<double> {
 /// to 1000) or multiplies once in TF32 (hundreds of units) fails.
 constexpr double k_fp64_reference_slack_units = 12.0;
 
+/// An error ratio of the FP32 tolerance at depth k as units of 2^-24 of the element's scale (the
+/// tolerance is 2 (k + 4) such units, plus a floor that only exact zeros meet).
+inline double fp32_error_units(double ratio, int64_t k) { return ratio * 2.0 * static_cast<double>(k + 4); }
+
 /// Allowed |candidate - reference| for one element, in FP32 or FP64 (T is float or double).
 template <class T>
 CMT_HOST_DEVICE inline T gemm_tolerance(int k, T alpha, T beta, T abs_ab, T abs_c0) {

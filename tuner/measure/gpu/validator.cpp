@@ -133,15 +133,14 @@ ValidationResult Validator::validate(const GemmLauncher& launch, const ProblemWo
       // No worse than the FP32 SIMT reference on the same data, but for the split's own error
       // (k_fp64_reference_slack_units of 2^-24 of the scale |alpha||A||B| + |beta||C0|): tolerance
       // ratios are those errors / (2 (K + 4)).
-      const double units = 2.0 * static_cast<double>(p.k + 4);
       const double simt = ws.simt_ratio(int(i));
       result.simt_error_ratio = std::max(result.simt_error_ratio.value_or(0.0), simt);
       const double mine = from_bits(st.max_ratio_bits);
-      if (st.bad_elements == 0 && mine > simt + k_fp64_reference_slack_units / units) {
+      if (st.bad_elements == 0 && mine > simt + k_fp64_reference_slack_units / fp32_error_units(1.0, p.k)) {
         result.reason = fmt::format(
             "less accurate than FP32 SIMT ({}): largest error {:.3g} units of 2^-24 against FP64, the FP32 SIMT "
             "reference's {:.3g}",
-            args, mine * units, simt * units);
+            args, fp32_error_units(mine, p.k), fp32_error_units(simt, p.k));
         return result;
       }
     }
