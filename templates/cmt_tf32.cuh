@@ -50,6 +50,13 @@ CMT_TF32_FN unsigned cmt_tf32_rna(float x) {
 #endif
 }
 
+// The big part as the correction products take it: itself where finite, else 0. An infinite or NaN
+// operand then reaches C through the big-by-big product alone, as its product reaches C in FP32
+// SIMT (Inf * finite is Inf, Inf * 0 and NaN are NaN), and the corrections, which multiply it by the
+// other operand's small part (often exactly 0) or its small part (0) by the other's big part (maybe
+// infinite), stay finite instead of making NaN.
+CMT_TF32_FN unsigned cmt_tf32_correction_big(unsigned big) { return cmt_f32_bits_finite(big) ? big : 0u; }
+
 // x split into TF32 big and small parts, as the bit patterns mma takes. An x that rounds to
 // infinity keeps its truncated big part, so the remainder stays finite; an infinite or NaN x has no
 // small part (its big part carries it, as FP32 SIMT would).

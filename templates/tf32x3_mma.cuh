@@ -2,7 +2,8 @@
 // and later), the opt-in precision class `tf32x3`. Each FP32 operand x is split into a TF32 "big"
 // part, b = rna(x) (round to nearest, ties away: cvt.rna.tf32.f32), and a TF32 "small" remainder,
 // s = rna(x - b); a product is then a.b ~ ab.bb + ab.bs + as.bb (the as.bs term is below FP32's
-// precision; cmt_tf32.cuh). A block computes BM x BN of C with (BM/WM) x (BN/WN) warps, each a WM x WN tile of
+// precision; cmt_tf32.cuh). The corrections take an infinite or NaN big part as 0, so such an
+// operand reaches C through ab.bb alone, as it does in FP32 SIMT. A block computes BM x BN of C with (BM/WM) x (BN/WN) warps, each a WM x WN tile of
 // 16 x 8 fragments; k runs through a STAGES-deep cp.async ring (cmt_ring.cuh).
 //
 // STAGED = 1 sums each k tile's products (small terms first) in a cleared accumulator and adds it
@@ -141,6 +142,7 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1)
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 8) {
       unsigned a_big[MI][4], a_small[MI][4], b_big[NI][2], b_small[NI][2];
+      unsigned a_corr[MI][4], b_corr[NI][2];  // the big parts the corrections take (cmt_tf32_correction_big)
 #pragma unroll
       for (int i = 0; i < MI; ++i)
 #pragma unroll
@@ -148,18 +150,26 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1)
           cmt_tf32_split(cmt_load_shared(as + OpA::offset(warp_m + i * 16 + g + 8 * (r % 2), kk + t + 4 * (r / 2))),
                          a_big[i][r], a_small[i][r]);
 #pragma unroll
+      for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) a_corr[i][r] = cmt_tf32_correction_big(a_big[i][r]);
+#pragma unroll
       for (int j = 0; j < NI; ++j)
 #pragma unroll
         for (int r = 0; r < 2; ++r)
           cmt_tf32_split(cmt_load_shared(bs + OpB::offset(warp_n + j * 8 + g, kk + t + 4 * r)), b_big[j][r],
                          b_small[j][r]);
 #pragma unroll
+      for (int j = 0; j < NI; ++j)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) b_corr[j][r] = cmt_tf32_correction_big(b_big[j][r]);
+#pragma unroll
       for (int i = 0; i < MI; ++i)
 #pragma unroll
         for (int j = 0; j < NI; ++j) {
           float* c = STAGED ? part[STAGED ? i : 0][STAGED ? j : 0] : acc[i][j];
-          cmt_mma_tf32(c, a_small[i], b_big[j]);
-          cmt_mma_tf32(c, a_big[i], b_small[j]);
+          cmt_mma_tf32(c, a_small[i], b_corr[j]);
+          cmt_mma_tf32(c, a_corr[i], b_small[j]);
           cmt_mma_tf32(c, a_big[i], b_big[j]);
         }
     }

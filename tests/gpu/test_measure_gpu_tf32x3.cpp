@@ -11,6 +11,9 @@
 //   (STAGED = 0), whose sum truncates, are rejected as less accurate than FP32 SIMT at 96x64x1000
 //   (22.5 units of 2^-24 against SGEMM's 0.5, measured on an H100), the longest K here.
 //   The 16-byte builds are skipped where the leading dimensions are not multiples of 4, saying why.
+// - Special values: with infinities, NaNs, products that overflow and subnormals planted in A and B,
+//   a staged tf32x3_mma build gives NaN, +Inf and -Inf exactly where cuBLAS SGEMM does, in every
+//   layout, and finite elements within the tolerance of each other.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -20,9 +23,14 @@
 #include <string>
 #include <vector>
 
+#include <cmath>
+#include <limits>
+
 #include "compile/compile_service.hpp"
 #include "compile/nvrtc/nvrtc_compiler.hpp"
+#include "cuda/check.hpp"
 #include "cuda/device.hpp"
+#include "cuda/gpu.hpp"
 #include "gpu/naive_gemm.hpp"
 #include "measure/gpu/gpu_measurer.hpp"
 #include "measure/protocol.hpp"
@@ -144,6 +152,94 @@ TEST_P(Tf32x3, EveryQuickCandidateValidatesAndTimes) {
               GetParam().c_str(), measured, space.candidates.size(), skipped);
   EXPECT_GT(measured, 0);
   EXPECT_EQ(unstaged_rejected.size(), 2u) << "each STAGED = 0 build is rejected on some shape";
+}
+
+enum class Kind { finite, plus_inf, minus_inf, nan };
+Kind kind_of(float x) {
+  if (std::isnan(x)) return Kind::nan;
+  if (std::isinf(x)) return x > 0 ? Kind::plus_inf : Kind::minus_inf;
+  return Kind::finite;
+}
+
+TEST_P(Tf32x3, SpecialValuesReachCAsInSgemm) {
+  CMT_REQUIRE_GPU();
+  const auto templates = load_templates({default_templates_dir()});
+  const DeviceInfo device = select_device(0);
+  Target target = target_of(device);
+  target.layouts = {GetParam()};
+  target.dtypes = {DType::tf32x3};
+  const SearchSpace space = enumerate_space(templates, load_preset(resolve_preset("quick")), target);
+  const Candidate* staged = nullptr;
+  for (const Candidate& c : space.candidates)
+    if (find_param(c.values, "STAGED") == 1 && find_param(c.values, "VEC") == 1) staged = &c;
+  ASSERT_NE(staged, nullptr) << "quick.toml has a staged 4-byte tf32x3_mma build";
+  test::TempDir dir;
+  Store store(dir / "cache.db");
+  const NvrtcCompiler nvrtc;
+  CompileService compiler(store, nvrtc, device.arch(), 0);
+  compiler.submit(*staged, 0);
+  auto compiled = compiler.next();
+  ASSERT_TRUE(compiled && compiled->binary.ok);
+  const BinaryRecord binary = compiled->binary;
+  GpuMeasurer measurer(device, quick_settings(), test_seed());
+  std::string why;
+  const auto launch = measurer.kernel_launcher({&binary, staged->shape, staged->requirements, staged->id()}, &why);
+  ASSERT_TRUE(launch) << why;
+  const GemmLauncher cublas = measurer.cublas_launcher();
+
+  const auto ops = parse_layout(GetParam());
+  const int m = 70, n = 50, k = 90;
+  const int a_rows = ops->first ? k : m, a_cols = ops->first ? m : k;
+  const int b_rows = ops->second ? n : k, b_cols = ops->second ? k : n;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> a(static_cast<size_t>(a_rows) * a_cols), b(static_cast<size_t>(b_rows) * b_cols);
+  for (auto& x : a) x = uniform(rng);
+  for (auto& x : b) x = uniform(rng);
+  // op(A)(i, kk) and op(B)(kk, j) in storage.
+  const auto at = [&](int i, int kk) -> float& { return ops->first ? a[size_t(kk) * a_cols + i] : a[size_t(i) * a_cols + kk]; };
+  const auto bt = [&](int kk, int j) -> float& { return ops->second ? b[size_t(j) * b_cols + kk] : b[size_t(kk) * b_cols + j]; };
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  at(1, 3) = inf;                       // row 1: +-Inf by B's column signs, NaN where B(3, j) is 0
+  bt(3, 7) = 0.0f;
+  bt(3, 8) = 0.5f;                      // a TF32 value: its small part is 0
+  at(2, 5) = -inf;                      // row 2 meets B's +Inf at (5, 9): -Inf; B's NaN column: NaN
+  bt(5, 9) = inf;
+  bt(6, 11) = nan;                      // column 11: NaN in every row
+  at(4, 10) = 3e38f;                    // row 4, column 12: a product that overflows to +Inf
+  bt(10, 12) = 2.0f;
+  at(6, 20) = 1e-40f;                   // subnormals: a finite, tiny product
+  bt(20, 13) = 1e-39f;
+  for (int kk = 0; kk < k; ++kk) at(8, kk) = 1e-39f;  // row 8: subnormal A throughout
+
+  DeviceBuffer da(a.size() * 4), db(b.size() * 4), dc(size_t(m) * n * 4), dr(size_t(m) * n * 4);
+  CMT_CUDA_CHECK(cudaMemcpy(da.get(), a.data(), a.size() * 4, cudaMemcpyHostToDevice));
+  CMT_CUDA_CHECK(cudaMemcpy(db.get(), b.data(), b.size() * 4, cudaMemcpyHostToDevice));
+  GemmArgs args{m, n, k, 1.0f, da.get(), a_cols, db.get(), b_cols, 0.0f, dc.get(), n};
+  args.trans_a = ops->first;
+  args.trans_b = ops->second;
+  ASSERT_EQ((*launch)(args), cudaSuccess);
+  args.c = dr.get();
+  ASSERT_EQ(cublas(args), cudaSuccess);
+  CMT_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> c(size_t(m) * n), ref(size_t(m) * n);
+  CMT_CUDA_CHECK(cudaMemcpy(c.data(), dc.get(), c.size() * 4, cudaMemcpyDeviceToHost));
+  CMT_CUDA_CHECK(cudaMemcpy(ref.data(), dr.get(), ref.size() * 4, cudaMemcpyDeviceToHost));
+  int specials = 0;
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      const float x = c[size_t(i) * n + j], r = ref[size_t(i) * n + j];
+      ASSERT_EQ(kind_of(x), kind_of(r)) << "C[" << i << "][" << j << "] = " << x << ", SGEMM " << r;
+      if (kind_of(r) != Kind::finite) {
+        ++specials;
+        continue;
+      }
+      double scale = 0;
+      for (int kk = 0; kk < k; ++kk) scale += std::fabs(double(at(i, kk)) * double(bt(kk, j)));
+      EXPECT_LE(std::fabs(double(x) - double(r)), 4.0 * (k + 4) * 0x1p-24 * scale + 0x1p-126)
+          << "C[" << i << "][" << j << "] = " << x << ", SGEMM " << r;
+    }
+  EXPECT_GT(specials, 2 * n) << "rows 1 and 2 and column 11 are not finite";
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, Tf32x3, ::testing::Values("nn", "nt", "tn", "tt"),

@@ -68,7 +68,7 @@ TEST(Tf32Split, InfinityAndNaNHaveNoSmallPart) {
 }
 
 /// One element of C as tf32x3_mma computes it, modelled in FP32: per k tile of `bk`, the products
-/// small-by-big, big-by-small and big-by-big (each exact in FP32: TF32 products have 22 bits) summed
+/// small-by-big, big-by-small (the big parts as cmt_tf32_correction_big gives them) and big-by-big (each exact in FP32: TF32 products have 22 bits) summed
 /// in a cleared FP32 accumulator, which is then added to the element's. three = false keeps only
 /// big-by-big: one TF32 pass.
 float modelled_dot(const std::vector<float>& a, const std::vector<float>& b, int bk, bool three) {
@@ -80,8 +80,8 @@ float modelled_dot(const std::vector<float>& a, const std::vector<float>& b, int
       cmt_tf32_split(a[k], ab, as);
       cmt_tf32_split(b[k], bb, bs);
       if (three) {
-        part += cmt_f32_of_bits(as) * cmt_f32_of_bits(bb);
-        part += cmt_f32_of_bits(ab) * cmt_f32_of_bits(bs);
+        part += cmt_f32_of_bits(as) * cmt_f32_of_bits(cmt_tf32_correction_big(bb));
+        part += cmt_f32_of_bits(cmt_tf32_correction_big(ab)) * cmt_f32_of_bits(bs);
       }
       part += cmt_f32_of_bits(ab) * cmt_f32_of_bits(bb);
     }
@@ -115,6 +115,40 @@ TEST(Tf32Split, StagedSumOfThreeProductsMeetsTheFp32BoundAndOnePassDoesNot) {
     EXPECT_LT(worst3, 1.0);
     if (k <= 256) EXPECT_GT(worst1, 1.0) << "one TF32 pass within the FP32 bound";
   }
+}
+
+/// What a value is, as far as special values go.
+enum class Kind { finite, plus_inf, minus_inf, nan };
+Kind kind_of(double x) {
+  if (std::isnan(x)) return Kind::nan;
+  if (std::isinf(x)) return x > 0 ? Kind::plus_inf : Kind::minus_inf;
+  return Kind::finite;
+}
+
+// Infinities and NaNs in A or B reach C as they do in FP32 SIMT (one FMA chain): Inf times a finite
+// non-zero is Inf of the product's sign, Inf times 0, Inf - Inf and NaN are NaN, also where the other
+// operand's small part is exactly 0 (0.5, 3, -2: TF32 values) or its big part is infinite, which
+// the corrections would otherwise turn into NaN.
+TEST(Tf32Split, InfinityAndNaNReachCAsInFp32Simt) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> specials = {inf, -inf, nan};
+  const std::vector<float> partners = {0.5f, 3.0f, -2.0f, 0.0f, 1.0f / 3.0f, -0.7f, inf, -inf, nan};
+  int compared = 0;
+  for (const float s : specials)
+    for (const float p : partners)
+      for (const bool special_in_a : {true, false}) {
+        // k = 4: the special and its partner at k = 1, ordinary values around them.
+        std::vector<float> a = {0.25f, 1.0f, -0.375f, 2.0f}, b = {1.5f, 1.0f, 0.125f, -1.0f};
+        (special_in_a ? a : b)[1] = s;
+        (special_in_a ? b : a)[1] = p;
+        float simt = 0.0f;
+        for (size_t k = 0; k < a.size(); ++k) simt = std::fma(a[k], b[k], simt);
+        const float three = modelled_dot(a, b, 32, true);
+        EXPECT_EQ(kind_of(three), kind_of(simt)) << "special " << s << " in " << (special_in_a ? "A" : "B")
+                                                 << " times " << p << ": 3xTF32 " << three << ", SIMT " << simt;
+        ++compared;
+      }
+  EXPECT_EQ(compared, 54);
 }
 
 }  // namespace
