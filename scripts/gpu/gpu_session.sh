@@ -14,9 +14,11 @@
 #   example     export the header, build examples/consumer against it, run it
 #   rawmetrics  summarize ncu reports carried in .devstage-x/ (no new profiling)
 #   profile     ncu of the winner and cuBLAS at each of $CMTUNE_PROFILE_SIZES (default 4096)
-# Both size lists default to the set of docs/BENCHMARKS.md, so
-#   scripts/gpu/gpu_session.sh tests tune bench consumer
-# reproduces its tables. Other settings: CMTUNE_CONFIG (preset, default "default"), CMTUNE_TUNE_ARGS,
+#   profile-tf32x3
+#               ncu of one tf32x3_mma build ($CMTUNE_TF32X3_POINT, default the 128x128 tile of 64x32 warp
+#               tiles, staged) at each of $CMTUNE_PROFILE_SIZES as tf32x3, in the measuring process
+#               that tune starts (the header has no tf32x3 routine for bench to run)
+# docs/BENCHMARKS.md's tables come from scripts/gpu/benchmarks.sh, not from these phases. Other settings: CMTUNE_CONFIG (preset, default "default"), CMTUNE_TUNE_ARGS,
 # CMTUNE_ROUNDS (bench rounds, default 200), CMTUNE_SESSION_DB (default /tmp/cm-tune-session.db).
 # At the end: trials.json (scripts/diag/dump_trials.py) and the database without its cubins
 # (session-nocubins.db.gz); everything but the database is packed into $OUT/results.tgz.
@@ -129,6 +131,33 @@ for phase in "${phases[@]}"; do
         ncu --import "$rep.ncu-rep" --page details 2>/dev/null | \
           grep -E "cmt_sgemm|sgemm|Compute \(SM\) Throughput|SM Busy|Executed Ipc|Shared.*Conflict|Bank|Warp Cycles|Stall|Achieved Occupancy|Registers|Duration" \
           | head -80 > "$out/profile-summary-$psize.txt"
+      done
+      ;;
+    profile-tf32x3)
+      point="${CMTUNE_TF32X3_POINT:-BM = [128]
+BN = [128]
+BK = [32]
+WM = [64]
+WN = [32]
+STAGES = [3]
+VEC = [4]
+PAD = [8]
+STAGED = [1]
+SWIZZLE = [8]}"
+      printf 'name = "tf32x3-profile"\ndescription = "one tf32x3_mma build"\n[templates.tf32x3_mma]\n%s\n' "$point" \
+        > /tmp/tf32x3-profile.toml
+      for psize in ${CMTUNE_PROFILE_SIZES:-4096}; do
+        log "ncu: tf32x3_mma at ${psize}^3"
+        rep="$out/profile-tf32x3-$psize"
+        rm -f /tmp/tf32x3-profile.db*
+        ncu --target-processes all --clock-control none --set full -k regex:cmt_sgemm_tf32x3 -c 2 -o "$rep" \
+          "$bin" --db /tmp/tf32x3-profile.db --quiet tune --device 0 --sizes "$psize:tf32x3" \
+          --config /tmp/tf32x3-profile.toml --no-calibrate > "$out/ncu-tf32x3-$psize.log" 2>&1
+        ncu --import "$rep.ncu-rep" --page raw --csv 2>/dev/null | python3 "$root/scripts/diag/ncu_summary.py" \
+          | tee "$out/profile-tf32x3-raw-$psize.txt"
+        ncu --import "$rep.ncu-rep" --page details 2>/dev/null | \
+          grep -E "cmt_sgemm|Compute \(SM\) Throughput|SM Busy|Executed Ipc|Shared.*Conflict|Bank|Warp Cycles|Stall|Achieved Occupancy|Registers|Duration|Tensor|Pipe" \
+          | head -100 > "$out/profile-tf32x3-summary-$psize.txt"
       done
       ;;
     *) echo "unknown phase $phase" ;;
