@@ -55,12 +55,15 @@ constexpr double k_fp64_reference_slack_units = 12.0;
 /// tolerance is 2 (k + 4) such units, plus a floor that only exact zeros meet).
 inline double fp32_error_units(double ratio, int64_t k) { return ratio * 2.0 * static_cast<double>(k + 4); }
 
-/// Allowed |candidate - reference| for one element, in FP32 or FP64 (T is float or double).
-template <class T>
-CMT_HOST_DEVICE inline T gemm_tolerance(int k, T alpha, T beta, T abs_ab, T abs_c0) {
+/// Allowed |candidate - reference| for one element of type T (float or double), computed in R (T, or
+/// double for FP32 elements checked against an FP64 reference, Reference::fp64: gemm_tolerance<double,
+/// float>).
+template <class R, class T = R>
+CMT_HOST_DEVICE inline R gemm_tolerance(int k, R alpha, R beta, R abs_ab, R abs_c0) {
   using std::fabs;
-  const T scale = fabs(alpha) * abs_ab + fabs(beta) * abs_c0;
-  return T(2) * static_cast<T>(k + 4) * ToleranceOf<T>::unit_roundoff * scale + ToleranceOf<T>::floor;
+  const R scale = fabs(alpha) * abs_ab + fabs(beta) * abs_c0;
+  return R(2) * static_cast<R>(k + 4) * static_cast<R>(ToleranceOf<T>::unit_roundoff) * scale +
+         static_cast<R>(ToleranceOf<T>::floor);
 }
 
 /// |value - reference| / tolerance; +inf when value or reference is NaN or infinite.

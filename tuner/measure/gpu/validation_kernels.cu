@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <type_traits>
 
 #include "core/error.hpp"
 #include "cuda/check.hpp"
@@ -129,34 +128,23 @@ struct ElementError {
   float abs_err;
 };
 
-/// Floating point: the tolerance of measure/tolerance.hpp in the element's own precision.
-template <class T>
-__device__ ElementError element_error(T value, T expected, int k, T alpha, T beta, const T* abs_ab, const T* c0,
+/// Floating point: the tolerance of measure/tolerance.hpp for elements of T, taken in R (T; or double
+/// for FP32 values against an FP64 reference, Reference::fp64, from the FP64 |A||B| and |C0|).
+template <class T, class R = T>
+__device__ ElementError element_error(T value, R expected, int k, R alpha, R beta, const R* abs_ab, const R* c0,
                                       int64_t j) {
-  const T tol = gemm_tolerance<T>(k, alpha, beta, abs_ab[j], c0 ? fabs(c0[j]) : T(0));
-  const T ratio = gemm_error_ratio<T>(value, expected, tol);
+  const R tol = gemm_tolerance<R, T>(k, alpha, beta, abs_ab[j], c0 ? fabs(c0[j]) : R(0));
+  const R ratio = gemm_error_ratio<R>(value, expected, tol);
   const bool finite = isfinite(value) && isfinite(expected);
-  return {static_cast<float>(ratio), finite ? static_cast<float>(fabs(value - expected)) : -1.0f};
+  return {static_cast<float>(ratio), finite ? static_cast<float>(fabs(static_cast<R>(value) - expected)) : -1.0f};
 }
 
 /// INT32: exact.
 template <>
-__device__ ElementError element_error<int32_t>(int32_t value, int32_t expected, int, int32_t, int32_t,
-                                               const int32_t*, const int32_t*, int64_t) {
+__device__ ElementError element_error<int32_t, int32_t>(int32_t value, int32_t expected, int, int32_t, int32_t,
+                                                        const int32_t*, const int32_t*, int64_t) {
   const long long diff = static_cast<long long>(value) - static_cast<long long>(expected);
   return {gemm_error_ratio_exact(value, expected), static_cast<float>(diff < 0 ? -diff : diff)};
-}
-
-/// FP32 values against an FP64 reference (Reference::fp64): the FP32 tolerance of
-/// measure/tolerance.hpp, taken in FP64 from the FP64 |A||B| and |C0|.
-__device__ ElementError element_error_wide(float value, double expected, int k, double alpha, double beta,
-                                           const double* abs_ab, const double* c0, int64_t j) {
-  const double scale = fabs(alpha) * abs_ab[j] + fabs(beta) * (c0 ? fabs(c0[j]) : 0.0);
-  const double tol = 2.0 * static_cast<double>(k + 4) * static_cast<double>(k_fp32_unit_roundoff) * scale +
-                     static_cast<double>(k_tolerance_floor);
-  const bool finite = isfinite(value) && isfinite(expected);
-  const double err = fabs(static_cast<double>(value) - expected);
-  return {finite ? static_cast<float>(err / tol) : INFINITY, finite ? static_cast<float>(err) : -1.0f};
 }
 
 /// T: the elements of C under test; R: those of the reference, |A||B| and C0 (T, or double for FP32
@@ -183,11 +171,7 @@ __global__ void compare_kernel(const T* c, CWorkLayout l, int64_t total, const R
       continue;
     }
     const int64_t j = b * ref_stride + r;
-    ElementError e;
-    if constexpr (std::is_same_v<T, R>)
-      e = element_error<T>(value, ref[j], k, alpha, beta, abs_ab, c0, j);
-    else
-      e = element_error_wide(value, ref[j], k, alpha, beta, abs_ab, c0, j);
+    const ElementError e = element_error<T, R>(value, ref[j], k, alpha, beta, abs_ab, c0, j);
     // Non-negative floats order like their bit patterns, so atomicMax on the bits works.
     atomicMax(&stats->max_ratio_bits, __float_as_uint(e.ratio));
     if (e.abs_err >= 0.0f) atomicMax(&stats->max_abs_err_bits, __float_as_uint(e.abs_err));

@@ -146,6 +146,17 @@ GemmArgs args_in(const Problem& p, const Layout& l, double alpha, double beta, c
   g.dtype = storage;
   return g;
 }
+
+/// An FP64 view of FP32 GEMM arguments: the same shape, strides and ops over FP64 buffers.
+GemmArgs widened(GemmArgs g, const void* a, const void* b, void* c, double alpha, double beta) {
+  g.dtype = DType::f64;
+  g.alpha = GemmScalar(alpha);
+  g.beta = GemmScalar(beta);
+  g.a = a;
+  g.b = b;
+  g.c = c;
+  return g;
+}
 }  // namespace
 
 GemmArgs ProblemWorkspace::validation_args(const ValidationCase& vc) const {
@@ -178,7 +189,7 @@ ProblemWorkspace::ProblemWorkspace(const Problem& problem, uint64_t seed, cudaSt
   const DType dtype = storage_of(problem.dtype);
   const int64_t m = problem.m, n = problem.n, batch = problem.batch;
   const bool exact = type_info(dtype).exact;
-  const bool wide = fp64_reference();
+  const bool fp64 = fp64_reference();
 
   // The fills and cuBLAS must run in order (A and B are made absolute in place and drawn again
   // around a cuBLAS call): a handle on another stream is ordered by waiting for the device.
@@ -224,8 +235,8 @@ ProblemWorkspace::ProblemWorkspace(const Problem& problem, uint64_t seed, cudaSt
 
   // |A||B| scales the floating-point tolerance. It is computed from A and B made absolute in place,
   // which are then drawn again from the same seeds: no temporaries.
-  if (wide) {
-    make_fp64_references(plan.span_a, plan.span_b, stream, cublas, around_cublas);
+  if (fp64) {
+    make_fp64_abs_ab(ref, plan.span_a, plan.span_b, stream, cublas, around_cublas);
   } else if (!exact) {
     abs_copy(arena(m_off_a), arena(m_off_a), dtype, plan.span_a, stream);
     abs_copy(arena(m_off_b), arena(m_off_b), dtype, plan.span_b, stream);
@@ -242,8 +253,6 @@ ProblemWorkspace::ProblemWorkspace(const Problem& problem, uint64_t seed, cudaSt
   for (size_t i = 0; i < cases.size(); ++i) {
     const ValidationCase& vc = cases[i];
     GemmArgs g = ref;
-    if (wide && vc.beta == 0.0)  // the SIMT result's padding columns, as C0's
-      fill_bits(arena(m_off_ref[i]), dtype, batch * m_ref_stride, pad_bits(dtype), stream);
     g.alpha = GemmScalar::of(dtype, vc.alpha);
     g.beta = GemmScalar::of(dtype, vc.beta);
     g.a = a_of(vc);
@@ -254,11 +263,20 @@ ProblemWorkspace::ProblemWorkspace(const Problem& problem, uint64_t seed, cudaSt
                                      static_cast<size_t>(batch * m_ref_stride) * static_cast<size_t>(dtype_bytes(dtype)),
                                      cudaMemcpyDeviceToDevice, stream));
     around_cublas();
-    reference_gemm(g);
+    reference_gemm(g);  // fp64: the FP32 SIMT reference's result, whose error is the bar
+    if (fp64) {
+      void* out = wide(m_wide_off.ref[i]);
+      if (vc.beta != 0.0)
+        CMT_CUDA_CHECK(cudaMemcpyAsync(out, wide(m_wide_off.c0),
+                                       static_cast<size_t>(batch * m_ref_stride) * sizeof(double),
+                                       cudaMemcpyDeviceToDevice, stream));
+      around_cublas();
+      cublas.gemm(widened(g, wide(m_wide_off.a), wide(m_wide_off.b), out, vc.alpha, vc.beta));
+    }
   }
 
   around_cublas();
-  if (wide) measure_simt_errors(stream);
+  if (fp64) measure_simt_errors(stream);
 
   m_c_work = elements(dtype, m_c_layout.total());
   prepare_c(m_c_work.get(), m_c_layout, guard_bits(dtype), nullptr, 0, pad_bits(dtype), stream);
@@ -274,21 +292,8 @@ ProblemWorkspace::ProblemWorkspace(const Problem& problem, uint64_t seed, cudaSt
   CMT_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
-namespace {
-/// An FP64 view of FP32 GEMM arguments: the same shape, strides and ops over FP64 buffers.
-GemmArgs widened(GemmArgs g, const void* a, const void* b, void* c, double alpha, double beta) {
-  g.dtype = DType::f64;
-  g.alpha = GemmScalar(alpha);
-  g.beta = GemmScalar(beta);
-  g.a = a;
-  g.b = b;
-  g.c = c;
-  return g;
-}
-}  // namespace
-
-void ProblemWorkspace::make_fp64_references(int64_t span_a, int64_t span_b, cudaStream_t stream,
-                                            const CublasHandle& cublas, const std::function<void()>& around_cublas) {
+void ProblemWorkspace::make_fp64_abs_ab(const GemmArgs& ref, int64_t span_a, int64_t span_b, cudaStream_t stream,
+                                        const CublasHandle& cublas, const std::function<void()>& around_cublas) {
   const int64_t c_side = m_problem.batch * m_ref_stride;
   m_wide = DeviceBuffer(static_cast<size_t>(m_wide_off.total) * sizeof(double));
   fill_bits(m_wide.get(), DType::f64, m_wide_off.total, pad_bits(DType::f64), stream);
@@ -298,25 +303,11 @@ void ProblemWorkspace::make_fp64_references(int64_t span_a, int64_t span_b, cuda
   widen(wide(m_wide_off.c0), arena(m_off_c0), c_side, stream);
   abs_copy(wide(m_wide_off.a), wide(m_wide_off.a), DType::f64, span_a, stream);
   abs_copy(wide(m_wide_off.b), wide(m_wide_off.b), DType::f64, span_b, stream);
-  Layout ref_layout = m_validation;
-  ref_layout.stride_c = m_problem.batch > 1 ? m_ref_stride : 0;
-  const GemmArgs ref = args_in(m_problem, ref_layout, 1.0, 0.0, a_val(), b_val(), nullptr);
   around_cublas();
   cublas.gemm(widened(ref, wide(m_wide_off.a), wide(m_wide_off.b), wide(m_wide_off.abs_ab), 1.0, 0.0));
   around_cublas();
   widen(wide(m_wide_off.a), arena(m_off_a), span_a, stream);
   widen(wide(m_wide_off.b), arena(m_off_b), span_b, stream);
-  const ValidationCases cases = validation_cases(m_problem.dtype);
-  for (size_t i = 0; i < cases.size(); ++i) {
-    const ValidationCase& vc = cases[i];
-    void* out = wide(m_wide_off.ref[i]);
-    if (vc.beta != 0.0)
-      CMT_CUDA_CHECK(cudaMemcpyAsync(out, wide(m_wide_off.c0), static_cast<size_t>(c_side) * sizeof(double),
-                                     cudaMemcpyDeviceToDevice, stream));
-    around_cublas();
-    cublas.gemm(widened(ref, wide(m_wide_off.a), wide(m_wide_off.b), out, vc.alpha, vc.beta));
-  }
-  around_cublas();
 }
 
 void ProblemWorkspace::measure_simt_errors(cudaStream_t stream) {

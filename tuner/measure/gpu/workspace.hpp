@@ -110,8 +110,10 @@ class ProblemWorkspace {
   void* element(void* base, int64_t offset) const { return static_cast<char*>(base) + offset * dtype_bytes(dtype()); }
   void* arena(int64_t offset) const { return element(m_arena.get(), offset); }
   void* wide(int64_t offset) const { return static_cast<char*>(m_wide.get()) + offset * int64_t(sizeof(double)); }
-  void make_fp64_references(int64_t span_a, int64_t span_b, cudaStream_t stream, const CublasHandle& cublas,
-                            const std::function<void()>& around_cublas);
+  /// Reference::fp64: the FP64 allocation, A, B and C0 widened into it and |A||B| by DGEMM (the
+  /// constructor computes each case's FP64 reference beside its SGEMM result).
+  void make_fp64_abs_ab(const GemmArgs& ref, int64_t span_a, int64_t span_b, cudaStream_t stream,
+                        const CublasHandle& cublas, const std::function<void()>& around_cublas);
   void measure_simt_errors(cudaStream_t stream);
 
   Problem m_problem;
