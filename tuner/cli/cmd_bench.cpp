@@ -112,7 +112,7 @@ double tflops_of(const Problem& p, const TimingResult& r) {
 int run_bench(const GlobalOptions& global, const BenchOptions& o) {
   const auto problems = apply_operand_options(parse_sizes(o.sizes), o.operands);
   for (const Problem& p : problems)
-    if (static_cast<int>(p.dtype) >= k_header_dtypes)
+    if (!header_computes(p.dtype))
       throw UsageError(fmt::format("{}: bench times the exported header, which has no {} routine yet",
                                    p.to_string(), dtype_name(p.dtype)));
   // The GPU first: without one, nothing is opened or created.

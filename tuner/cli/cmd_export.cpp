@@ -162,7 +162,7 @@ int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
   const std::vector<DType> dtypes = parse_dtype_list(o.dtype);
   if (dtypes.empty()) throw UsageError("--dtype: give f32, f64, i32, a comma list of them, or all");
   for (const DType d : dtypes)
-    if (static_cast<int>(d) >= k_header_dtypes)
+    if (!header_computes(d))
       throw UsageError(fmt::format("--dtype {}: the exported header has no {} routine yet; its winners stay in the "
                                    "database (cm-tune query shows them)",
                                    dtype_name(d), dtype_name(d)));

@@ -60,11 +60,10 @@ struct AccuracyReport {
 };
 
 std::optional<AccuracyReport> accuracy_of(Store& store, const WinnerRecord& winner) {
-  for (const TrialRecord& t : store.trials(winner.device_id, winner.problem))
-    if (t.id == winner.trial_id && t.max_error_ratio && t.simt_error_ratio)
-      return AccuracyReport{fp32_error_units(*t.max_error_ratio, winner.problem.k),
-                            fp32_error_units(*t.simt_error_ratio, winner.problem.k)};
-  return std::nullopt;
+  const std::optional<TrialRecord> t = store.find_trial(winner.trial_id);
+  if (!t || !t->max_error_ratio || !t->simt_error_ratio) return std::nullopt;
+  return AccuracyReport{fp32_error_units(*t->max_error_ratio, winner.problem.k),
+                        fp32_error_units(*t->simt_error_ratio, winner.problem.k)};
 }
 
 Int32Comparison compare_int32(Store& store, const DeviceInfo& device, const WinnerRecord& winner) {

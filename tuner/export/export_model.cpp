@@ -268,9 +268,7 @@ std::optional<ParamValues> generic_default_params(const TemplateDesc& generic, s
 
 ExportModel build_export_model(Store& store, const ExportOptions& options, const TemplateDesc& default_tmpl) {
   const auto wanted = [&options](DType d) {
-    // The header's tables hold the first k_header_dtypes types (f32, f64, i32); the opt-in tf32x3
-    // class has no header routine yet, so its winners stay in the database.
-    if (static_cast<int>(d) >= k_header_dtypes) return false;
+    if (!header_computes(d)) return false;  // its winners stay in the database
     return options.dtypes.empty() || std::find(options.dtypes.begin(), options.dtypes.end(), d) != options.dtypes.end();
   };
   ExportModel model;

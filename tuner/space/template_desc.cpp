@@ -301,9 +301,9 @@ class DescriptorFileReader : public detail::TomlFileReader {
     if (m_desc.dtypes != std::vector<DType>{DType::f32}) {
       for (const auto& p : m_desc.params)
         if (p.name == "DTYPE") fail(line_of(root), "param", "'DTYPE' is implied by `dtypes`; it may not be declared");
-      std::string help = "element type:";
-      for (const TypeInfo& t : k_types) help += fmt::format("{} {} {}", t.dtype == DType::f32 ? "" : ",", static_cast<int>(t.dtype), t.name);
-      ParamDesc param{"DTYPE", {}, help};
+      std::vector<std::string> codes;  // "0 f32", "1 f64", ...
+      for (const TypeInfo& t : k_types) codes.push_back(fmt::format("{} {}", static_cast<int>(t.dtype), t.name));
+      ParamDesc param{"DTYPE", {}, fmt::format("element type: {}", fmt::join(codes, ", "))};
       for (const DType d : m_desc.dtypes) param.values.push_back(static_cast<int64_t>(d));
       std::sort(param.values.begin(), param.values.end());
       param.implicit = true;
