@@ -284,6 +284,12 @@ std::string add_synthetic_winner(Store& store, int64_t run, int64_t device, cons
 
 void downgrade_schema(const fs::path& file, int version) {
   Database db(file);
+  if (version < 8)
+    db.exec(R"sql(
+      ALTER TABLE trials DROP COLUMN tensor_maps;
+      ALTER TABLE winners DROP COLUMN tensor_maps;
+      PRAGMA user_version = 7;
+    )sql");
   // Migration 7 also widened the dtype CHECKs of three tables; a downgraded database keeps the wider
   // ones, which admit every row of the older schema.
   if (version < 7)

@@ -238,7 +238,7 @@ TEST_F(DescriptorErrors, WrongTypesAndBadValues) {
 }
 
 TEST_F(DescriptorErrors, UnknownKeys) {
-  expect_error(with_line(10, "tile_n = \"32\"\ntile_k = \"8\""), 11, "launch.tile_k", "unknown key (known: threads, tile_m, tile_n, dynamic_smem, grid_z, problems_per_block)");
+  expect_error(with_line(10, "tile_n = \"32\"\ntile_k = \"8\""), 11, "launch.tile_k", "unknown key (known: threads, tile_m, tile_n, dynamic_smem, grid_z, problems_per_block, tensor_maps)");
   expect_error("author = \"me\"\n" + std::string(k_good_descriptor), 1, "author", "unknown key");
   expect_error(with_line(6, "values = [1, 2]\nvalue = 3"), 7, "param[0].value", "unknown key");
 }

@@ -20,12 +20,19 @@ std::string compile_cache_key(const Candidate& candidate, const std::string& sou
   return h.hex();
 }
 
+std::string compile_arch(const TemplateDesc& tmpl, const std::string& arch) {
+  if (!tmpl.arch_specific || arch.empty() || arch.back() == 'a' || arch.back() == 'f') return arch;
+  return arch + "a";
+}
+
 CompileService::CompileService(Store& store, const Compiler& compiler, std::string arch, int jobs)
     : m_store(store),
       m_compiler(compiler),
       m_arch(std::move(arch)),
       m_version(compiler.version()),
       m_options(compiler.options(m_arch)),
+      m_specific_options(compiler.options(m_arch.empty() || m_arch.back() == 'a' || m_arch.back() == 'f' ? m_arch
+                                                                                                         : m_arch + "a")),
       m_jobs(jobs < 1 ? hardware_threads() : jobs) {}
 
 CompileService::~CompileService() {
@@ -57,8 +64,12 @@ void CompileService::submit(const Candidate& cand, size_t index) {
   ++m_stats.total;
   const SourceBundle& bundle = source(*cand.tmpl);
   const std::string& hash = source_hash(*cand.tmpl);
+  // An arch-specific family compiles for its own variant, which keys its cache entries apart.
+  const bool specific = cand.tmpl->arch_specific;
+  const std::string arch = compile_arch(*cand.tmpl, m_arch);
+  const std::vector<std::string>& options = specific ? m_specific_options : m_options;
   BinaryRecord rec;
-  rec.key = compile_cache_key(cand, hash, m_arch, m_version, m_options);
+  rec.key = compile_cache_key(cand, hash, arch, m_version, options);
   if (auto cached = m_store.find_binary(rec.key)) {
     ++m_stats.cache_hits;
     if (!cached->ok) ++m_stats.failed;
@@ -67,9 +78,9 @@ void CompileService::submit(const Candidate& cand, size_t index) {
   }
   rec.template_name = cand.tmpl->name;
   rec.params = params_to_string(cand.values);
-  rec.arch = m_arch;
+  rec.arch = arch;
   rec.nvrtc_version = m_version;
-  rec.options = fmt::format("{}", fmt::join(m_options, " "));
+  rec.options = fmt::format("{}", fmt::join(options, " "));
   rec.source_hash = hash;
   rec.batched = cand.tmpl->batched;
   rec.takes_batch_count = cand.tmpl->takes_batch_count();
@@ -82,8 +93,8 @@ void CompileService::submit(const Candidate& cand, size_t index) {
     }
   }
   ++m_pending;
-  m_pool->submit([this, index, &cand, &bundle, rec = std::move(rec)]() mutable {
-    const CompileRequest req{cand.tmpl->name_expression(cand.values), &bundle, m_arch, m_options};
+  m_pool->submit([this, index, &cand, &bundle, &options, arch, rec = std::move(rec)]() mutable {
+    const CompileRequest req{cand.tmpl->name_expression(cand.values), &bundle, arch, options};
     CompileOutput out;
     bool cacheable = true;
     const bool cancelled = m_cancelled;

@@ -40,6 +40,10 @@ struct CompileStats {
 std::string compile_cache_key(const Candidate& candidate, const std::string& source_hash, const std::string& arch,
                               const std::string& compiler_version, const std::vector<std::string>& options);
 
+/// The architecture a template is compiled for on `arch`: its arch-specific variant ("sm_90" ->
+/// "sm_90a") for a family that declares arch_specific, else `arch` itself.
+std::string compile_arch(const TemplateDesc& tmpl, const std::string& arch);
+
 /// Database access happens only on the thread that calls submit() and next().
 class CompileService {
  public:
@@ -73,6 +77,7 @@ class CompileService {
   std::string m_arch;
   std::string m_version;
   std::vector<std::string> m_options;
+  std::vector<std::string> m_specific_options;  // for compile_arch's arch-specific variant
   int m_jobs;
   std::map<std::string, std::pair<SourceBundle, std::string>> m_sources;  // template -> (bundle, hash)
   std::deque<CompiledCandidate> m_hits;

@@ -112,6 +112,11 @@ struct LaunchShape {
   /// Consecutive problems of a batch each block computes its tile of (a family that declares
   /// [launch] problems_per_block; 1 for every other one): grid z is grid_z * ceil(batch / this).
   int64_t problems_per_block = 1;
+  /// 1: the kernel reads A and B through TMA and takes two tensor maps after the fifteen standard
+  /// arguments ([launch] tensor_maps), which the launcher builds for each call (cuda/tensor_map.hpp):
+  /// a K-major operand in boxes of 32 k by its tile's rows (tile_m or tile_n), the other in 32 x 32
+  /// boxes, both in the 128-byte swizzle. 0: none.
+  int64_t tensor_maps = 0;
 };
 
 /// One launch of a batch: the problems [first, first + count) of it, on a grid of z extent grid_z

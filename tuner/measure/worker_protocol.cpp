@@ -54,7 +54,7 @@ json kernel_json(const KernelUnderTest& k) {
           {"lowered_name", b.lowered_name},
           {"cubin_bytes", b.cubin.size()},  // the bytes follow the header (see encode)
           {"shape", {k.shape.threads, k.shape.tile_m, k.shape.tile_n, k.shape.dynamic_smem, k.shape.grid_z,
-                     k.shape.problems_per_block}},
+                     k.shape.problems_per_block, k.shape.tensor_maps}},
           {"requirements", {k.requirements.align_bytes, k.requirements.ld_multiple}},
           {"label", k.label}};
 }
@@ -203,7 +203,7 @@ WorkerRequest decode_request(const std::string& bytes) {
         KernelUnderTest t;
         t.binary = &r.binaries.back();
         const json& s = k.at("shape");
-        t.shape = {s.at(0), s.at(1), s.at(2), s.at(3), s.at(4), s.at(5)};
+        t.shape = {s.at(0), s.at(1), s.at(2), s.at(3), s.at(4), s.at(5), s.at(6)};
         t.requirements = {k.at("requirements").at(0), k.at("requirements").at(1)};
         t.label = k.at("label");
         r.kernels.push_back(std::move(t));

@@ -26,13 +26,13 @@ using detail::line_of;
 
 constexpr std::string_view k_descriptor_keys[] = {"name",     "kernel",     "summary", "param",   "derived", "include", "launch",
                                            "requires", "constraint", "applies", "layouts", "batched",
-                                           "dtypes",   "generic_default"};
+                                           "dtypes",   "generic_default", "arch_specific"};
 /// The problem's names, which only `applies` may use.
 constexpr std::string_view k_problem_names[] = {"M", "N", "K", "BATCH"};
 constexpr std::string_view k_fragment_keys[] = {"constraint"};
 constexpr std::string_view k_param_keys[] = {"name", "values", "help"};
 constexpr std::string_view k_launch_keys[] = {"threads", "tile_m", "tile_n", "dynamic_smem", "grid_z",
-                                              "problems_per_block"};
+                                              "problems_per_block", "tensor_maps"};
 constexpr std::string_view k_requires_keys[] = {"align_bytes", "ld_multiple"};
 constexpr std::string_view k_constraint_keys[] = {"check", "reason"};
 /// The longest chain of derived values naming each other (read_derived says why there is one).
@@ -109,6 +109,17 @@ class DescriptorFileReader : public detail::TomlFileReader {
         fail(line_of(*node), "launch.problems_per_block",
              "only a batched family (batched = true) computes several problems per block");
       m_desc.problems_per_block = parse_expression(*node, "launch.problems_per_block");
+    }
+
+    if (const toml::node* node = launch->get("tensor_maps")) {
+      const toml::value<bool>* value = node->as_boolean();
+      if (!value) fail(line_of(*node), "launch.tensor_maps", "must be true or false");
+      m_desc.tensor_maps = value->get();
+    }
+    if (const toml::node* node = root.get("arch_specific")) {
+      const toml::value<bool>* value = node->as_boolean();
+      if (!value) fail(line_of(*node), "arch_specific", "must be true or false");
+      m_desc.arch_specific = value->get();
     }
 
     // [requires] is optional: its absence means plain 4-byte alignment and any leading dimension.
@@ -533,6 +544,7 @@ LaunchShape TemplateDesc::launch_shape(const ParamValues& values, const Target& 
   shape.grid_z = eval(grid_z, values, target, "launch.grid_z");
   if (problems_per_block)
     shape.problems_per_block = eval(*problems_per_block, values, target, "launch.problems_per_block");
+  shape.tensor_maps = tensor_maps ? 1 : 0;
   return shape;
 }
 

@@ -47,6 +47,13 @@ struct TemplateDesc {
   /// a batch, and the kernel takes the launch's problem count (`int batch`) after the strides. Only
   /// a batched family may declare it; none: one problem per block, and no such argument.
   std::optional<Expr> problems_per_block;
+  /// [launch] tensor_maps = true: the kernel reads A and B through TMA and takes two tensor maps
+  /// after the fifteen standard arguments (LaunchShape::tensor_maps says how the launcher builds them).
+  bool tensor_maps = false;
+  /// arch_specific = true: the kernel uses features of one architecture only (wgmma, setmaxnreg):
+  /// it is compiled for the target's arch-specific variant (sm_90 -> sm_90a), whose CUBIN loads on
+  /// that architecture alone; its constraints must confine it to that architecture.
+  bool arch_specific = false;
   Expr align_bytes, ld_multiple;               // [requires]
   /// Which problems the tuner tries the family on (`applies`, over M, N, K and the parameters);
   /// none: every problem. The kernel is correct everywhere; this only says where it may win.

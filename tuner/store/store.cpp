@@ -138,9 +138,9 @@ class Binder {
     return *this;
   }
   Binder& boolean(bool value) { return (*this)(static_cast<int64_t>(value ? 1 : 0)); }
-  /// threads, tile_m, tile_n, dynamic_smem, grid_z, problems_per_block
+  /// threads, tile_m, tile_n, dynamic_smem, grid_z, problems_per_block, tensor_maps
   Binder& shape(const LaunchShape& s) {
-    return (*this)(s.threads)(s.tile_m)(s.tile_n)(s.dynamic_smem)(s.grid_z)(s.problems_per_block);
+    return (*this)(s.threads)(s.tile_m)(s.tile_n)(s.dynamic_smem)(s.grid_z)(s.problems_per_block)(s.tensor_maps);
   }
   /// align_bytes, ld_multiple
   Binder& requirements(const Requirements& r) { return (*this)(r.align_bytes)(r.ld_multiple); }
@@ -170,7 +170,7 @@ class Reader {
     return value ? std::optional<int>(static_cast<int>(*value)) : std::nullopt;
   }
   std::optional<double> opt_real() { return m_statement.column_opt_double(m_col++); }
-  /// threads, tile_m, tile_n, dynamic_smem, grid_z, problems_per_block (as Binder::shape)
+  /// threads, tile_m, tile_n, dynamic_smem, grid_z, problems_per_block, tensor_maps (as Binder::shape)
   LaunchShape shape() {
     LaunchShape s;
     s.threads = integer();
@@ -179,6 +179,7 @@ class Reader {
     s.dynamic_smem = integer();
     s.grid_z = integer();
     s.problems_per_block = integer();
+    s.tensor_maps = integer();
     return s;
   }
   /// k_problem_columns (as Binder::problem)
@@ -238,7 +239,7 @@ constexpr std::string_view k_trial_columns =
     "stride_a, stride_b, stride_c, dtype, lda, ldb, ldc, "
     "outcome, reason, log, max_abs_error, max_error_ratio, simt_error_ratio, median_ms, min_ms, cv, samples, gflops, "
     "ratio_to_cublas, retime_median_ms, registers, smem_bytes, threads, tile_m, tile_n, dynamic_smem, "
-    "grid_z, problems_per_block, align_bytes, ld_multiple, created_at";
+    "grid_z, problems_per_block, tensor_maps, align_bytes, ld_multiple, created_at";
 
 constexpr std::string_view k_baseline_columns =
     "device_id, m, n, k, layout, batch, stride_a, stride_b, stride_c, dtype, lda, ldb, ldc, median_ms, min_ms, cv, samples, "
@@ -246,7 +247,7 @@ constexpr std::string_view k_baseline_columns =
 
 constexpr std::string_view k_winner_columns =
     "device_id, m, n, k, layout, batch, stride_a, stride_b, stride_c, dtype, scope, trial_id, template_name, params, name_expression, median_ms, gflops, "
-    "ratio_to_cublas, align_bytes, ld_multiple, threads, tile_m, tile_n, dynamic_smem, grid_z, problems_per_block, "
+    "ratio_to_cublas, align_bytes, ld_multiple, threads, tile_m, tile_n, dynamic_smem, grid_z, problems_per_block, tensor_maps, "
     "binary_key";
 
 BinaryRecord read_binary(const Statement& s) {
@@ -897,6 +898,7 @@ std::string Store::content_hash() {
     h.field(w.shape.grid_z).field(w.binary_key);
     // Only where a kernel computes several problems per block, so that older databases keep their hashes.
     if (w.shape.problems_per_block != 1) h.field("problems_per_block").field(w.shape.problems_per_block);
+    if (w.shape.tensor_maps != 0) h.field("tensor_maps").field(w.shape.tensor_maps);
   }
 
   h.field("baselines");
