@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "cuda/check.hpp"
+#include "cuda/tensor_map.hpp"
 
 namespace cmt {
 
@@ -44,7 +45,8 @@ GemmArgs GemmArgs::batch_slice(int first, int count) const {
   return out;
 }
 
-LoadedKernel::LoadedKernel(const std::vector<char>& cubin, const std::string& lowered_name) {
+LoadedKernel::LoadedKernel(const std::vector<char>& cubin, const std::string& lowered_name)
+    : m_maps(std::make_unique<TensorMapCache>()) {
   CMT_CUDA_CHECK(cudaLibraryLoadData(&m_library, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
   try {
     CMT_CUDA_CHECK(cudaLibraryGetKernel(&m_kernel, m_library, lowered_name.c_str()));
@@ -106,8 +108,14 @@ cudaError_t LoadedKernel::launch(const LaunchShape& shape, const GemmArgs& args,
     // Kernels read the parameters they have: 11 without batching, 14 with the strides, 15 with
     // the problem count as well (problems_per_block). alpha and beta are passed in the element
     // type (float, double or int32_t), as the kernel declares them.
-    void* params[] = {&a.m, &a.n, &a.k, a.alpha.arg(), &a.a, &a.lda, &a.b, &a.ldb, a.beta.arg(), &a.c, &a.ldc,
-                      &a.stride_a, &a.stride_b, &a.stride_c, &a.batch};
+    // A TMA kernel takes the two tensor maps of this launch's matrices after them.
+    GemmTensorMaps maps;
+    if (shape.tensor_maps != 0) {
+      status = m_maps->get(shape, a, maps);
+      if (status != cudaSuccess) break;
+    }
+    void* params[] = {&a.m,        &a.n,        &a.k,        a.alpha.arg(), &a.a,   &a.lda,  &a.b,  &a.ldb, a.beta.arg(),
+                      &a.c,        &a.ldc,      &a.stride_a, &a.stride_b,   &a.stride_c, &a.batch, &maps.a, &maps.b};
     const dim3 block(static_cast<unsigned>(shape.threads), 1, 1);
     const dim3 grid = gemm_grid(shape, a.m, a.n, a.batch);
     status = cudaLaunchKernel(reinterpret_cast<const void*>(m_kernel), grid, block, params,

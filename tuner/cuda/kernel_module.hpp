@@ -4,10 +4,12 @@
 #include <cuda_runtime_api.h>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/types.hpp"
+
 
 namespace cmt {
 
@@ -110,6 +112,8 @@ class LoadedKernel {
   cudaLibrary_t m_library = nullptr;
   cudaKernel_t m_kernel = nullptr;
   KernelAttributes m_attributes;
+  /// The tensor maps of a TMA kernel's recent calls (LaunchShape::tensor_maps).
+  std::unique_ptr<class TensorMapCache> m_maps;
 };
 
 /// Grid of the template convention: (ceil(N/tile_n), ceil(M/tile_m), grid_z * ceil(batch /
