@@ -69,3 +69,16 @@ CMT_TF32_FN void cmt_tf32_split(float x, unsigned& big, unsigned& small) {
   if (!cmt_f32_bits_finite(big)) big = cmt_f32_bits(x) & 0xffffe000u;
   small = cmt_tf32_rna(x - cmt_f32_of_bits(big));
 }
+
+// The split without special cases, for kernels that test a whole tile first (tf32x3_wgmma.cuh):
+// exact for every x whose magnitude bits are below k_tf32_fast_split_limit, that is finite x that
+// do not round to infinity, where it gives cmt_tf32_split's parts (rna in integer arithmetic: the
+// device has no TF32 rounding instruction, ptxas emulates cvt.rna with added special cases). The
+// caller keeps the largest magnitude bits it split (cmt_tf32_magnitude) and splits the tile again
+// with cmt_tf32_split where they reach the limit.
+constexpr unsigned k_tf32_fast_split_limit = 0x7f7ff000u;  // the first magnitude rna takes to infinity
+CMT_TF32_FN unsigned cmt_tf32_magnitude(float x) { return cmt_f32_bits(x) & 0x7fffffffu; }
+CMT_TF32_FN void cmt_tf32_split_finite(float x, unsigned& big, unsigned& small) {
+  big = (cmt_f32_bits(x) + 0x1000u) & 0xffffe000u;
+  small = (cmt_f32_bits(x - cmt_f32_of_bits(big)) + 0x1000u) & 0xffffe000u;
+}

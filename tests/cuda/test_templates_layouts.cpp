@@ -261,7 +261,7 @@ VEC = [1, 4]
 )";
 
 const std::set<std::string> k_layout_families = {"blocktile2d", "multistage", "clusterk", "clusterk_deep", "smallk",
-                                                  "warptile", "dmma", "fused_batch", "tf32x3_mma"};
+                                                  "warptile", "dmma", "fused_batch", "tf32x3_mma", "tf32x3_wgmma"};
 
 TEST(TemplateLayouts, FamiliesDeclareTheirLayoutsAndBatchesAndTheOthersKeepTheContract) {
   const auto templates = load_templates({default_templates_dir()});
@@ -307,8 +307,9 @@ TEST(TemplateLayouts, EveryLayoutCompilesWithoutSpillsForSm90AndSm80) {
     }
     for (const std::string& family : k_layout_families) {
       // Not in this preset: TemplateLayouts.DmmaCompilesInEveryLayout and
-      // TemplateLayouts.Tf32x3MmaCompilesInEveryLayoutForSm90AndSm80.
-      if (family == "dmma" || family == "tf32x3_mma") continue;
+      // TemplateLayouts.Tf32x3MmaCompilesInEveryLayoutForSm90AndSm80 and
+      // TemplateLayouts.Tf32x3WgmmaCompilesForSm90aAloneInEveryLayout.
+      if (family == "dmma" || family == "tf32x3_mma" || family == "tf32x3_wgmma") continue;
       EXPECT_EQ(layouts_of[family], std::set<std::string>(k_all_layouts.begin(), k_all_layouts.end()))
           << family << " on " << arch;
       const TemplateDesc& t = find_desc(templates, family);
@@ -698,6 +699,42 @@ SWIZZLE = [8]
   // In f32 the family has no points: the class is opted into, never served to an f32 problem.
   Target f32 = all_layouts("sm_90");
   EXPECT_TRUE(enumerate_space(templates, preset, f32).candidates.empty());
+}
+
+// The tf32x3 class's wgmma family: every block shape of the default grid at its deepest ring, in
+// every layout, compiles for sm_90a (the service compiles an arch-specific family for the target's
+// variant, and records that arch) without spills; on an sm_80 target the family has no points. Plain
+// sm_90 code of the same source is a trap (wgmma and setmaxnreg exist on sm_90a alone), so a build
+// for it must never be made: the arch in the record is the proof.
+TEST(TemplateLayouts, Tf32x3WgmmaCompilesForSm90aAloneInEveryLayout) {
+  const auto templates = load_templates({default_templates_dir()});
+  test::TempDir dir;
+  test::write_file(dir / "wgmma.toml", R"(name = "wgmma"
+description = "the tf32x3 wgmma family"
+[templates.tf32x3_wgmma]
+BM = [64, 128]
+BN = [64, 128]
+STAGES = [4]
+SWIZZLE = [8]
+)");
+  const Preset preset = load_preset(dir / "wgmma.toml");
+  Target target = all_layouts("sm_90");
+  target.dtypes = {DType::tf32x3};
+  const SearchSpace space = enumerate_space(templates, preset, target);
+  std::set<std::string> layouts;
+  for (const Candidate& c : space.candidates) layouts.insert(c.tmpl->layout_of(c.values));
+  EXPECT_EQ(layouts, std::set<std::string>(k_all_layouts.begin(), k_all_layouts.end()));
+  size_t compiled = 0;
+  ASSERT_NO_FATAL_FAILURE(expect_all_compile_without_spills(
+      space, "sm_90", test::shared_compile_cache(), compiled, [&](const CompiledCandidate& c) {
+        EXPECT_EQ(c.binary.arch, "sm_90a") << c.candidate->id();
+        EXPECT_NE(c.binary.options.find("--gpu-architecture=sm_90a"), std::string::npos) << c.binary.options;
+      }));
+  EXPECT_EQ(compiled, 16u);
+
+  Target sm80 = all_layouts("sm_80");
+  sm80.dtypes = {DType::tf32x3};
+  EXPECT_TRUE(enumerate_space(templates, preset, sm80).candidates.empty());
 }
 
 // warptile computes INT32 with the tiles and constraints of FP32 (4-byte elements, one register

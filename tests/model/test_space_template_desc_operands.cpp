@@ -198,14 +198,14 @@ TEST(OperandSupport, BuiltInFamiliesDeclareWhatTheyServe) {
       return p.name == "TRANS_A" || p.name == "TRANS_B";
     });
     EXPECT_EQ(has_trans, t.layouts.size() > 1) << t.name;
-    // Every family computes f32 but dmma, the FP64 tensor-core family, and tf32x3_mma, the tf32x3
-    // class's.
+    // Every family computes f32 but dmma, the FP64 tensor-core family, and tf32x3_mma and
+    // tf32x3_wgmma, the tf32x3 class's.
     if (t.name == "dmma")
       EXPECT_EQ(t.dtypes, std::vector<DType>{DType::f64});
-    else if (t.name == "tf32x3_mma")
-      EXPECT_EQ(t.dtypes, std::vector<DType>{DType::tf32x3});
+    else if (t.name == "tf32x3_mma" || t.name == "tf32x3_wgmma")
+      EXPECT_EQ(t.dtypes, std::vector<DType>{DType::tf32x3}) << t.name;
     else
-      EXPECT_EQ(t.dtypes.front(), DType::f32) << t.name << ": every family but dmma and tf32x3_mma computes f32";
+      EXPECT_EQ(t.dtypes.front(), DType::f32) << t.name << ": every family but dmma and the tf32x3 ones computes f32";
     const bool has_dtype = std::any_of(t.params.begin(), t.params.end(), [](const ParamDesc& p) { return p.name == "DTYPE"; });
     EXPECT_EQ(has_dtype, t.dtypes != std::vector<DType>{DType::f32}) << t.name;
     for (const auto& p : t.params) EXPECT_EQ(p.implicit, p.name == "TRANS_A" || p.name == "TRANS_B" || p.name == "DTYPE") << t.name;

@@ -153,3 +153,40 @@ TEST(Tf32Split, InfinityAndNaNReachCAsInFp32Simt) {
 
 }  // namespace
 }  // namespace cmt
+
+namespace cmt {
+namespace {
+
+// The wgmma family's split without special cases (cmt_tf32_split_finite) gives cmt_tf32_split's
+// parts for every magnitude below k_tf32_fast_split_limit, subnormals and zeros of both signs
+// included, and the limit is the first magnitude whose big part rounds to infinity: a tile holding
+// one at or above it is split again with cmt_tf32_split (tf32x3_wgmma.cuh).
+TEST(Tf32FastSplit, MatchesTheFullSplitBelowTheLimitAndTheLimitIsWhereRoundingOverflows) {
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<uint32_t> bits;
+  std::vector<uint32_t> patterns = {0u, 0x80000000u, 1u, 0x80000001u, 0x007fffffu, 0x00800000u, 0x3f800000u,
+                                    0x3f801000u, 0x3f800fffu, 0xbf801000u, k_tf32_fast_split_limit - 1,
+                                    0x80000000u | (k_tf32_fast_split_limit - 1)};
+  for (int i = 0; i < 200000; ++i) patterns.push_back(bits(rng));
+  int checked = 0;
+  for (const uint32_t u : patterns) {
+    const float x = cmt_f32_of_bits(u);
+    if (cmt_tf32_magnitude(x) >= k_tf32_fast_split_limit) continue;
+    unsigned big, small, fast_big, fast_small;
+    cmt_tf32_split(x, big, small);
+    cmt_tf32_split_finite(x, fast_big, fast_small);
+    ASSERT_EQ(fast_big, big) << std::hex << u;
+    ASSERT_EQ(fast_small, small) << std::hex << u;
+    ++checked;
+  }
+  EXPECT_GT(checked, 100000);
+  // At the limit rna overflows: the full split keeps a finite big part, the fast one would not.
+  EXPECT_FALSE(cmt_f32_bits_finite(cmt_tf32_rna(cmt_f32_of_bits(k_tf32_fast_split_limit))));
+  EXPECT_TRUE(cmt_f32_bits_finite(cmt_tf32_rna(cmt_f32_of_bits(k_tf32_fast_split_limit - 1))));
+  // Infinities and NaNs lie above it.
+  EXPECT_GE(cmt_tf32_magnitude(std::numeric_limits<float>::infinity()), k_tf32_fast_split_limit);
+  EXPECT_GE(cmt_tf32_magnitude(-std::numeric_limits<float>::quiet_NaN()), k_tf32_fast_split_limit);
+}
+
+}  // namespace
+}  // namespace cmt
