@@ -12,6 +12,10 @@ namespace {
 int64_t round_up(int64_t x, int64_t align) { return align > 1 ? (x + align - 1) / align * align : x; }
 }  // namespace
 
+const char* distribution_name(InputDistribution distribution) {
+  return distribution == InputDistribution::normal ? "normal" : "uniform";
+}
+
 Layout timing_layout(const Problem& p, int64_t ld_align) {
   Layout l{round_up(stored_a(p).cols, ld_align), round_up(stored_b(p).cols, ld_align), round_up(p.n, ld_align)};
   if (p.batched()) {

@@ -81,6 +81,13 @@ constexpr float k_timing_beta = 0.0f;
 constexpr int32_t k_i32_small_input = 8;
 constexpr int32_t k_i32_large_input = 1 << 20;
 
+/// How the floating-point inputs of a workspace are drawn: uniform in [-1, 1) (what the tuner
+/// validates and times on), or standard normal (mean 0, variance 1; `precision --data normal`).
+/// INT32 inputs are whole numbers either way.
+enum class InputDistribution : uint8_t { uniform, normal };
+/// "uniform" or "normal".
+const char* distribution_name(InputDistribution distribution);
+
 /// Bit patterns written around and between rows of C. 32-bit elements (f32, i32) use the 32-bit
 /// ones, f64 the 64-bit ones (pad_bits, guard_bits).
 constexpr uint32_t k_pad_bits = 0x7fc00000u;    // quiet NaN: padding columns of every matrix

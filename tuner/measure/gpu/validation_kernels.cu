@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <type_traits>
 
 #include "core/error.hpp"
 #include "cuda/check.hpp"
@@ -62,14 +63,33 @@ __device__ int32_t random_element<int32_t>(uint64_t seed, int64_t i, int32_t bou
   return static_cast<int32_t>(static_cast<int64_t>(x % values) - bound);
 }
 
+/// A standard normal value for element i: Box-Muller on two 53-bit uniforms drawn from the element's
+/// hash, in double (a float rounds it).
+__device__ double normal_element(uint64_t seed, int64_t i) {
+  const uint64_t h1 = splitmix64(seed ^ (static_cast<uint64_t>(i) * 0xd1b54a32d192ed03ull));
+  const uint64_t h2 = splitmix64(h1 ^ 0x6a09e667f3bcc909ull);
+  const double u1 = (static_cast<double>(h1 >> 11) + 1.0) * (1.0 / 9007199254740992.0);  // (0, 1]: log is finite
+  const double u2 = static_cast<double>(h2 >> 11) * (1.0 / 9007199254740992.0);          // [0, 1)
+  return sqrt(-2.0 * log(u1)) * cospi(2.0 * u2);
+}
+
+/// Element i of an input: random_element, or for the floats a standard normal value when `normal`.
+template <class T>
+__device__ T input_element(uint64_t seed, int64_t i, int32_t bound, bool normal) {
+  if constexpr (!std::is_same_v<T, int32_t>) {
+    if (normal) return static_cast<T>(normal_element(seed, i));
+  }
+  return random_element<T>(seed, i, bound);
+}
+
 template <class T>
 __global__ void fill_random_kernel(T* p, int64_t span, int64_t rows, int64_t cols, int64_t ld, int64_t stride,
-                                   uint64_t seed, int32_t bound, uint64_t pad) {
+                                   uint64_t seed, int32_t bound, uint64_t pad, bool normal) {
   const int64_t matrix = rows * ld;
   CMT_GRID_STRIDE(i, span) {
     const int64_t r = stride > 0 ? i % stride : i;         // offset within its matrix
     const bool inside = r < matrix && r % ld < cols;
-    p[i] = inside ? random_element<T>(seed, i, bound) : from_bits<T>(pad);
+    p[i] = inside ? input_element<T>(seed, i, bound, normal) : from_bits<T>(pad);
   }
 }
 
@@ -256,12 +276,13 @@ __global__ void widen_kernel(double* dst, const float* src, int64_t count) {
 }  // namespace
 
 void fill_random_batch(void* p, DType dtype, int64_t span, int64_t rows, int64_t cols, int64_t ld, int64_t stride,
-                       uint64_t seed, cudaStream_t stream, int32_t i32_bound) {
+                       uint64_t seed, cudaStream_t stream, int32_t i32_bound, InputDistribution distribution) {
   if (span <= 0) return;
+  const bool normal = distribution == InputDistribution::normal;
   by_type(dtype, [&](auto zero) {
     using T = decltype(zero);
     fill_random_kernel<T><<<grid_for(span), k_threads, 0, stream>>>(static_cast<T*>(p), span, rows, cols, ld, stride,
-                                                                     seed, i32_bound, pad_bits(dtype));
+                                                                     seed, i32_bound, pad_bits(dtype), normal);
   });
   CMT_CUDA_CHECK(cudaGetLastError());
 }

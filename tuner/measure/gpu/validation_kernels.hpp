@@ -16,12 +16,14 @@ namespace cmt {
 
 /// Fills p[0, span) with a strided batch of rows x cols matrices (row stride ld, `stride` elements
 /// from one matrix to the next; 0: one matrix): matrix elements get values from a counter-based
-/// generator keyed by seed and the element's offset, uniform in [-1, 1) for f32 and f64, whole
-/// numbers uniform in [-i32_bound, i32_bound] for i32; everything else (the padding columns
-/// [cols, ld), the gaps between matrices, anything past the last one) gets the type's padding
-/// pattern (pad_bits: NaN for the floats), so reads outside the matrices show.
+/// generator keyed by seed and the element's offset, uniform in [-1, 1) for f32 and f64 (standard
+/// normal with InputDistribution::normal), whole numbers uniform in [-i32_bound, i32_bound] for i32;
+/// everything else (the padding columns [cols, ld), the gaps between matrices, anything past the
+/// last one) gets the type's padding pattern (pad_bits: NaN for the floats), so reads outside the
+/// matrices show.
 void fill_random_batch(void* p, DType dtype, int64_t span, int64_t rows, int64_t cols, int64_t ld, int64_t stride,
-                       uint64_t seed, cudaStream_t stream, int32_t i32_bound = k_i32_small_input);
+                       uint64_t seed, cudaStream_t stream, int32_t i32_bound = k_i32_small_input,
+                       InputDistribution distribution = InputDistribution::uniform);
 /// One matrix: fill_random_batch over rows * ld.
 void fill_random_matrix(void* p, DType dtype, int64_t rows, int64_t cols, int64_t ld, uint64_t seed,
                         cudaStream_t stream, int32_t i32_bound = k_i32_small_input);

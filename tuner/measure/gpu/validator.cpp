@@ -67,6 +67,13 @@ std::string read_element(const void* base, int64_t offset, DType dtype) {
   return fmt::format("{}", v);
 }
 
+/// Why case `args` did not run: a launch past the kernel timeout, or a failed launch or wait.
+std::string failed_case_text(cudaError_t status, double kernel_timeout_ms, const std::string& args) {
+  if (status == cudaErrorTimeout)
+    return fmt::format("still running after {:.0f} ms, the kernel timeout ({})", kernel_timeout_ms, args);
+  return fmt::format("launch failed ({}): {}", args, cudaGetErrorString(status));
+}
+
 }  // namespace
 
 std::string describe_c_offset(const CWorkLayout& l, int64_t offset) {
@@ -88,44 +95,70 @@ std::string describe_c_offset(const CWorkLayout& l, int64_t offset) {
 
 Validator::Validator(cudaStream_t stream) : m_stream(stream), m_stats(sizeof(CompareStats)) {}
 
+cudaError_t Validator::run_case(const GemmLauncher& launch, const ProblemWorkspace& ws, size_t index,
+                                double kernel_timeout_ms, CompareStats* stats) {
+  const Problem& p = ws.problem();
+  const DType dtype = ws.dtype();  // the storage type
+  const CWorkLayout& layout = ws.c_layout();
+  auto* stats_dev = static_cast<CompareStats*>(m_stats.get());
+  const ValidationCase& vc = validation_cases(dtype)[index];
+  // Guards around and between the matrices, then C: C0 for beta != 0, the poison for beta == 0
+  // (NaN; INT32's sentinel) so unwritten elements fail.
+  prepare_c(ws.c_work_allocation(), layout, guard_bits(dtype), vc.beta != 0.0 ? ws.c0_val() : nullptr,
+            ws.ref_stride(), pad_bits(dtype), m_stream);
+
+  cudaError_t status = launch(ws.validation_args(vc));
+  if (status == cudaSuccess) status = synchronize_within(m_stream, kernel_timeout_ms);
+  if (status != cudaSuccess) {
+    if (status != cudaErrorTimeout) cudaGetLastError();
+    return status;
+  }
+
+  reset_stats(stats_dev, m_stream);
+  compare_gemm(ws.c_work_allocation(), layout, ws.reference(int(index)), ws.abs_ab_val(),
+               vc.beta != 0.0 ? ws.c0_ref() : nullptr, ws.ref_stride(), int(p.k), vc.alpha, vc.beta, pad_bits(dtype),
+               guard_bits(dtype), stats_dev, m_stream, ws.fp64_reference());
+  CMT_CUDA_CHECK(cudaMemcpyAsync(stats, stats_dev, sizeof *stats, cudaMemcpyDeviceToHost, m_stream));
+  CMT_CUDA_CHECK(cudaStreamSynchronize(m_stream));
+  return cudaSuccess;
+}
+
+ErrorMeasurement Validator::measure_errors(const GemmLauncher& launch, const ProblemWorkspace& ws,
+                                           double kernel_timeout_ms) {
+  ErrorMeasurement out;
+  const ValidationCases cases = validation_cases(ws.dtype());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    CompareStats st{};
+    out.status = run_case(launch, ws, i, kernel_timeout_ms, &st);
+    if (out.status != cudaSuccess) {
+      out.reason = failed_case_text(out.status, kernel_timeout_ms, case_text(cases[i]));
+      return out;
+    }
+    out.max_error_ratio.push_back(from_bits(st.max_ratio_bits));
+    out.bad_elements += st.bad_elements;
+    out.outside_writes += st.guard_violations + st.pad_violations;
+  }
+  return out;
+}
+
 ValidationResult Validator::validate(const GemmLauncher& launch, const ProblemWorkspace& ws, double kernel_timeout_ms) {
   ValidationResult result;
   const Problem& p = ws.problem();
   const DType dtype = ws.dtype();  // the storage type
   const bool wide = ws.fp64_reference();
   const CWorkLayout& layout = ws.c_layout();
-  auto* stats_dev = static_cast<CompareStats*>(m_stats.get());
 
   const ValidationCases cases = validation_cases(dtype);
   for (size_t i = 0; i < cases.size(); ++i) {
     const ValidationCase& vc = cases[i];
     const std::string args = case_text(vc);
-    // Guards around and between the matrices, then C: C0 for beta != 0, the poison for beta == 0
-    // (NaN; INT32's sentinel) so unwritten elements fail.
-    prepare_c(ws.c_work_allocation(), layout, guard_bits(dtype), vc.beta != 0.0 ? ws.c0_val() : nullptr,
-              ws.ref_stride(), pad_bits(dtype), m_stream);
-
-    cudaError_t status = launch(ws.validation_args(vc));
-    if (status == cudaSuccess) status = synchronize_within(m_stream, kernel_timeout_ms);
-    if (status == cudaErrorTimeout) {
-      result.status = status;
-      result.reason = fmt::format("still running after {:.0f} ms, the kernel timeout ({})", kernel_timeout_ms, args);
-      return result;
-    }
-    if (status != cudaSuccess) {
-      cudaGetLastError();
-      result.status = status;
-      result.reason = fmt::format("launch failed ({}): {}", args, cudaGetErrorString(status));
-      return result;
-    }
-
-    reset_stats(stats_dev, m_stream);
-    compare_gemm(ws.c_work_allocation(), layout, ws.reference(int(i)), ws.abs_ab_val(),
-                 vc.beta != 0.0 ? ws.c0_ref() : nullptr, ws.ref_stride(), int(p.k), vc.alpha, vc.beta, pad_bits(dtype),
-                 guard_bits(dtype), stats_dev, m_stream, wide);
     CompareStats st{};
-    CMT_CUDA_CHECK(cudaMemcpyAsync(&st, stats_dev, sizeof st, cudaMemcpyDeviceToHost, m_stream));
-    CMT_CUDA_CHECK(cudaStreamSynchronize(m_stream));
+    const cudaError_t status = run_case(launch, ws, i, kernel_timeout_ms, &st);
+    if (status != cudaSuccess) {
+      result.status = status;
+      result.reason = failed_case_text(status, kernel_timeout_ms, args);
+      return result;
+    }
 
     result.max_error_ratio = std::max<double>(result.max_error_ratio, from_bits(st.max_ratio_bits));
     result.max_abs_error = std::max<double>(result.max_abs_error, from_bits(st.max_abs_err_bits));

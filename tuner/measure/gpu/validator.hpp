@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cuda/gpu.hpp"
 #include "cuda/kernel_module.hpp"
@@ -22,6 +23,19 @@ struct ValidationResult {
   std::string reason;                 // one line when not passed
 };
 
+/// An implementation's largest errors against a workspace's references, every validation case run,
+/// with no verdict: for reports of accuracy (`precision`); Validator::validate judges.
+struct ErrorMeasurement {
+  cudaError_t status = cudaSuccess;    // a launch or wait that failed (the cases after it did not run)
+  std::string reason;                  // one line when status is not cudaSuccess
+  /// Per validation case, in order: the largest |err| / tolerance (NaN or Inf: +inf). Against an
+  /// FP64 reference, fp32_error_units (measure/tolerance.hpp) turns one into units of 2^-24 of the
+  /// element's scale.
+  std::vector<double> max_error_ratio;
+  uint32_t bad_elements = 0;           // over the cases: elements at or past the tolerance
+  uint32_t outside_writes = 0;         // over the cases: guard and padding elements changed
+};
+
 class Validator {
  public:
   explicit Validator(cudaStream_t stream);
@@ -36,7 +50,17 @@ class Validator {
   /// cudaErrorTimeout).
   ValidationResult validate(const GemmLauncher& launch, const ProblemWorkspace& workspace, double kernel_timeout_ms);
 
+  /// Runs every validation case as validate() does and measures the errors, judging nothing.
+  ErrorMeasurement measure_errors(const GemmLauncher& launch, const ProblemWorkspace& workspace,
+                                  double kernel_timeout_ms);
+
  private:
+  /// Case `index` of the workspace's type: C reset (guards, and C0 or the poison), the launch, the
+  /// wait (bounded by kernel_timeout_ms > 0), and the comparison with the reference into *stats.
+  /// Returns the launch's or the wait's status; *stats is filled only on cudaSuccess.
+  cudaError_t run_case(const GemmLauncher& launch, const ProblemWorkspace& workspace, size_t index,
+                       double kernel_timeout_ms, CompareStats* stats);
+
   cudaStream_t m_stream;
   DeviceBuffer m_stats;
 };

@@ -168,7 +168,7 @@ GemmArgs ProblemWorkspace::timing_args() const {
 }
 
 ProblemWorkspace::ProblemWorkspace(const Problem& problem, uint64_t seed, cudaStream_t stream,
-                                   const CublasHandle& cublas, int64_t ld_align)
+                                   const CublasHandle& cublas, int64_t ld_align, InputDistribution distribution)
     : m_problem(problem) {
   const Plan plan = plan_for(problem, ld_align);
   m_validation = plan.v;
@@ -212,15 +212,16 @@ ProblemWorkspace::ProblemWorkspace(const Problem& problem, uint64_t seed, cudaSt
   fill_bits(m_arena.get(), dtype, plan.arena, pad_bits(dtype), stream);
   const auto fill_a = [&] {
     fill_random_batch(arena(m_off_a), dtype, plan.span_a, plan.sa.rows, plan.sa.cols, v.lda, v.stride_a, seed * 3 + 1,
-                      stream);
+                      stream, k_i32_small_input, distribution);
   };
   const auto fill_b = [&] {
     fill_random_batch(arena(m_off_b), dtype, plan.span_b, plan.sb.rows, plan.sb.cols, v.ldb, v.stride_b, seed * 3 + 2,
-                      stream);
+                      stream, k_i32_small_input, distribution);
   };
   fill_a();
   fill_b();
-  fill_random_batch(arena(m_off_c0), dtype, batch * m_ref_stride, m, n, v.ldc, m_ref_stride, seed * 3 + 3, stream);
+  fill_random_batch(arena(m_off_c0), dtype, batch * m_ref_stride, m, n, v.ldc, m_ref_stride, seed * 3 + 3, stream,
+                    k_i32_small_input, distribution);
   if (exact) {  // the wrap check's inputs: products and sums overflow
     fill_random_batch(arena(m_off_a_large), dtype, plan.span_a, plan.sa.rows, plan.sa.cols, v.lda, v.stride_a,
                       seed * 3 + 7, stream, k_i32_large_input);
@@ -285,10 +286,11 @@ ProblemWorkspace::ProblemWorkspace(const Problem& problem, uint64_t seed, cudaSt
   m_b_time = elements(dtype, plan.time_b);
   m_c_time = elements(dtype, plan.time_c);
   fill_random_batch(m_a_time.get(), dtype, plan.time_a, plan.sa.rows, plan.sa.cols, t.lda, t.stride_a, seed * 3 + 4,
-                    stream);
+                    stream, k_i32_small_input, distribution);
   fill_random_batch(m_b_time.get(), dtype, plan.time_b, plan.sb.rows, plan.sb.cols, t.ldb, t.stride_b, seed * 3 + 5,
-                    stream);
-  fill_random_batch(m_c_time.get(), dtype, plan.time_c, m, n, t.ldc, t.stride_c, seed * 3 + 6, stream);
+                    stream, k_i32_small_input, distribution);
+  fill_random_batch(m_c_time.get(), dtype, plan.time_c, m, n, t.ldc, t.stride_c, seed * 3 + 6, stream,
+                    k_i32_small_input, distribution);
   CMT_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 

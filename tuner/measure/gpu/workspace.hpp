@@ -52,9 +52,10 @@ class ProblemWorkspace {
   /// Allocates and fills everything on `stream`, and computes the references (cuBLAS, whose handle
   /// should be bound to the same stream, another one costs device synchronizations; or the INT32
   /// reference kernel). Leading dimensions are the stored widths rounded up to a multiple of
-  /// ld_align (1: tightly packed).
+  /// ld_align (1: tightly packed). `distribution` draws the floating-point inputs (A, B and C0 of
+  /// validation, and the timing buffers): uniform in [-1, 1) as the tuner does, or normal.
   ProblemWorkspace(const Problem& problem, uint64_t seed, cudaStream_t stream, const CublasHandle& cublas,
-                   int64_t ld_align = 1);
+                   int64_t ld_align = 1, InputDistribution distribution = InputDistribution::uniform);
 
   /// Device memory a workspace for this problem needs at its peak (construction included), in bytes.
   static size_t bytes_needed(const Problem& problem, int64_t ld_align = 1);
