@@ -4,13 +4,19 @@
 
 namespace cmt {
 
-CublasHandle::CublasHandle(cudaStream_t stream) {
+CublasHandle::CublasHandle(cudaStream_t stream, CublasMath math) {
   CMT_CUBLAS_CHECK(cublasCreate(&m_handle));
-  CMT_CUBLAS_CHECK(cublasSetStream(m_handle, stream));
-  // Default math is plain FP32 for cublasSgemm: TF32 tensor ops only run when asked for. (Pedantic
-  // mode would also be FP32 but may pick slower kernels, which would flatter the candidates.)
-  // cublasDgemm may use the FP64 tensor cores (DMMA), whose products and sums are IEEE FP64.
-  CMT_CUBLAS_CHECK(cublasSetMathMode(m_handle, CUBLAS_DEFAULT_MATH));
+  try {
+    CMT_CUBLAS_CHECK(cublasSetStream(m_handle, stream));
+    // Default math is plain FP32 for cublasSgemm: TF32 tensor ops only run when asked for. (Pedantic
+    // mode would also be FP32 but may pick slower kernels, which would flatter the candidates.)
+    // cublasDgemm may use the FP64 tensor cores (DMMA), whose products and sums are IEEE FP64.
+    CMT_CUBLAS_CHECK(
+        cublasSetMathMode(m_handle, math == CublasMath::tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  } catch (...) {
+    cublasDestroy(m_handle);
+    throw;
+  }
 }
 
 CublasHandle::~CublasHandle() {

@@ -10,10 +10,17 @@
 
 namespace cmt {
 
+/// The math mode of a handle's FP32 GEMMs.
+enum class CublasMath {
+  fp32,  // CUBLAS_DEFAULT_MATH: IEEE FP32 on the CUDA cores (TF32 off): the reference and the baseline
+  tf32,  // CUBLAS_TF32_TENSOR_OP_MATH: SGEMM may round its inputs to TF32 for the tensor cores (one
+         // pass); what `precision` compares with, never a reference
+};
+
 class CublasHandle {
  public:
-  /// Creates a handle in default (FP32, no TF32) math mode bound to stream.
-  explicit CublasHandle(cudaStream_t stream);
+  /// Creates a handle bound to stream, in default (FP32, no TF32) math mode unless `math` says tf32.
+  explicit CublasHandle(cudaStream_t stream, CublasMath math = CublasMath::fp32);
   ~CublasHandle();
   CublasHandle(const CublasHandle&) = delete;
   CublasHandle& operator=(const CublasHandle&) = delete;
