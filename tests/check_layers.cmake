@@ -2,8 +2,8 @@
 #   MODEL_BINARY  the model's test binary: it loads no CUDA library (ldd) and holds no CUDA code (nm),
 #                 and it holds the output layer's printers (tuner/output/, in cmt_model)
 #   CLI_BINARY    cm-tune: it does not need the driver (libcuda), so it starts without one
-#   BUILD_DIR, TARGETS  no link line of these executables (comma-separated) names libcuda, not even
-#                       CUDA's stub
+#   BUILD_DIR, TARGETS  no link line of these executables (comma-separated) names libcuda or NVML,
+#                       not even CUDA's stubs
 # Runs a command and puts its standard output in `out`; a command that fails ends the check.
 function(run_tool out)
   execute_process(COMMAND ${ARGN} OUTPUT_VARIABLE text RESULT_VARIABLE rc)
@@ -31,6 +31,10 @@ run_tool(readelf_out readelf -d "${CLI_BINARY}")
 if(readelf_out MATCHES "NEEDED[^\n]*libcuda[.]so")
   message(FATAL_ERROR "${CLI_BINARY} needs libcuda, so it cannot start without a driver:\n${readelf_out}")
 endif()
+# NVML (the energy counter of `precision`) comes with the driver: loaded at run time, never needed.
+if(readelf_out MATCHES "NEEDED[^\n]*libnvidia-ml")
+  message(FATAL_ERROR "${CLI_BINARY} needs libnvidia-ml, so it cannot start without a driver:\n${readelf_out}")
+endif()
 
 set(link_lines "")
 string(REPLACE "," ";" TARGETS "${TARGETS}")
@@ -53,5 +57,8 @@ foreach(f ${link_lines})
   if(text MATCHES "libcuda[.]so")
     message(FATAL_ERROR "${f} links libcuda (the driver or its stub): ${CMAKE_MATCH_0}")
   endif()
+  if(text MATCHES "nvidia-ml")
+    message(FATAL_ERROR "${f} links NVML (libnvidia-ml or its stub): ${CMAKE_MATCH_0}")
+  endif()
 endforeach()
-message(STATUS "layers hold: ${MODEL_BINARY} loads no CUDA library, nothing links libcuda")
+message(STATUS "layers hold: ${MODEL_BINARY} loads no CUDA library, nothing links libcuda or NVML")
