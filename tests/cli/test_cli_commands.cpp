@@ -16,7 +16,7 @@ int count_lines(const std::string& s) {
 TEST(Cli, HelpAndVersion) {
   const auto help = test::run_command(test::cmtune_binary() + " --help");
   EXPECT_EQ(help.exit_code, 0);
-  for (const char* sub : {"devices", "list", "compile", "tune", "query", "bench"})
+  for (const char* sub : {"devices", "list", "compile", "tune", "query", "bench", "precision"})
     EXPECT_NE(help.output.find(sub), std::string::npos) << sub << " missing from --help";
   const auto version = test::run_command(test::cmtune_binary() + " --version");
   EXPECT_EQ(version.exit_code, 0);

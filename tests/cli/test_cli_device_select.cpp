@@ -44,7 +44,7 @@ TEST(DeviceOption, CompileTakesArchOrDeviceNotBoth) {
 
 TEST(DeviceOption, HelpSaysTheSameInEveryCommand) {
   test::TempDir dir;
-  for (const char* command : {"bench", "compile", "query", "export"}) {
+  for (const char* command : {"bench", "compile", "query", "export", "precision"}) {
     const Split help = run_split(dir, std::string(command) + " --help");
     EXPECT_EQ(help.exit_code, 0) << help.err;
     EXPECT_NE(help.out.find("CUDA index"), std::string::npos) << command << ":\n" << help.out;

@@ -1,8 +1,9 @@
 // The fields of every command's --json, pinned: each document's fields, as paths ("rows[].winner"),
 // must be exactly the listed ones, so renaming or dropping a field (or adding one unannounced) fails
 // here. tune runs with the scripted measuring process (tests/worker/scripted_worker.cpp), and query,
-// export and db read what it stored. bench and devices need a GPU: their documents are pinned from the
-// functions that build them (cli/bench_report.hpp, cli/device_report.hpp), on made-up measurements.
+// export and db read what it stored. bench, precision and devices need a GPU: their documents are
+// pinned from the functions that build them (cli/bench_report.hpp, cli/precision_report.hpp,
+// cli/device_report.hpp), on made-up measurements.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -12,6 +13,7 @@
 
 #include "cli/bench_report.hpp"
 #include "cli/device_report.hpp"
+#include "cli/precision_report.hpp"
 #include "cli_support.hpp"
 #include "db_builder.hpp"
 #include "output/printers.hpp"
@@ -235,6 +237,30 @@ TEST(JsonFieldsWithoutAGpu, BenchPrintsItsFields) {
   expect_paths("bench", output::render_json(cli::bench_record(report)),
                joined({{"device", "driver", "runtime", "rounds", "geomean_winner_ratio", "geomean_header_ratio", "regret"},
                        elements("rows", row_fields)}));
+}
+
+TEST(JsonFieldsWithoutAGpu, PrecisionPrintsItsFields) {
+  cli::PrecisionReport report;
+  report.device.name = "NVIDIA H100 80GB HBM3";
+  report.rounds = 5;
+  report.energy_seconds = 1;
+  cli::PrecisionRow row;
+  row.problem = Problem::make(64, 64, 64);
+  row.implementation = "cuBLAS SGEMM";
+  row.role = cli::PrecisionRole::sgemm;
+  row.tflops = 1;
+  row.error_units = {1, 2};
+  row.passes = true;
+  row.energy = cli::PrecisionEnergy{100, 0.5, 400, 1.2, 1};
+  report.rows = {row};
+  report.notes = {"a note"};
+  expect_paths("precision", output::render_json(cli::precision_record(report)),
+               joined({{"device", "uuid", "arch", "driver", "runtime", "data", "seed", "rounds", "energy_seconds",
+                        "energy_unavailable", "power_limit_watts", "cases", "cases[].alpha", "cases[].beta", "notes"},
+                       elements("rows", {"problem", "implementation", "role", "tflops", "ratio_to_sgemm", "error_units",
+                                         "joules_per_gemm", "watts", "energy_ratio_to_sgemm", "median_ms",
+                                         "error_units_by_case", "passes_fp32_check", "check", "failure", "energy_runs",
+                                         "energy_seconds", "loop_tflops", "energy_note"})}));
 }
 
 TEST(JsonFieldsWithoutAGpu, DevicesPrintTheirFields) {
