@@ -43,8 +43,11 @@ __global__ void typed_batched_kernel(int, int, int, T, const T*, int, const T*, 
 // calls that no kernel of their layout serves are refused. Those are float kernels; then 8 the f64
 // NN generic default (batched), 9 an unbatched f64 NN kernel needing 16-byte alignment and even
 // leading dimensions, 10 a batched i32 NN kernel. No other f64 generic and no i32 generic at all.
+// Then the opt-in tf32x3 class (dtype 3, float data), which has no generic default: 11 a batched NN
+// kernel needing 16-byte alignment and leading dimensions % 4 (vec4's tiles), 12 an unbatched TN
+// kernel needing nothing.
 constexpr int k_generic_kernels[k_dtype_count][4] = {{0, -1, 3, -1}, {8, -1, -1, -1}, {-1, -1, -1, -1}};
-constexpr int k_kernel_count = 11;
+constexpr int k_kernel_count = 13;
 constexpr KernelInfo k_kernels[k_kernel_count] = {
     {"generic", "src_a", 128, 64, 64, 0, 1, 4, 1, 0, 0, 0, 0},
     {"vec4", "src_a", 256, 128, 128, 100000, 1, 16, 4, 0, 0, 0, 0},
@@ -57,6 +60,8 @@ constexpr KernelInfo k_kernels[k_kernel_count] = {
     {"generic_f64", "src_a", 128, 64, 64, 0, 1, 8, 1, 0, 1, 0, 1},
     {"f64_vec2", "src_a", 256, 64, 64, 0, 1, 16, 2, 0, 0, 0, 1},
     {"i32_nn", "src_a", 256, 128, 128, 0, 1, 4, 1, 0, 1, 0, 2},
+    {"x3_vec4", "src_a", 256, 128, 128, 0, 1, 16, 4, 0, 1, 0, 3},
+    {"x3_tn", "src_a", 128, 64, 128, 0, 1, 4, 1, 2, 0, 0, 3},
 };
 // {M, N, K, layout, batch, broadcast, dtype}, primary, portable. The f64 and i32 entries of the shapes
 // of f32 ones come first: an exact match that ignored the type would find them.
@@ -67,24 +72,28 @@ constexpr Entry k_entries_0[] = {{{256, 256, 256, 0, 1, 0, 1}, 9, 8},
                                  {{4096, 4096, 4096, 0, 1, 0, 0}, 2, 2},
                                  {{64, 64, 64, 2, 4096, 0, 0}, 4, 4},
                                  {{64, 64, 64, 2, 4096, 2, 0}, 3, 3},
-                                 {{64, 64, 64, 0, 1, 0, 2}, 10, -1}};
+                                 {{64, 64, 64, 0, 1, 0, 2}, 10, -1},
+                                 {{1024, 1024, 1024, 0, 1, 0, 3}, 11, -1}};
 // Written as before TunedProblem had a dtype: it is 0, float.
 constexpr Entry k_entries_1[] = {{{512, 512, 512, 0, 1, 0}, 2, 2}};
 // vec4 costs 20 us + 0.05 us per million multiply-adds of its busiest SM; portable 3 us + 0.4 us.
 // vec4 was measured on 256..8192 in each dimension, portable on 16..8192. tn_batched costs 2 us +
 // 0.4 us, tn_single 1 us + 0.01 us, both measured on 16..8192. The f64 and i32 kernels are predicted
-// cheaper than every float kernel, so a float call that ran one would show.
+// cheaper than every float kernel, so a float call that ran one would show. x3_vec4 costs 1 us + 0.01 us
+// (less than vec4 and portable everywhere), x3_tn 5 us + 0.02 us (more than tn_single everywhere).
 constexpr KernelModel k_models_0[] = {{1, 1, {20, 0.05, 0, 0}, 256, 8192, 256, 8192, 256, 8192},
                                       {2, 1, {3, 0.4, 0, 0}, 16, 8192, 16, 8192, 16, 8192},
                                       {4, 1, {2, 0.4, 0, 0}, 16, 8192, 16, 8192, 16, 8192},
                                       {5, 1, {1, 0.01, 0, 0}, 16, 8192, 16, 8192, 16, 8192},
                                       {6, 1, {2, 0.4, 0, 0}, 16, 256, 16, 256, 16, 256},
                                       {9, 1, {0.5, 0.001, 0, 0}, 1, 8192, 1, 8192, 1, 8192},
-                                      {10, 1, {0.5, 0.001, 0, 0}, 1, 8192, 1, 8192, 1, 8192}};
+                                      {10, 1, {0.5, 0.001, 0, 0}, 1, 8192, 1, 8192, 1, 8192},
+                                      {11, 1, {1, 0.01, 0, 0}, 256, 8192, 256, 8192, 256, 8192},
+                                      {12, 1, {5, 0.02, 0, 0}, 16, 8192, 16, 8192, 16, 8192}};
 constexpr KernelModel k_models_1[] = {{2, 1, {3, 0.4, 0, 0}, 16, 8192, 16, 8192, 16, 8192}};
 constexpr int k_device_table_count = 2;
 constexpr DeviceTable k_device_tables[k_device_table_count] = {
-    {"NVIDIA H100 80GB HBM3", 9, 0, 132, k_entries_0, 8, k_models_0, 7},
+    {"NVIDIA H100 80GB HBM3", 9, 0, 132, k_entries_0, 9, k_models_0, 9},
     {"NVIDIA A100-SXM4-80GB", 8, 0, 108, k_entries_1, 1, k_models_1, 1},
 };
 inline const void* kernel_function(int index) {
@@ -100,6 +109,8 @@ inline const void* kernel_function(int index) {
     case 8: return reinterpret_cast<const void*>(static_cast<TypedBatchedKernelFn<double>>(&typed_batched_kernel<8, double>));
     case 9: return reinterpret_cast<const void*>(static_cast<TypedKernelFn<double>>(&typed_kernel<9, double>));
     case 10: return reinterpret_cast<const void*>(static_cast<TypedBatchedKernelFn<int>>(&typed_batched_kernel<10, int>));
+    case 11: return reinterpret_cast<const void*>(static_cast<BatchedKernelFn>(&batched_kernel<11>));
+    case 12: return reinterpret_cast<const void*>(static_cast<KernelFn>(&kernel<12>));
     default: return nullptr;
   }
 }
@@ -308,9 +319,109 @@ TEST(HeaderRuntime, EachElementTypeDispatchesAmongItsOwnKernels) {
   EXPECT_EQ(select(-1, Call{0, 1, 0, 64, 64, 64, 64, 64, 64, 256, 2}), -1);
   EXPECT_EQ(select(1, Call{0, 1, 0, 512, 512, 512, 512, 512, 512, 256, 2}), -1) << "the A100 entry is float's";
   EXPECT_EQ(select(1, Call{0, 1, 0, 512, 512, 512, 512, 512, 512, 256, 0}), 2);
-  // An element type the header does not have.
-  EXPECT_EQ(select(0, Call{0, 1, 0, 64, 64, 64, 64, 64, 64, 256, 3}), -1);
+  // An element type the header does not have (3 is the opt-in tf32x3 class: below).
+  EXPECT_EQ(select(0, Call{0, 1, 0, 64, 64, 64, 64, 64, 64, 256, 4}), -1);
   EXPECT_EQ(select(-1, Call{0, 1, 0, 64, 64, 64, 64, 64, 64, 256, -1}), -1);
+}
+
+// An opted-in call (sgemm_tf32x3, Call::dtype 3) runs a tf32x3 kernel where one serves it and is
+// predicted faster than the f32 dispatch's choice; else exactly what sgemm runs: where the table has no
+// tf32x3 kernel of the layout or batch, the call misses their requirements (alignment, leading
+// dimensions), the device has another table (A100: none of the class) or none at all.
+TEST(HeaderRuntime, AnOptedInCallRunsTheFasterClassAndFallsBackToFp32) {
+  using rt::detail::Call;
+  using rt::detail::select;
+  const auto opted = [](int table, Call call, rt::DispatchReason* reason = nullptr) {
+    call.dtype = rt::detail::k_dtype_tf32x3;
+    int splits = 1;
+    return select(table, call, &splits, reason);
+  };
+  const auto fp32 = [](int table, Call call) {
+    int splits = 1;
+    return select(table, call, &splits);   // Call's dtype 0: what sgemm runs
+  };
+  rt::DispatchReason reason = rt::DispatchReason::no_table;
+  // {layout, batch, broadcast, M, N, K, lda, ldb, ldc, alignment}
+  // The tuned tf32x3 1024^3: its winner, by its model 1 + 0.01 * 128*128*1024*... us, against the tuned
+  // f32 winner vec4's 20 + 0.05 * the same work.
+  const Call tuned{0, 1, 0, 1024, 1024, 1024, 1024, 1024, 1024, 256};
+  EXPECT_EQ(opted(0, tuned, &reason), 11);
+  EXPECT_EQ(reason, rt::DispatchReason::tuned);
+  EXPECT_EQ(fp32(0, tuned), 1) << "sgemm itself never runs a tf32x3 kernel";
+  // An odd lda misses the tf32x3 winner's requirements and the class has no portable or generic
+  // kernel: the f32 path, which runs the f32 generic (its winner needs ld % 4 too), as sgemm does.
+  const Call odd_lda{0, 1, 0, 1024, 1024, 1024, 1025, 1024, 1024, 256};
+  EXPECT_EQ(opted(0, odd_lda, &reason), fp32(0, odd_lda));
+  EXPECT_EQ(opted(0, odd_lda), 0);
+  EXPECT_EQ(reason, rt::DispatchReason::requirements_missed);
+  // Untuned 2000^3: x3_vec4 is predicted faster than vec4; 8-byte aligned (or lda 2001), only the
+  // portable f32 kernel may run.
+  EXPECT_EQ(opted(0, Call{0, 1, 0, 2000, 2000, 2000, 2000, 2000, 2000, 256}, &reason), 11);
+  EXPECT_EQ(reason, rt::DispatchReason::predicted);
+  EXPECT_EQ(opted(0, Call{0, 1, 0, 2000, 2000, 2000, 2000, 2000, 2000, 8}), 2);
+  EXPECT_EQ(opted(0, Call{0, 1, 0, 2000, 2000, 2000, 2001, 2000, 2000, 256}), 2);
+  // A batch: x3_vec4 takes batches, and no float NN kernel does (sgemm refuses it): the class runs.
+  EXPECT_EQ(opted(0, Call{0, 4, 0, 300, 300, 300, 300, 300, 300, 256}), 11);
+  EXPECT_EQ(fp32(0, Call{0, 4, 0, 300, 300, 300, 300, 300, 300, 256}), -1);
+  // TN: x3_tn is predicted slower than tn_single (5 + 0.02 w against 1 + 0.01 w), so the f32 kernel
+  // runs; a TN batch has no batched tf32x3 kernel, so the f32 batched one runs.
+  EXPECT_EQ(opted(0, Call{2, 1, 0, 300, 300, 300, 300, 300, 300, 256}), 5);
+  EXPECT_EQ(opted(0, Call{2, 100, 0, 300, 300, 300, 300, 300, 300, 256}), 4);
+  // No tf32x3 kernel of the layout (NT, TT): sgemm's choice, refusal included.
+  EXPECT_EQ(opted(0, Call{3, 4096, 0, 64, 64, 64, 64, 64, 64, 256}), 6);
+  EXPECT_EQ(opted(0, Call{1, 1, 0, 300, 300, 300, 300, 300, 300, 256}), -1);
+  // The A100 table has no tf32x3 kernel, and a device without a table runs the f32 generic default.
+  EXPECT_EQ(opted(1, Call{0, 1, 0, 512, 512, 512, 512, 512, 512, 256}, &reason), 2);
+  EXPECT_EQ(reason, rt::DispatchReason::tuned);
+  EXPECT_EQ(opted(-1, Call{0, 1, 0, 1024, 1024, 1024, 1024, 1024, 1024, 256}, &reason), 0);
+  EXPECT_EQ(reason, rt::DispatchReason::no_table);
+  // The class's own dispatch (select_in_class) has no generic default to fall back on.
+  int splits = 1;
+  double us = 0;
+  EXPECT_EQ(rt::detail::select_in_class(0, Call{0, 1, 0, 1024, 1024, 1024, 1025, 1024, 1024, 256, 3}, &splits, nullptr,
+                                        &us),
+            -1);
+  EXPECT_EQ(us, -1);
+  // The cache keeps an opted-in call apart from the same sgemm call.
+  for (int round = 0; round < 2; ++round) {
+    EXPECT_EQ(rt::detail::cached_select(0, Call{0, 1, 0, 1024, 1024, 1024, 1024, 1024, 1024, 256, 3}), 11);
+    EXPECT_EQ(rt::detail::cached_select(0, Call{0, 1, 0, 1024, 1024, 1024, 1024, 1024, 1024, 256, 0}), 1);
+  }
+}
+
+TEST(HeaderRuntime, TheOptInRuleKeepsTheStorageTypeUnlessTheClassIsPredictedFaster) {
+  using rt::detail::opt_in_runs_class;
+  EXPECT_TRUE(opt_in_runs_class(11, 10.0, 1, 20.0));
+  EXPECT_FALSE(opt_in_runs_class(11, 20.0, 1, 10.0));
+  EXPECT_FALSE(opt_in_runs_class(11, 10.0, 1, 10.0)) << "a tie keeps FP32";
+  EXPECT_FALSE(opt_in_runs_class(-1, -1.0, 0, -1.0)) << "no class kernel";
+  EXPECT_FALSE(opt_in_runs_class(11, -1.0, 0, -1.0)) << "a class kernel without a prediction";
+  EXPECT_TRUE(opt_in_runs_class(11, 10.0, 0, -1.0)) << "against an unmodelled generic default";
+  EXPECT_TRUE(opt_in_runs_class(11, 10.0, -1, -1.0)) << "where FP32 has no kernel at all";
+  EXPECT_EQ(rt::detail::opt_in_storage(3), 0);
+  for (const int dtype : {0, 1, 2}) EXPECT_EQ(rt::detail::opt_in_storage(dtype), -1);
+}
+
+TEST(HeaderRuntime, SgemmIsIeeeFp32UnlessTheMacroOptsIn) {
+#if defined(CMTUNE_SGEMM_TF32X3)
+  FAIL() << "this test is compiled without CMTUNE_SGEMM_TF32X3";
+#endif
+  EXPECT_EQ(rt::k_sgemm_dtype, 0);
+  float a[4] = {}, b[4] = {}, c[4] = {};
+  using rt::Op;
+  // sgemm_tf32x3 checks its arguments as sgemm does, before any device call.
+  EXPECT_EQ(rt::sgemm_tf32x3(-1, 2, 2, 1.0f, a, 2, b, 2, 0.0f, c, 2), cudaErrorInvalidValue);
+  EXPECT_EQ(rt::sgemm_tf32x3(2, 2, 2, 1.0f, a, 1, b, 2, 0.0f, c, 2), cudaErrorInvalidValue) << "lda < K";
+  EXPECT_EQ(rt::sgemm_tf32x3(Op::N, Op::T, 2, 2, 3, 1.0f, a, 3, b, 2, 0.0f, c, 2), cudaErrorInvalidValue) << "ldb < K";
+  EXPECT_EQ(rt::sgemm_tf32x3(0, 2, 2, 1.0f, a, 2, b, 2, 0.0f, c, 2), cudaSuccess) << "M = 0";
+  EXPECT_EQ(rt::sgemm_tf32x3(2, 2, 2, 0.0f, nullptr, 2, nullptr, 2, 1.0f, c, 2), cudaSuccess) << "C = 1 * C";
+  EXPECT_EQ(rt::sgemm_tf32x3_strided_batched(Op::N, Op::N, 2, 2, 2, 1.0f, a, 2, 4, b, 2, 4, 0.0f, c, 2, 3, 2),
+            cudaErrorInvalidValue)
+      << "stride_c < (M-1)*ldc + N";
+  EXPECT_EQ(rt::sgemm_tf32x3_colmajor(Op::N, Op::N, 3, 2, 2, 1.0f, a, 3, b, 2, 0.0f, c, 2), cudaErrorInvalidValue)
+      << "ldc < M";
+  EXPECT_EQ(rt::sgemm_tf32x3_colmajor_strided_batched(Op::N, Op::N, 2, 2, 2, 1.0f, a, 2, 4, b, 2, 4, 0.0f, c, 2, 4, 0),
+            cudaSuccess);
 }
 
 TEST(HeaderRuntime, CachedSelectionKeepsTheTypesApart) {
@@ -437,6 +548,22 @@ TEST(HeaderRuntime, ARecordedLineSpellsTheProblemTheDispatchKeysTheCallBy) {
     EXPECT_EQ(rt::detail::broadcast_bits(p.batch, p.stride_a, p.stride_b), c.broadcast) << spec;
     EXPECT_EQ(static_cast<int>(p.dtype), c.dtype) << spec;
   }
+}
+
+// An opted-in call (sgemm_tf32x3, or sgemm under CMTUNE_SGEMM_TF32X3) is recorded as the class's
+// problem, which tune reads back as a tf32x3 problem.
+TEST(HeaderRuntime, AnOptedInCallIsRecordedAsTheClasssProblem) {
+  alignas(256) static float f[1 << 12];
+  rt::detail::Call call = rt::detail::make_call(Op::T, Op::N, 64, 32, 16, f, 64, 0, f, 32, 0, f, 32, 0, 1);
+  call.dtype = rt::detail::k_dtype_tf32x3;
+  char text[400];
+  const int n = rt::detail::record_line(rt::detail::record_key(call, 0, 0, 0), text, sizeof text);
+  ASSERT_GT(n, 0);
+  const std::string line(text, static_cast<size_t>(n));
+  EXPECT_EQ(line, "64x32x16:tn:tf32x3  # lda=64 ldb=32 ldc=32 align=256\n");
+  const cmt::Problem p = cmt::parse_problem(line.substr(0, line.find("  #")), 1 << 20, 1 << 20);
+  EXPECT_EQ(p.dtype, cmt::DType::tf32x3);
+  EXPECT_EQ(p.to_string(), "64x32x16:tn:tf32x3");
 }
 
 std::vector<std::string> file_lines(const std::filesystem::path& file) {

@@ -24,7 +24,7 @@ enum RecordField {
   rf_m, rf_n, rf_k,
   rf_layout,       // layout_index: nn 0, nt 1, tn 2, tt 3
   rf_batch,        // 1: not batched
-  rf_dtype,        // 0 f32, 1 f64, 2 i32
+  rf_dtype,        // 0 f32, 1 f64, 2 i32, 3 tf32x3 (an opted-in FP32 call)
   rf_lda, rf_ldb, rf_ldc,
   rf_stride_a, rf_stride_b, rf_stride_c,   // elements; 0 when the batch is 1
   rf_alignment,    // alignment_of the call's addresses and byte strides
@@ -61,10 +61,10 @@ struct RecordKeyHash {
 /// with the leading dimensions, the strides of a batch and the alignment the dispatch saw.
 inline int record_line(const RecordKey& key, char* out, int size) {
   static const char* const k_layouts[4] = {"", ":nt", ":tn", ":tt"};
-  static const char* const k_dtypes[3] = {"", ":f64", ":i32"};
+  static const char* const k_dtypes[4] = {"", ":f64", ":i32", ":tf32x3"};
   const long long* v = key.v;
   const char* layout = v[rf_layout] >= 0 && v[rf_layout] < 4 ? k_layouts[v[rf_layout]] : ":?";
-  const char* dtype = v[rf_dtype] >= 0 && v[rf_dtype] < 3 ? k_dtypes[v[rf_dtype]] : ":?";
+  const char* dtype = v[rf_dtype] >= 0 && v[rf_dtype] < 4 ? k_dtypes[v[rf_dtype]] : ":?";
   int n = 0;
   if (v[rf_batch] > 1)
     n = std::snprintf(out, static_cast<size_t>(size),

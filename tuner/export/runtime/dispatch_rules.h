@@ -29,7 +29,7 @@ inline int broadcast_bits(long long batch, long long stride_a, long long stride_
 }
 
 /// Whether a kernel computes a call at all: it was built for the call's element type (0 f32, 1 f64,
-/// 2 i32) and layout, and takes a batch when the call has one.
+/// 2 i32) or precision class (3 tf32x3) and layout, and takes a batch when the call has one.
 inline bool kernel_serves(int kernel_layout, int kernel_batched, int kernel_dtype, int layout, long long batch,
                           int dtype) {
   return kernel_dtype == dtype && kernel_layout == layout && (batch <= 1 || kernel_batched != 0);
@@ -101,6 +101,25 @@ inline const char* dispatch_reason_name(DispatchReason reason) {
     case DispatchReason::not_modelled: return "not_modelled";
   }
   return "unknown";
+}
+
+/// The element type an opt-in precision class stores its elements as, whose dispatch its calls fall back
+/// to (tf32x3, 3: f32, 0); -1 for an element type, whose calls have no other dispatch. An opted-in
+/// call (sgemm_tf32x3) runs the class's kernel only where opt_in_runs_class says so.
+inline int opt_in_storage(int dtype) { return dtype == 3 ? 0 : -1; }
+
+/// Whether an opted-in call runs its class's choice (class_kernel, predicted class_us) rather than its
+/// storage type's (storage_kernel, predicted storage_us); a time below 0 is unknown (a kernel without a
+/// model on the device: a generic default never measured there). The class runs when it has a kernel
+/// with a prediction and that prediction is lower than the storage type's, or the storage type's kernel
+/// has none (or there is no such kernel); ties go to the storage type. So an opted-in call is never
+/// predicted slower than the call of its storage type, and where no kernel of the class serves it (the
+/// table, the layout, the batch or the call's requirements: no generic default computes a class) it is
+/// exactly that call.
+inline bool opt_in_runs_class(int class_kernel, double class_us, int storage_kernel, double storage_us) {
+  if (class_kernel < 0 || class_us < 0) return false;
+  if (storage_kernel < 0 || storage_us < 0) return true;
+  return class_us < storage_us;
 }
 
 /// The generic default kernel of a call's element type and layout from a table of them
@@ -191,6 +210,18 @@ inline double model_us(const Model& m, const Kernel* kernels, int sm_count, long
   return predicted_us(m.coef, f);
 }
 
+/// The predicted microseconds of `kernel` (an index into kernels) at M x N x K x batch by its model in
+/// the table, whatever the domain; -1 when the table has no model of it (a generic default that was
+/// never measured on the device). The first model of the kernel counts (a table has one per kernel).
+template <class Model, class Kernel>
+inline double kernel_model_us(const Model* models, int count, const Kernel* kernels, int sm_count, int kernel,
+                              long long M, long long N, long long K, long long batch) {
+  if (kernel < 0) return -1;
+  for (int i = 0; i < count; ++i)
+    if (models[i].kernel == kernel) return model_us(models[i], kernels, sm_count, M, N, K, batch);
+  return -1;
+}
+
 /// The position (in models) of the model with the least predicted time at M x N x K x batch among
 /// those whose kernel the call may run (`usable(kernel index)`: its layout, batching and requirements) and whose domain holds the shape: first
 /// within a factor of 2 of the shapes each was measured on, else 8, else 64, else among every
@@ -273,7 +304,7 @@ inline long long split_stride_b(int layout, long long slice_k, long long ldb) {
   return (layout & 1) != 0 ? slice_k : slice_k * ldb;
 }
 
-/// Bytes of an element type (0 f32, 1 f64, 2 i32).
+/// Bytes of an element type (0 f32, 1 f64, 2 i32; 3 tf32x3 stores f32).
 inline int dtype_bytes_of(int dtype) { return dtype == 1 ? 8 : 4; }
 
 /// The alignment the slice calls of a split have: the call's (A, B and C), and the byte strides

@@ -89,17 +89,19 @@ struct SliceRequirements {
   }
 };
 
-/// The kernel (index into k_kernels) a call runs on a device served by `table` (-1: none), by the
-/// dispatch rules: for a tuned problem (same shape, layout, batch, broadcast and element type), its
-/// measured winner when the call meets the winner's requirements, else its best kernel without
-/// requirements; for any other call, the kernel of its type and layout the table's cost model predicts
-/// fastest among those whose requirements the call meets, or, where K is long and that kernel leaves
-/// SMs idle, the kernel of a split of K (*splits slices; 1: no split) predicted faster still; else the
-/// generic default of its type and layout (-1: none, the call is refused). `splits` null: K is not
-/// split. `reason` not null: why (DispatchReason), which only kernel_name asks. Host only, no GPU:
-/// tests compare it with cm-tune's choice.
-inline int select(int table, const Call& call, int* splits, DispatchReason* reason = 0) {
+/// The kernel (index into k_kernels) a call of one element type or precision class runs on a device
+/// served by `table` (-1: none), by the dispatch rules: for a tuned problem (same shape, layout, batch,
+/// broadcast and type), its measured winner when the call meets the winner's requirements, else its
+/// best kernel without requirements; for any other call, the kernel of its type and layout the table's
+/// cost model predicts fastest among those whose requirements the call meets, or, where K is long and
+/// that kernel leaves SMs idle, the kernel of a split of K (*splits slices; 1: no split) predicted
+/// faster still; else the generic default of its type and layout (-1: none, the call is refused; a
+/// precision class has none). `splits` null: K is not split. `reason` not null: why (DispatchReason).
+/// `us` not null: the chosen kernel's predicted microseconds (a split's with its sum; a tuned problem's
+/// by its kernel's model), -1 when its kernel has no model on the device or none runs.
+inline int select_in_class(int table, const Call& call, int* splits, DispatchReason* reason, double* us) {
   if (splits != 0) *splits = 1;
+  if (us != 0) *us = -1;
   const int generic = generic_kernel(k_generic_kernels, k_dtype_count, k_kernels, call.dtype, call.layout, call.batch);
   if (table < 0 || table >= k_device_table_count) {
     if (reason != 0) *reason = DispatchReason::no_table;
@@ -113,26 +115,60 @@ inline int select(int table, const Call& call, int* splits, DispatchReason* reas
     const Entry& entry = t.entries[e];
     const bool met = usable(entry.primary);
     if (reason != 0) *reason = entry_reason(met, entry.portable);
-    return entry_kernel(entry.primary, met, entry.portable, generic);
+    const int kernel = entry_kernel(entry.primary, met, entry.portable, generic);
+    if (us != 0)
+      *us = kernel_model_us(t.models, t.model_count, k_kernels, t.sm_count, kernel, call.M, call.N, call.K, call.batch);
+    return kernel;
   }
-  double us = 0;
-  const int m = best_predicted(t.models, t.model_count, k_kernels, t.sm_count, call.M, call.N, call.K, call.batch, usable,
-                               &us);
+  double predicted = 0;
+  const int m = best_predicted(t.models, t.model_count, k_kernels, t.sm_count, call.M, call.N, call.K, call.batch,
+                               usable, &predicted);
   if (m < 0) {
     if (reason != 0)
       *reason = fallback_reason(
           table_serves(t.entries, t.entry_count, t.models, t.model_count, k_kernels, call.dtype, call.layout, call.batch),
           models_serve(t.models, t.model_count, k_kernels, call.dtype, call.layout, call.batch));
+    if (us != 0)
+      *us = kernel_model_us(t.models, t.model_count, k_kernels, t.sm_count, generic, call.M, call.N, call.K,
+                            call.batch);
     return generic;
   }
   if (reason != 0) *reason = DispatchReason::predicted;
+  if (us != 0) *us = predicted;
   if (splits != 0) {
     const SliceRequirements slices = {call};
+    double split_us = 0;
     const int s = best_split(t.models, t.model_count, k_kernels, t.sm_count, t.bytes_per_us, dtype_bytes_of(call.dtype),
-                             call.M, call.N, call.K, call.batch, m, us, slices, splits, static_cast<double*>(0));
-    if (s >= 0) return t.models[s].kernel;
+                             call.M, call.N, call.K, call.batch, m, predicted, slices, splits, &split_us);
+    if (s >= 0) {
+      if (us != 0) *us = split_us;
+      return t.models[s].kernel;
+    }
   }
   return t.models[m].kernel;
+}
+
+/// The kernel a call runs (select_in_class, with its slice count and reason as there). A call of an
+/// opt-in precision class (call.dtype tf32x3: sgemm_tf32x3) is dispatched twice, as a call of the
+/// class and as the same call of its storage type (f32), and runs the class's choice only where it is
+/// predicted faster (dispatch rules, opt_in_runs_class); *splits and *reason are then those of the
+/// choice that runs. Host only, no GPU: tests compare it with cm-tune's choice.
+inline int select(int table, const Call& call, int* splits, DispatchReason* reason = 0) {
+  const int storage = opt_in_storage(call.dtype);
+  if (storage < 0) return select_in_class(table, call, splits, reason, static_cast<double*>(0));
+  Call base = call;
+  base.dtype = storage;
+  int class_splits = 1, base_splits = 1;
+  DispatchReason class_reason = DispatchReason::tuned, base_reason = DispatchReason::tuned;
+  double class_us = -1, base_us = -1;
+  const int chosen = select_in_class(table, call, splits != 0 ? &class_splits : static_cast<int*>(0),
+                                     reason != 0 ? &class_reason : static_cast<DispatchReason*>(0), &class_us);
+  const int fallback = select_in_class(table, base, splits != 0 ? &base_splits : static_cast<int*>(0),
+                                       reason != 0 ? &base_reason : static_cast<DispatchReason*>(0), &base_us);
+  const bool runs_class = opt_in_runs_class(chosen, class_us, fallback, base_us);
+  if (splits != 0) *splits = runs_class ? class_splits : base_splits;
+  if (reason != 0) *reason = runs_class ? class_reason : base_reason;
+  return runs_class ? chosen : fallback;
 }
 
 /// select, K split where the rules say so: the kernel that runs the call (of its slices when split).
@@ -388,24 +424,27 @@ template <class T>
 __attribute__((noinline, cold))
 #endif
 void record_call(Op op_a, Op op_b, int M, int N, int K, const T* A, int lda, long long stride_a, const T* B, int ldb,
-                 long long stride_b, const T* C, int ldc, long long stride_c, int batch) {
+                 long long stride_b, const T* C, int ldc, long long stride_c, int batch, int dtype) {
   CallRecorder* recorder = cached_recorder();
   if (recorder == nullptr) recorder = resolve_recorder();
   if (recorder == nullptr || recorder == recording_off()) return;
-  recorder->record(record_key(make_call(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch),
-                              stride_a, stride_b, stride_c));
+  Call call = make_call(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch);
+  call.dtype = dtype;   // an opted-in call is recorded as its class's problem (:tf32x3)
+  recorder->record(record_key(call, stride_a, stride_b, stride_c));
 }
 
 /// Checks a row-major call, and runs it: C = alpha * op(A) * op(B) + beta * C, `batch` times, in
-/// elements of type T (float, double, or int with wrapping arithmetic). cudaErrorInvalidValue for bad
-/// arguments, cudaErrorNotSupported when no kernel of the header computes the type and layout (a
-/// generic template without them, and nothing tuned that serves the call). A call that gets as far
-/// as choosing a kernel is recorded first when $CMTUNE_RECORD is set (call_recorder.cuh): every
-/// entry point comes here, the column-major ones as the row-major product they compute.
+/// elements of type T (float, double, or int with wrapping arithmetic). `dtype`: the call's element
+/// type (DTypeOf<T>), or an opt-in class stored as T (k_dtype_tf32x3 for float: sgemm_tf32x3), which
+/// select dispatches among both. cudaErrorInvalidValue for bad arguments, cudaErrorNotSupported when
+/// no kernel of the header computes the type and layout (a generic template without them, and nothing
+/// tuned that serves the call). A call that gets as far as choosing a kernel is recorded first when
+/// $CMTUNE_RECORD is set (call_recorder.cuh): every entry point comes here, the column-major ones as
+/// the row-major product they compute.
 template <class T>
 inline cudaError_t gemm(Op op_a, Op op_b, int M, int N, int K, T alpha, const T* A, int lda, long long stride_a,
                         const T* B, int ldb, long long stride_b, T beta, T* C, int ldc, long long stride_c, int batch,
-                        cudaStream_t stream) {
+                        cudaStream_t stream, int dtype = DTypeOf<T>::value) {
   const bool ta = op_a == Op::T, tb = op_b == Op::T;
   if ((op_a != Op::N && !ta) || (op_b != Op::N && !tb)) return cudaErrorInvalidValue;
   if (M < 0 || N < 0 || K < 0 || batch < 0) return cudaErrorInvalidValue;
@@ -425,11 +464,12 @@ inline cudaError_t gemm(Op op_a, Op op_b, int M, int N, int K, T alpha, const T*
   // Recorded before any CUDA call, so a call is recorded even where it then fails; off, this is one
   // load and one branch (the first call reads the environment in record_call).
   if (cached_recorder() != recording_off())
-    record_call(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch);
+    record_call(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch, dtype);
   int device = 0, table = -1;
   cudaError_t err = current_table(&device, &table);
   if (err != cudaSuccess) return err;
-  const Call call = make_call(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch);
+  Call call = make_call(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch);
+  call.dtype = dtype;
   int splits = 1;
   const int kernel = cached_select(table, call, &splits);
   if (kernel < 0) return cudaErrorNotSupported;
@@ -454,14 +494,16 @@ inline cudaError_t gemm(Op op_a, Op op_b, int M, int N, int K, T alpha, const T*
 template <class T>
 inline cudaError_t kernel_name_of(Op op_a, Op op_b, int M, int N, int K, const T* A, int lda, long long stride_a,
                                   const T* B, int ldb, long long stride_b, const T* C, int ldc, long long stride_c,
-                                  int batch, const char** name, DispatchReason* reason = nullptr) {
+                                  int batch, const char** name, DispatchReason* reason = nullptr,
+                                  int dtype = DTypeOf<T>::value) {
   int device = 0, table = -1;
   *name = nullptr;
   const cudaError_t err = current_table(&device, &table);
   if (err != cudaSuccess) return err;
   if (M < 1 || N < 1 || K < 1 || batch < 1) return cudaErrorInvalidValue;
   if (batch == 1) stride_a = stride_b = stride_c = 0;
-  const Call call = make_call(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch);
+  Call call = make_call(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch);
+  call.dtype = dtype;
   int splits = 1;
   const int kernel = select(table, call, &splits, reason);
   if (kernel >= 0) *name = k_kernels[kernel].name;
@@ -469,6 +511,22 @@ inline cudaError_t kernel_name_of(Op op_a, Op op_b, int M, int N, int K, const T
 }
 
 }  // namespace detail
+
+// ---- what sgemm computes: IEEE FP32, or with CMTUNE_SGEMM_TF32X3 the opt-in of sgemm_tf32x3 ----
+// Defining CMTUNE_SGEMM_TF32X3 (any value) before including the header makes sgemm, and kernel_name for
+// float operands, behave as sgemm_tf32x3 and kernel_name_tf32x3. The functions the macro changes live
+// in an inline namespace named after the choice, so translation units that differ in it define
+// different functions (no clash of two inline definitions under one name, also with -rdc), and
+// callers write NS::sgemm either way.
+#if defined(CMTUNE_SGEMM_TF32X3)
+inline namespace sgemm_opted_in_tf32x3 {
+/// The class sgemm's calls are dispatched as (detail::Call::dtype).
+constexpr int k_sgemm_dtype = detail::k_dtype_tf32x3;
+#else
+inline namespace sgemm_ieee_fp32 {
+/// The class sgemm's calls are dispatched as (detail::Call::dtype).
+constexpr int k_sgemm_dtype = detail::DTypeOf<float>::value;
+#endif
 
 /// Row-major SGEMM, C = alpha * A * B + beta * C with A M x K (lda), B K x N (ldb), C M x N (ldc),
 /// on `stream`, using the kernel this device's table chooses (detail::select). Returns
@@ -478,7 +536,8 @@ inline cudaError_t kernel_name_of(Op op_a, Op op_b, int M, int N, int K, const T
 /// beta == 0 writes C without reading it.
 inline cudaError_t sgemm(int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb, float beta,
                          float* C, int ldc, cudaStream_t stream = 0) {
-  return detail::gemm<float>(Op::N, Op::N, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1, stream);
+  return detail::gemm<float>(Op::N, Op::N, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1, stream,
+                             k_sgemm_dtype);
 }
 
 /// Row-major SGEMM with transposes, C = alpha * op(A) * op(B) + beta * C, C M x N. op_a == Op::T
@@ -486,7 +545,8 @@ inline cudaError_t sgemm(int M, int N, int K, float alpha, const float* A, int l
 /// N x K (ldb >= max(1, K)). Otherwise as sgemm above (Op::N, Op::N is that call).
 inline cudaError_t sgemm(Op op_a, Op op_b, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
                          int ldb, float beta, float* C, int ldc, cudaStream_t stream = 0) {
-  return detail::gemm<float>(op_a, op_b, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1, stream);
+  return detail::gemm<float>(op_a, op_b, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1, stream,
+                             k_sgemm_dtype);
 }
 
 /// Row-major strided-batched SGEMM, like cublasSgemmStridedBatched: for i < batch,
@@ -498,7 +558,7 @@ inline cudaError_t sgemm_strided_batched(Op op_a, Op op_b, int M, int N, int K, 
                                          long long stride_a, const float* B, int ldb, long long stride_b, float beta,
                                          float* C, int ldc, long long stride_c, int batch, cudaStream_t stream = 0) {
   return detail::gemm<float>(op_a, op_b, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b, beta, C, ldc, stride_c,
-                             batch, stream);
+                             batch, stream, k_sgemm_dtype);
 }
 
 /// Column-major SGEMM, as cublasSgemm takes it: C (M x N, ldc) = alpha * op(A) * op(B) + beta * C
@@ -506,7 +566,8 @@ inline cudaError_t sgemm_strided_batched(Op op_a, Op op_b, int M, int N, int K, 
 /// matrix is the row-major transpose, so this runs the row-major C^T = op(B)^T * op(A)^T.
 inline cudaError_t sgemm_colmajor(Op op_a, Op op_b, int M, int N, int K, float alpha, const float* A, int lda,
                                   const float* B, int ldb, float beta, float* C, int ldc, cudaStream_t stream = 0) {
-  return detail::gemm<float>(op_b, op_a, N, M, K, alpha, B, ldb, 0, A, lda, 0, beta, C, ldc, 0, 1, stream);
+  return detail::gemm<float>(op_b, op_a, N, M, K, alpha, B, ldb, 0, A, lda, 0, beta, C, ldc, 0, 1, stream,
+                             k_sgemm_dtype);
 }
 
 /// Column-major strided-batched SGEMM, as cublasSgemmStridedBatched takes it.
@@ -515,7 +576,54 @@ inline cudaError_t sgemm_colmajor_strided_batched(Op op_a, Op op_b, int M, int N
                                                   long long stride_b, float beta, float* C, int ldc,
                                                   long long stride_c, int batch, cudaStream_t stream = 0) {
   return detail::gemm<float>(op_b, op_a, N, M, K, alpha, B, ldb, stride_b, A, lda, stride_a, beta, C, ldc, stride_c,
-                             batch, stream);
+                             batch, stream, k_sgemm_dtype);
+}
+
+}  // inline namespace of CMTUNE_SGEMM_TF32X3's choice
+
+/// FP32 GEMM that may run on the tensor cores (3xTF32, the opt-in precision class tf32x3): the five
+/// entry points of sgemm above with the same arguments, checks and corner cases. Each call is
+/// dispatched twice, among the header's tf32x3 kernels and among its FP32 ones as sgemm would, and runs
+/// the kernel predicted faster (detail::select); where no tf32x3 kernel serves it (no table for the
+/// device, none of its layout or batch, or the call misses their alignment and leading-dimension
+/// requirements), it is exactly the sgemm call. A tf32x3 kernel splits each operand into a TF32 big
+/// part and a TF32 small part and sums big*big + big*small + small*big: validated against FP64, never
+/// less accurate than cuBLAS SGEMM (FP32 SIMT) on the same data but for 12 units of 2^-24 of each
+/// element's scale; Inf and NaN reach C as in SGEMM; subnormal operands lose their bits below 2^-136
+/// (docs/EXPORT.md, "The tf32x3 class").
+inline cudaError_t sgemm_tf32x3(int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
+                                float beta, float* C, int ldc, cudaStream_t stream = 0) {
+  return detail::gemm<float>(Op::N, Op::N, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1, stream,
+                             detail::k_dtype_tf32x3);
+}
+
+inline cudaError_t sgemm_tf32x3(Op op_a, Op op_b, int M, int N, int K, float alpha, const float* A, int lda,
+                                const float* B, int ldb, float beta, float* C, int ldc, cudaStream_t stream = 0) {
+  return detail::gemm<float>(op_a, op_b, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1, stream,
+                             detail::k_dtype_tf32x3);
+}
+
+inline cudaError_t sgemm_tf32x3_strided_batched(Op op_a, Op op_b, int M, int N, int K, float alpha, const float* A,
+                                                int lda, long long stride_a, const float* B, int ldb,
+                                                long long stride_b, float beta, float* C, int ldc, long long stride_c,
+                                                int batch, cudaStream_t stream = 0) {
+  return detail::gemm<float>(op_a, op_b, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b, beta, C, ldc, stride_c,
+                             batch, stream, detail::k_dtype_tf32x3);
+}
+
+inline cudaError_t sgemm_tf32x3_colmajor(Op op_a, Op op_b, int M, int N, int K, float alpha, const float* A, int lda,
+                                         const float* B, int ldb, float beta, float* C, int ldc,
+                                         cudaStream_t stream = 0) {
+  return detail::gemm<float>(op_b, op_a, N, M, K, alpha, B, ldb, 0, A, lda, 0, beta, C, ldc, 0, 1, stream,
+                             detail::k_dtype_tf32x3);
+}
+
+inline cudaError_t sgemm_tf32x3_colmajor_strided_batched(Op op_a, Op op_b, int M, int N, int K, float alpha,
+                                                         const float* A, int lda, long long stride_a, const float* B,
+                                                         int ldb, long long stride_b, float beta, float* C, int ldc,
+                                                         long long stride_c, int batch, cudaStream_t stream = 0) {
+  return detail::gemm<float>(op_b, op_a, N, M, K, alpha, B, ldb, stride_b, A, lda, stride_a, beta, C, ldc, stride_c,
+                             batch, stream, detail::k_dtype_tf32x3);
 }
 
 /// DGEMM: the five entry points of sgemm above (plain NN, op flags, strided batches, column-major and
@@ -611,16 +719,7 @@ inline cudaError_t tuned_problems(TunedProblem* problems, int capacity, int* cou
   return cudaSuccess;
 }
 
-/// The kernel sgemm_strided_batched would launch on the current device for a call with these
-/// arguments (alpha != 0, K >= 1; batch 1: of sgemm with op flags); *name is its instantiation, e.g.
-/// "cmt_sgemm_multistage<...>", or null when no kernel computes the layout.
-inline cudaError_t kernel_name(Op op_a, Op op_b, int M, int N, int K, const float* A, int lda, long long stride_a,
-                               const float* B, int ldb, long long stride_b, const float* C, int ldc, long long stride_c,
-                               int batch, const char** name) {
-  return detail::kernel_name_of(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch, name);
-}
-
-/// The same for dgemm_strided_batched (double operands).
+/// The kernel dgemm_strided_batched would launch (as kernel_name for float operands, below).
 inline cudaError_t kernel_name(Op op_a, Op op_b, int M, int N, int K, const double* A, int lda, long long stride_a,
                                const double* B, int ldb, long long stride_b, const double* C, int ldc,
                                long long stride_c, int batch, const char** name) {
@@ -632,13 +731,6 @@ inline cudaError_t kernel_name(Op op_a, Op op_b, int M, int N, int K, const int*
                                const int* B, int ldb, long long stride_b, const int* C, int ldc, long long stride_c,
                                int batch, const char** name) {
   return detail::kernel_name_of(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch, name);
-}
-
-/// The kernel sgemm would launch on the current device for a product (alpha != 0, K >= 1) with
-/// these arguments; *name is its instantiation, e.g. "cmt_sgemm_multistage<...>".
-inline cudaError_t kernel_name(int M, int N, int K, const float* A, int lda, const float* B, int ldb, const float* C,
-                               int ldc, const char** name) {
-  return detail::kernel_name_of(Op::N, Op::N, M, N, K, A, lda, 0, B, ldb, 0, C, ldc, 0, 1, name);
 }
 
 /// The kernel dgemm would launch (double operands).
@@ -665,17 +757,7 @@ using DispatchReason = detail::DispatchReason;
 /// A reason's name as written in code: "tuned", "not_served", ...
 inline const char* dispatch_reason_name(DispatchReason reason) { return detail::dispatch_reason_name(reason); }
 
-/// kernel_name for sgemm_strided_batched, and why the dispatch chooses that kernel (*reason, set when
-/// cudaSuccess is returned). *name is the generic default's name when that runs, null when the call
-/// is refused (no kernel computes its type and layout); *reason says why no tuned kernel runs then.
-inline cudaError_t kernel_name(Op op_a, Op op_b, int M, int N, int K, const float* A, int lda, long long stride_a,
-                               const float* B, int ldb, long long stride_b, const float* C, int ldc, long long stride_c,
-                               int batch, const char** name, DispatchReason* reason) {
-  return detail::kernel_name_of(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch, name,
-                                reason);
-}
-
-/// The same for dgemm_strided_batched (double operands).
+/// kernel_name for dgemm_strided_batched, and why (as for float operands, below).
 inline cudaError_t kernel_name(Op op_a, Op op_b, int M, int N, int K, const double* A, int lda, long long stride_a,
                                const double* B, int ldb, long long stride_b, const double* C, int ldc,
                                long long stride_c, int batch, const char** name, DispatchReason* reason) {
@@ -691,12 +773,6 @@ inline cudaError_t kernel_name(Op op_a, Op op_b, int M, int N, int K, const int*
                                 reason);
 }
 
-/// kernel_name for sgemm, and why (as above).
-inline cudaError_t kernel_name(int M, int N, int K, const float* A, int lda, const float* B, int ldb, const float* C,
-                               int ldc, const char** name, DispatchReason* reason) {
-  return detail::kernel_name_of(Op::N, Op::N, M, N, K, A, lda, 0, B, ldb, 0, C, ldc, 0, 1, name, reason);
-}
-
 /// The same for dgemm (double operands).
 inline cudaError_t kernel_name(int M, int N, int K, const double* A, int lda, const double* B, int ldb, const double* C,
                                int ldc, const char** name, DispatchReason* reason) {
@@ -707,4 +783,67 @@ inline cudaError_t kernel_name(int M, int N, int K, const double* A, int lda, co
 inline cudaError_t kernel_name(int M, int N, int K, const int* A, int lda, const int* B, int ldb, const int* C, int ldc,
                                const char** name, DispatchReason* reason) {
   return detail::kernel_name_of(Op::N, Op::N, M, N, K, A, lda, 0, B, ldb, 0, C, ldc, 0, 1, name, reason);
+}
+
+// kernel_name for float operands reports what sgemm runs, so it follows CMTUNE_SGEMM_TF32X3 as sgemm
+// does (see "what sgemm computes" above).
+#if defined(CMTUNE_SGEMM_TF32X3)
+inline namespace sgemm_opted_in_tf32x3 {
+#else
+inline namespace sgemm_ieee_fp32 {
+#endif
+
+/// The kernel sgemm_strided_batched would launch on the current device for a call with these
+/// arguments (alpha != 0, K >= 1; batch 1: of sgemm with op flags); *name is its instantiation, e.g.
+/// "cmt_sgemm_multistage<...>", or null when no kernel computes the layout.
+inline cudaError_t kernel_name(Op op_a, Op op_b, int M, int N, int K, const float* A, int lda, long long stride_a,
+                               const float* B, int ldb, long long stride_b, const float* C, int ldc, long long stride_c,
+                               int batch, const char** name) {
+  return detail::kernel_name_of(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch, name,
+                                static_cast<DispatchReason*>(nullptr), k_sgemm_dtype);
+}
+
+/// The kernel sgemm would launch on the current device for a product (alpha != 0, K >= 1) with
+/// these arguments; *name is its instantiation, e.g. "cmt_sgemm_multistage<...>".
+inline cudaError_t kernel_name(int M, int N, int K, const float* A, int lda, const float* B, int ldb, const float* C,
+                               int ldc, const char** name) {
+  return detail::kernel_name_of(Op::N, Op::N, M, N, K, A, lda, 0, B, ldb, 0, C, ldc, 0, 1, name,
+                                static_cast<DispatchReason*>(nullptr), k_sgemm_dtype);
+}
+
+/// kernel_name for sgemm_strided_batched, and why the dispatch chooses that kernel (*reason, set when
+/// cudaSuccess is returned). *name is the generic default's name when that runs, null when the call
+/// is refused (no kernel computes its type and layout); *reason says why no tuned kernel runs then.
+inline cudaError_t kernel_name(Op op_a, Op op_b, int M, int N, int K, const float* A, int lda, long long stride_a,
+                               const float* B, int ldb, long long stride_b, const float* C, int ldc, long long stride_c,
+                               int batch, const char** name, DispatchReason* reason) {
+  return detail::kernel_name_of(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch, name,
+                                reason, k_sgemm_dtype);
+}
+
+/// kernel_name for sgemm, and why (as above).
+inline cudaError_t kernel_name(int M, int N, int K, const float* A, int lda, const float* B, int ldb, const float* C,
+                               int ldc, const char** name, DispatchReason* reason) {
+  return detail::kernel_name_of(Op::N, Op::N, M, N, K, A, lda, 0, B, ldb, 0, C, ldc, 0, 1, name, reason,
+                                k_sgemm_dtype);
+}
+
+}  // inline namespace of CMTUNE_SGEMM_TF32X3's choice
+
+/// The kernel sgemm_tf32x3_strided_batched would launch on the current device for a call with these
+/// arguments (as kernel_name): a tf32x3 kernel, or the FP32 kernel sgemm would run where that is
+/// predicted faster or no tf32x3 kernel serves the call; *reason (when not null) is that choice's.
+inline cudaError_t kernel_name_tf32x3(Op op_a, Op op_b, int M, int N, int K, const float* A, int lda,
+                                      long long stride_a, const float* B, int ldb, long long stride_b, const float* C,
+                                      int ldc, long long stride_c, int batch, const char** name,
+                                      DispatchReason* reason = nullptr) {
+  return detail::kernel_name_of(op_a, op_b, M, N, K, A, lda, stride_a, B, ldb, stride_b, C, ldc, stride_c, batch, name,
+                                reason, detail::k_dtype_tf32x3);
+}
+
+/// The kernel sgemm_tf32x3 would launch for a row-major NN product with these arguments, and why.
+inline cudaError_t kernel_name_tf32x3(int M, int N, int K, const float* A, int lda, const float* B, int ldb,
+                                      const float* C, int ldc, const char** name, DispatchReason* reason = nullptr) {
+  return detail::kernel_name_of(Op::N, Op::N, M, N, K, A, lda, 0, B, ldb, 0, C, ldc, 0, 1, name, reason,
+                                detail::k_dtype_tf32x3);
 }

@@ -8,7 +8,8 @@ enum class Op { N = 0, T = 1 };
 /// A tuned problem: C is M x N, the product's depth is K; layout 2 * (op(A) == T) + (op(B) == T)
 /// (nn 0, nt 1, tn 2, tt 3); batch 1 for a plain GEMM; broadcast 1 when A's batch stride is 0, 2 when
 /// B's is, 3 for both (0 unbatched); dtype the element type: 0 float (sgemm), 1 double (dgemm), 2 int
-/// (igemm). dtype is last, so initialisers written before it existed still compile (as float).
+/// (igemm), or the opt-in precision class 3 tf32x3 (float data on the tensor cores: sgemm_tf32x3).
+/// dtype is last, so initialisers written before it existed still compile (as float).
 struct TunedProblem {
   int m, n, k;
   int layout;
@@ -80,8 +81,13 @@ template <>
 struct DTypeOf<int> {
   enum { value = 2 };
 };
-/// The element types a header computes: k_generic_kernels has one row per type.
+/// The element types of the header's entry points: k_generic_kernels has one row per type. The opt-in
+/// class tf32x3 (dtype 3) has no row: no generic default computes it, and its calls fall back to f32's
+/// dispatch (dispatch rules, opt_in_storage).
 constexpr int k_dtype_count = 3;
+/// The opt-in class of sgemm_tf32x3 (TunedProblem::dtype, KernelInfo::dtype): FP32 data, three TF32
+/// products on the tensor cores.
+constexpr int k_dtype_tf32x3 = 3;
 
 /// Every kernel has the GEMM contract signature (templates/README.md) over its element type T (alpha,
 /// beta, A, B and C all of type T); a batched one takes the strides of A, B and C after ldc, and one
