@@ -121,6 +121,10 @@ struct RealFixture {
   /// requirements) in NN and TN, blocktile2d builds of f64 and i32, on shapes that f32 winners share.
   bool typed = false;
   KernelSpec dm, dm_tn, b2_f64, b2_i32, b2_i32_nt;
+  /// With `tf32x3`, winners of the opt-in class too (add_tf32x3), on the H100 only: tf32x3_mma with
+  /// 16-byte copies (requirements) in NN, and without (VEC=1) in NN and NT.
+  bool tf32x3 = false;
+  KernelSpec x3_vec4, x3_nn, x3_nt;
   int64_t h100 = 0, a100 = 0;
 
   void build(DbBuilder& db) {
@@ -169,6 +173,38 @@ struct RealFixture {
     db.add_winner(k_h100_uuid, Problem::make(64, 64, 64, false, false, 4096), "portable", b2, 0.12);
     add_calibration(db);
     if (typed) add_typed(db);
+    if (tf32x3) add_tf32x3(db);
+  }
+
+  static Problem x3(Problem p) {
+    p.dtype = DType::tf32x3;
+    return p;
+  }
+
+  /// tf32x3 winners and calibration trials on the H100: faster than the f32 kernels on large shapes
+  /// (the synthetic rates below), slower on small ones (a larger fixed cost), so an opted-in call runs
+  /// either class. 1024^3 has a portable winner, 2048^3 none; the A100 has no tf32x3 kernel at all.
+  void add_tf32x3(DbBuilder& db) {
+    const auto with_requirements = [](const LaunchShape&, const Requirements& r) { return !r.none(); };
+    const auto without_requirements = [](const LaunchShape&, const Requirements& r) { return r.none(); };
+    const std::string common = "BM=64,BN=64,BK=32,WM=32,WN=32,STAGES=3,PAD=8,STAGED=1,SWIZZLE=1,DTYPE=3";
+    x3_vec4 = real_kernel(db, templates, "tf32x3_mma", common + ",VEC=4,TRANS_A=0,TRANS_B=0", with_requirements);
+    x3_nn = real_kernel(db, templates, "tf32x3_mma", common + ",VEC=1,TRANS_A=0,TRANS_B=0", without_requirements);
+    x3_nt = real_kernel(db, templates, "tf32x3_mma", common + ",VEC=1,TRANS_A=0,TRANS_B=1", without_requirements);
+    db.add_winner(k_h100_uuid, x3({1024, 1024, 1024}), "overall", x3_vec4, 0.05);
+    db.add_winner(k_h100_uuid, x3({1024, 1024, 1024}), "portable", x3_nn, 0.08);
+    db.add_winner(k_h100_uuid, x3({2048, 2048, 2048}), "overall", x3_vec4, 0.3);
+    db.add_winner(k_h100_uuid, x3(Problem::make(1024, 1024, 1024, false, true)), "overall", x3_nt, 0.09);
+    const std::vector<Problem> shapes = {{64, 64, 64},       {363, 363, 363},   {725, 725, 725}, {1449, 1449, 1449},
+                                         {2897, 2897, 2897}, {4096, 1024, 4096}, {1, 4096, 4096}, {4096, 4096, 16}};
+    for (const Problem& shape : shapes)
+      for (const int64_t batch : {1, 8}) {
+        const Problem nn = x3(Problem::make(shape.m, shape.n, shape.k, false, false, batch));
+        const Problem nt = x3(Problem::make(shape.m, shape.n, shape.k, false, true, batch));
+        db.add_trial(k_h100_uuid, nn, "calibration", x3_vec4, synthetic_ms(x3_vec4, 80, 132, nn) + 0.03);
+        db.add_trial(k_h100_uuid, nn, "calibration", x3_nn, synthetic_ms(x3_nn, 55, 132, nn) + 0.03);
+        db.add_trial(k_h100_uuid, nt, "calibration", x3_nt, synthetic_ms(x3_nt, 50, 132, nt) + 0.03);
+      }
   }
 
   static Problem f64(Problem p) {
@@ -288,6 +324,10 @@ inline std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
 struct SyntheticFixture {
   KernelSpec fast1, fast2, port1, port2;
   KernelSpec typed_f64, typed_i32;   // one template computing f64 and i32 (DTYPE), as blocktile2d does
+  /// With `tf32x3`, winners of the opt-in class too (x3: DTYPE 3, float data, 16-byte requirements), on
+  /// the H100s only.
+  bool tf32x3 = false;
+  KernelSpec x3;
 
   KernelSpec synthetic(DbBuilder& db, const std::string& tmpl, int variant, bool requirements) {
     const std::string kernel = "cmt_sgemm_" + tmpl;
@@ -356,6 +396,26 @@ struct SyntheticFixture {
     i32.dtype = DType::i32;
     db.add_winner("GPU-aaaa", f64, "overall", typed_f64, 2.0);
     db.add_winner("GPU-aaab", i32, "overall", typed_i32, 1.2);
+    if (tf32x3) add_tf32x3(db);
+  }
+
+  void add_tf32x3(DbBuilder& db) {
+    SourceBundle b;
+    b.main_name = "x3.cuh";
+    b.main_text =
+        "template <int V, int DTYPE>\n"
+        "__global__ void cmt_sgemm_x3(int M, int N, int K, float alpha, const float* A, int lda, const float* B,\n"
+        "    int ldb, float beta, float* C, int ldc) {}\n";
+    x3.template_name = "x3";
+    x3.params = "V=1,DTYPE=3";
+    x3.name_expression = "cmt_sgemm_x3<1, 3>";
+    x3.shape = {256, 128, 128, 0};
+    x3.requirements = Requirements{16, 4};
+    x3.source_hash = db.add_source("x3", b);
+    Problem p{1024, 1024, 1024}, q{4096, 4096, 4096};
+    p.dtype = q.dtype = DType::tf32x3;
+    db.add_winner("GPU-aaaa", p, "overall", x3, 0.6);
+    db.add_winner("GPU-aaab", q, "overall", x3, 5.5);
   }
 };
 

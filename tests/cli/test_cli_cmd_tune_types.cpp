@@ -224,8 +224,9 @@ namespace {
 // The tf32x3 class: one tf32x3_mma point compiled by NVRTC, measured by the scripted process, whose
 // trials carry the FP32 SIMT reference's error (0.02 of the tolerance) beside their own (0.01). tune
 // prints the winner's error and SGEMM's in units of 2^-24 of the scale, as text and as JSON fields
-// that other types' rows omit; SGEMM is the class's baseline; export leaves its winners out and
-// refuses --dtype tf32x3 in one line.
+// that other types' rows omit; SGEMM is the class's baseline. export puts its winners in the header
+// (its sgemm_tf32x3's table) by default and with --dtype tf32x3, and leaves them out with --dtype f32,
+// whose header is then the one of the f32 winners alone; query says what sgemm_tf32x3 runs.
 class TuneTf32x3 : public test::ScriptedTune {
  protected:
   TuneTf32x3() : ScriptedTune("tf32x3", "64") {}
@@ -255,7 +256,7 @@ SWIZZLE = [1]
   }
 };
 
-TEST_F(TuneTf32x3, TuneReportsTheWinnersErrorNextToSimtsAndExportLeavesTheClassOut) {
+TEST_F(TuneTf32x3, TuneReportsTheWinnersErrorNextToSimtsAndExportServesTheClass) {
   const std::string base = "--quiet --db t.db tune --sizes 64:tf32x3,64 --config " + preset() + " --no-calibrate --seed 3 --jobs 2";
   const auto r = test::run_split(m_dir, base + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -289,12 +290,37 @@ TEST_F(TuneTf32x3, TuneReportsTheWinnersErrorNextToSimtsAndExportLeavesTheClassO
 
   const auto exported = test::run_split(m_dir, "--db t.db export --out h.cuh");
   ASSERT_EQ(exported.exit_code, 0) << exported.err;
-  EXPECT_EQ(test::read_file(m_dir / "h.cuh").find("tf32x3_mma"), std::string::npos) << "no tf32x3 routine yet";
-  const auto refused = test::run_split(m_dir, "--db t.db export --dtype tf32x3 --out h2.cuh");
-  EXPECT_EQ(refused.exit_code, cli::k_exit_usage);
-  EXPECT_EQ(refused.err, "cm-tune: error: --dtype tf32x3: the exported header has no tf32x3 routine yet; its winners "
-                         "stay in the database (cm-tune query shows them)\n");
-  EXPECT_FALSE(std::filesystem::exists(m_dir / "h2.cuh"));
+  const std::string header = test::read_file(m_dir / "h.cuh");
+  EXPECT_NE(header.find("cmt_sgemm_tf32x3_mma<"), std::string::npos) << "the class's winner is exported";
+  EXPECT_NE(header.find("{{64, 64, 64, 0, 1, 0, 3}, "), std::string::npos) << "its entry, dtype 3";
+  EXPECT_NE(header.find("inline cudaError_t sgemm_tf32x3("), std::string::npos);
+  const auto only_class = test::run_split(m_dir, "--db t.db export --dtype tf32x3 --out h2.cuh");
+  ASSERT_EQ(only_class.exit_code, 0) << only_class.err;
+  const std::string class_header = test::read_file(m_dir / "h2.cuh");
+  EXPECT_NE(class_header.find("{{64, 64, 64, 0, 1, 0, 3}, "), std::string::npos);
+  EXPECT_EQ(class_header.find("{{64, 64, 64, 0, 1, 0, 0}, "), std::string::npos) << "--dtype tf32x3 leaves f32 out";
+  const auto fp32_only = test::run_split(m_dir, "--db t.db export --dtype f32 --out h3.cuh");
+  ASSERT_EQ(fp32_only.exit_code, 0) << fp32_only.err;
+  const std::string fp32_header = test::read_file(m_dir / "h3.cuh");
+  EXPECT_EQ(fp32_header.find("cmt_sgemm_tf32x3_mma<"), std::string::npos) << "--dtype f32 leaves the class out";
+  EXPECT_NE(fp32_header.find("{{64, 64, 64, 0, 1, 0, 0}, "), std::string::npos);
+  EXPECT_EQ(fp32_header.find("dtype (0 f32, 1 f64, 2 i32, 3 tf32x3)"), std::string::npos)
+      << "the kernel table names no class it does not hold";
+  EXPECT_NE(header.find("dtype (0 f32, 1 f64, 2 i32, 3 tf32x3)"), std::string::npos);
+
+  // query answers for sgemm_tf32x3: the class's winner (or the f32 path, if that is predicted faster),
+  // and says which.
+  const auto query = test::run_split(m_dir, "--db t.db query --size 64 --dtype tf32x3 --json");
+  ASSERT_EQ(query.exit_code, 0) << query.err;
+  const nlohmann::json q = nlohmann::json::parse(query.out);
+  EXPECT_EQ(q["problem"], "64x64x64:tf32x3");
+  EXPECT_EQ(q["tuned"], true) << q.dump(2);
+  const std::string ran = q["dispatch"]["dtype"];
+  EXPECT_TRUE(ran == "tf32x3" || ran == "f32") << q.dump(2);
+  EXPECT_EQ(q["dispatch"]["template"], ran == "tf32x3" ? "tf32x3_mma" : "blocktile2d") << q.dump(2);
+  EXPECT_NE(q["dispatch_reason"].get<std::string>().find(ran == "tf32x3" ? "tf32x3 (opted in)" : "the f32 path"),
+            std::string::npos)
+      << q.dump(2);
 }
 
 }  // namespace

@@ -118,7 +118,7 @@ TEST_F(JsonFields, TuneQueryExportAndDbPrintTheirFields) {
   expect_paths("query", query.out,
                {"device", "device.name", "device.uuid", "problem", "tuned", "dispatch", "dispatch.kernel",
                 "dispatch.template", "dispatch.params", "dispatch.name_expression", "dispatch.requirements",
-                "dispatch.predicted_us", "dispatch.splits", "dispatch.held_out_error_median",
+                "dispatch.dtype", "dispatch.predicted_us", "dispatch.splits", "dispatch.held_out_error_median",
                 "dispatch.held_out_points", "dispatch_reason", "dispatch_kind", "served", "predictions",
                 "predictions[].kernel", "predictions[].predicted_us", "predictions[].usable",
                 "predictions[].in_domain", "cublas_tflops", "top", "top[].template", "top[].params",

@@ -15,11 +15,13 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/hash.hpp"
 #include "export/cost_model.hpp"
 #include "export/dispatch.hpp"
 #include "export/header_writer.hpp"
+#include "export/rules.hpp"
 #include "space/space.hpp"
 #include "space/template_desc.hpp"
 #include "store/store.hpp"
@@ -101,6 +103,103 @@ TEST(DispatchChoice, TunedProblemsRunTheirMeasuredWinner) {
   call = tight_call({4000, 4000, 4000});
   call.alignment = 4;   // no portable kernel tuned there: the generic default
   EXPECT_EQ(chosen(model, call), "generic");
+}
+
+/// sample_model with the opt-in tf32x3 class: 4 "x3" (128x128, vec4), tuned at 1000^3 and 3000^3 (no
+/// portable kernel) and cheaper than every f32 kernel; 5 "x3_slow" (64x64, no requirements), dearer.
+ExportModel sample_model_with_tf32x3() {
+  ExportModel model = sample_model();
+  ExportKernel x3 = kernel_named("x3", 128, 128, k_vec4), slow = kernel_named("x3_slow", 64, 64, {4, 1});
+  x3.dtype = slow.dtype = DType::tf32x3;
+  model.kernels.push_back(x3);
+  model.kernels.push_back(slow);
+  Problem tuned{1000, 1000, 1000}, large{3000, 3000, 3000};
+  tuned.dtype = large.dtype = DType::tf32x3;
+  model.devices[0].entries.push_back({tuned, 4, -1});
+  model.devices[0].entries.push_back({large, 4, -1});
+  model.devices[0].models.push_back(model_of(4, {1, 0.01, 0, 0}, 256, 8192));
+  model.devices[0].models.push_back(model_of(5, {50, 0.4, 0, 0}, 256, 8192));
+  return model;
+}
+
+CallShape x3_call(Problem p) {
+  p.dtype = DType::tf32x3;
+  return tight_call(p);
+}
+
+// An opted-in call (the header's sgemm_tf32x3) runs the class's kernel where it is predicted faster
+// than what sgemm runs, and otherwise exactly what sgemm runs, saying why.
+TEST(DispatchChoice, AnOptedInCallRunsTheFasterClassOrTheFp32Path) {
+  const ExportModel model = sample_model_with_tf32x3();
+  const auto name = [&](const DispatchChoice& c) {
+    return c.kernel < 0 ? std::string("(refused)") : model.kernels.at(static_cast<size_t>(c.kernel)).name_expression;
+  };
+  // Tuned in both classes: x3's model (1 + 0.01 w) against big's (20 + 0.05 w) at the same work.
+  DispatchChoice c = choose_kernel(model, 0, x3_call({1000, 1000, 1000}));
+  EXPECT_EQ(name(c), "x3");
+  EXPECT_EQ(c.dtype, DType::tf32x3);
+  EXPECT_TRUE(c.exact);
+  EXPECT_EQ(c.reason, "tuned");
+  EXPECT_GT(c.modelled_us, 0);
+  EXPECT_NE(c.why.find("tf32x3 (opted in): tuned for this problem"), std::string::npos) << c.why;
+  EXPECT_NE(c.why.find("for the f32 path's big"), std::string::npos) << c.why;
+  EXPECT_EQ(name(choose_kernel(model, 0, tight_call({1000, 1000, 1000}))), "big") << "sgemm never runs x3";
+  // Both classes' models are listed.
+  std::set<DType> listed;
+  for (const auto& pr : c.predictions) listed.insert(model.kernels.at(static_cast<size_t>(pr.kernel)).dtype);
+  EXPECT_EQ(listed, (std::set<DType>{DType::f32, DType::tf32x3}));
+
+  // An odd lda misses x3's requirements and the class has no portable or generic kernel: the f32
+  // path, as sgemm takes it (here its portable winner).
+  CallShape odd = x3_call({1000, 1000, 1000});
+  odd.lda = 1001;
+  c = choose_kernel(model, 0, odd);
+  EXPECT_EQ(name(c), "small");
+  EXPECT_EQ(c.dtype, DType::f32);
+  EXPECT_EQ(c.reason, "tuned_portable");
+  EXPECT_NE(c.why.find("the f32 path (opted in to tf32x3, but the call misses the requirements of every tf32x3 "
+                       "kernel that computes it): tuned for this problem"),
+            std::string::npos)
+      << c.why;
+  EXPECT_EQ(choose_class_kernel(model, 0, odd).kernel, -1) << "the class alone has nothing to run";
+  // The tuned 3000^3 at 4-byte alignment: x3 cannot run and the entry has no portable kernel, so the f32
+  // path runs (3000^3 is untuned in f32: small, predicted).
+  CallShape tuned_unaligned = x3_call({3000, 3000, 3000});
+  tuned_unaligned.alignment = 4;
+  EXPECT_EQ(name(choose_kernel(model, 0, tuned_unaligned)), "small");
+  // Untuned 2500^3 at 4-byte alignment: x3_slow can run but is predicted slower than small.
+  CallShape unaligned = x3_call({2500, 2500, 2500});
+  unaligned.alignment = 4;
+  c = choose_kernel(model, 0, unaligned);
+  EXPECT_EQ(name(c), "small") << c.why;
+  EXPECT_NE(c.why.find("its tf32x3 kernel x3_slow[] is predicted slower"), std::string::npos) << c.why;
+  // Untuned and aligned: x3 is predicted fastest.
+  c = choose_kernel(model, 0, x3_call({2000, 2000, 2000}));
+  EXPECT_EQ(name(c), "x3");
+  EXPECT_EQ(c.reason, "predicted");
+  // A layout no tf32x3 kernel computes, and a device without a table: what sgemm does.
+  c = choose_kernel(model, 0, x3_call(Problem::make(2000, 2000, 2000, false, true)));
+  EXPECT_EQ(c.kernel, -1) << "no f32 nt kernel either";
+  EXPECT_NE(c.why.find("no tuned tf32x3 kernel of this table computes nt"), std::string::npos) << c.why;
+  c = choose_kernel(model, 5, x3_call({64, 64, 64}));
+  EXPECT_EQ(name(c), "generic");
+  EXPECT_EQ(c.reason, "no_table");
+  EXPECT_NE(c.why.find("nothing is tuned for this device"), std::string::npos) << c.why;
+}
+
+// The header computes every row of the type table: the opt-in class through sgemm_tf32x3, whose
+// dispatch falls back to f32's (the rules' opt_in_storage agrees with the table's storage types).
+TEST(DispatchChoice, TheHeaderComputesEveryTypeAndNamesItsRoutine) {
+  for (const TypeInfo& t : k_types) {
+    EXPECT_TRUE(header_computes(t.dtype)) << t.name;
+    EXPECT_EQ(rules::opt_in_storage(static_cast<int>(t.dtype)), t.opt_in ? static_cast<int>(t.storage) : -1) << t.name;
+  }
+  EXPECT_EQ(header_routine(DType::f32), "sgemm");
+  EXPECT_EQ(header_routine(DType::f64), "dgemm");
+  EXPECT_EQ(header_routine(DType::i32), "igemm");
+  EXPECT_EQ(header_routine(DType::tf32x3), "sgemm_tf32x3");
+  EXPECT_EQ(header_kernel_name_function(DType::f64), "kernel_name");
+  EXPECT_EQ(header_kernel_name_function(DType::tf32x3), "kernel_name_tf32x3");
 }
 
 // Split K: a long K over few tiles runs as a strided batch of K slices and their sum when that is

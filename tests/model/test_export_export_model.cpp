@@ -308,6 +308,52 @@ TEST(ExportGolden, DispatchTables) {
       << "the dispatch tables changed; if intended, re-run with CMTUNE_UPDATE_GOLDEN=1 and review the diff of " << golden;
 }
 
+// The opt-in class's winners in the tables: their kernel (dtype 3) and entries (dtype 3) beside the
+// f32 ones of the same shapes, the class named in the kernel table's comment, and no generic default
+// of it (the f32 ones serve its calls' fallback). Everything else is the f32-only golden's.
+TEST(ExportModel, DispatchTablesWithTheTf32x3ClassMatchTheirGolden) {
+  test::TempDir dir;
+  DbBuilder db(dir / "t.db");
+  SyntheticFixture f;
+  f.tf32x3 = true;
+  f.build(db);
+  const std::string tables = render_dispatch_tables(build_export_model(db.store(), {}, fixture_blocktile2d()));
+  const fs::path golden = k_fixtures / "dispatch_tables_tf32x3.golden";
+  if (const char* update = std::getenv("CMTUNE_UPDATE_GOLDEN"); update && std::string(update) == "1") {
+    test::write_file(golden, tables);
+    GTEST_SKIP() << "rewrote " << golden;
+  }
+  ASSERT_TRUE(fs::exists(golden)) << golden << " is missing; run with CMTUNE_UPDATE_GOLDEN=1 to create it";
+  EXPECT_EQ(tables, test::read_file(golden))
+      << "the dispatch tables changed; if intended, re-run with CMTUNE_UPDATE_GOLDEN=1 and review the diff of " << golden;
+  EXPECT_NE(tables.find("{{1024, 1024, 1024, 0, 1, 0, 3}, "), std::string::npos);
+  EXPECT_NE(tables.find("{{4096, 4096, 4096, 0, 1, 0, 3}, "), std::string::npos);
+}
+
+// A database with tf32x3 winners exported without the class (--dtype f32,f64,i32) gives the tables
+// of the same database without them, byte for byte: the class's trials fit no model of another type.
+TEST(ExportModel, LeavingTheClassOutGivesTheTablesOfADatabaseWithoutIt) {
+  test::TempDir dir;
+  std::string without, left_out;
+  {
+    DbBuilder db(dir / "a.db");
+    SyntheticFixture f;
+    f.build(db);
+    without = render_dispatch_tables(build_export_model(db.store(), {}, fixture_blocktile2d()));
+  }
+  {
+    DbBuilder db(dir / "b.db");
+    SyntheticFixture f;
+    f.tf32x3 = true;
+    f.build(db);
+    ExportOptions options;
+    options.dtypes = {DType::f32, DType::f64, DType::i32};
+    left_out = render_dispatch_tables(build_export_model(db.store(), options, fixture_blocktile2d()));
+  }
+  EXPECT_EQ(left_out, without);
+  EXPECT_EQ(without.find("tf32x3"), std::string::npos);
+}
+
 TEST(ExportHeader, HoldsUsedSourcesOnlyAndProvenanceWithoutTimes) {
   test::TempDir dir;
   DbBuilder db(dir / "t.db");

@@ -9,6 +9,7 @@
 
 #include "cli/app.hpp"
 #include "cli/sizes.hpp"
+#include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "export/dispatch.hpp"
@@ -160,12 +161,15 @@ void print_unserved_calls(const ExportModel& model) {
 int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
   check_namespace_name(o.name_space);
   const std::vector<DType> dtypes = parse_dtype_list(o.dtype);
-  if (dtypes.empty()) throw UsageError("--dtype: give f32, f64, i32, a comma list of them, or all");
+  if (dtypes.empty()) throw UsageError(fmt::format("--dtype: give {}, a comma list of them, or all", type_names(",")));
   for (const DType d : dtypes)
     if (!header_computes(d))
       throw UsageError(fmt::format("--dtype {}: the exported header has no {} routine yet; its winners stay in the "
                                    "database (cm-tune query shows them)",
                                    dtype_name(d), dtype_name(d)));
+  // `all` (the default) exports every type and opt-in class the database holds: a class's winners change
+  // nothing for a caller that does not opt in (sgemm stays IEEE FP32). A list exports what it names.
+  const bool every_type = dtypes == all_types() && o.dtype.find(',') == std::string::npos;
   const std::filesystem::path db_file = database_path(global);
   if (!std::filesystem::exists(db_file))
     throw UsageError(fmt::format("database {} does not exist; run cm-tune tune first", db_file.string()));
@@ -177,7 +181,7 @@ int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
   ExportOptions options;
   options.name_space = o.name_space;
   if (o.device != "all") options.device_ids.push_back(resolve_db_device(store, o.device).id);
-  if (dtypes.size() < static_cast<size_t>(k_header_dtypes)) options.dtypes = dtypes;   // else every type
+  if (!every_type) options.dtypes = dtypes;   // else every type and class
   const TemplateDesc default_tmpl = generic_default_template(global);
   const ExportModel model = build_export_model(store, options, default_tmpl);
   const std::string header = render_header(model, o.name_space);
@@ -242,8 +246,9 @@ void add_export_command(CLI::App& app, GlobalOptions& global, Action& action) {
       ->capture_default_str();
   sub->add_option("--namespace", o->name_space, "C++ namespace of the header's API")->capture_default_str();
   sub->add_option("--dtype", o->dtype,
-                  "Element types whose tuned winners go into the tables: f32, f64, i32, a comma list, or all (the "
-                  "entry points sgemm, dgemm and igemm exist anyway, running the generic defaults)")
+                  "Element types whose tuned winners go into the tables: f32, f64, i32, tf32x3, a comma list, or all "
+                  "(every type and class; the entry points sgemm, dgemm, igemm and sgemm_tf32x3 exist anyway, "
+                  "running the generic defaults or, for tf32x3, sgemm's dispatch)")
       ->capture_default_str();
   sub->add_flag("--check", o->check,
                 "Write nothing; exit 1 if the file differs from what would be exported now (0 if identical)");

@@ -133,6 +133,8 @@ int run_query(const GlobalOptions& global, const QueryOptions& o) {
         {"params", chosen.params},
         {"name_expression", chosen.name_expression},
         {"requirements", chosen.requirements.to_string()},
+        // The type or class its kernel computes: a tf32x3 call (sgemm_tf32x3) may run the f32 path.
+        {"dtype", dtype_name(choice.dtype)},
         {"predicted_us", chosen_us},
         {"splits", choice.splits},
         {"held_out_error_median", held_out.count ? output::Value(held_out.median) : output::Value()},

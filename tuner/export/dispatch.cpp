@@ -89,9 +89,10 @@ bool requirements_met(const Requirements& r, const CallShape& call) {
   return rules::requirements_met(r.align_bytes, r.ld_multiple, call.lda, call.ldb, call.ldc, call.alignment);
 }
 
-DispatchChoice choose_kernel(const ExportModel& model, size_t device, const CallShape& call) {
+DispatchChoice choose_class_kernel(const ExportModel& model, size_t device, const CallShape& call) {
   DispatchChoice c;
   const Problem& p = call.problem;
+  c.dtype = p.dtype;
   const int layout = rules::layout_index(p.trans_a, p.trans_b);
   const int dtype = static_cast<int>(p.dtype);
   const std::vector<KernelServes> serving = serving_of(model);
@@ -146,6 +147,8 @@ DispatchChoice choose_kernel(const ExportModel& model, size_t device, const Call
     c.exact = true;
     const bool met = usable(entry.primary);
     c.kernel = rules::entry_kernel(entry.primary, met, entry.portable, generic);
+    c.modelled_us = rules::kernel_model_us(dev.models.data(), static_cast<int>(dev.models.size()), tiles.data(),
+                                           dev.sm_count, c.kernel, p.m, p.n, p.k, p.batch);
     c.portable_fallback = !met;
     c.reason = rules::dispatch_reason_name(rules::entry_reason(met, entry.portable));
     if (met) {
@@ -168,6 +171,8 @@ DispatchChoice choose_kernel(const ExportModel& model, size_t device, const Call
         c.served, rules::models_serve(dev.models.data(), static_cast<int>(dev.models.size()), serving.data(), dtype,
                                       layout, p.batch));
     c.reason = rules::dispatch_reason_name(reason);
+    c.modelled_us = rules::kernel_model_us(dev.models.data(), static_cast<int>(dev.models.size()), tiles.data(),
+                                           dev.sm_count, generic, p.m, p.n, p.k, p.batch);
     const std::string outcome = generic >= 0 ? "generic default" : "refused (no generic kernel computes it either)";
     const std::string what = fmt::format("{}{} {}", p.batch > 1 ? "batched " : "", dtype_name(p.dtype), p.layout());
     if (reason == rules::DispatchReason::not_served)
@@ -182,6 +187,7 @@ DispatchChoice choose_kernel(const ExportModel& model, size_t device, const Call
   const ExportKernelModel& m = dev.models[static_cast<size_t>(best)];
   c.kernel = m.kernel;
   c.predicted_us = us;
+  c.modelled_us = us;
   c.reason = rules::dispatch_reason_name(rules::DispatchReason::predicted);
   // Split K where the unsplit kernel leaves SMs idle and slices are predicted faster.
   const auto usable_slices = [&](int kernel, int splits) {
@@ -197,6 +203,7 @@ DispatchChoice choose_kernel(const ExportModel& model, size_t device, const Call
   if (split >= 0) {
     c.kernel = dev.models[static_cast<size_t>(split)].kernel;
     c.predicted_us = split_us;
+    c.modelled_us = split_us;
     c.why = fmt::format("not tuned: K split into {} slices of {} (a strided batch, then their sum), predicted {:.0f}% "
                         "faster than the best unsplit kernel, which leaves SMs idle",
                         c.splits, p.k / c.splits, 100.0 * (us / split_us - 1.0));
@@ -208,6 +215,60 @@ DispatchChoice choose_kernel(const ExportModel& model, size_t device, const Call
                                    factor)
                      : "not tuned: least predicted time of every kernel (none was measured within 64x of this "
                        "shape, so every model extrapolates)";
+  return c;
+}
+
+DispatchChoice choose_kernel(const ExportModel& model, size_t device, const CallShape& call) {
+  const int storage = rules::opt_in_storage(static_cast<int>(call.problem.dtype));
+  if (storage < 0) return choose_class_kernel(model, device, call);
+  // An opted-in call: the class's choice where it is predicted faster than its storage type's.
+  const DispatchChoice opted = choose_class_kernel(model, device, call);
+  CallShape base_call = call;
+  base_call.problem.dtype = static_cast<DType>(storage);
+  const DispatchChoice base = choose_class_kernel(model, device, base_call);
+  const bool runs_class = rules::opt_in_runs_class(opted.kernel, opted.modelled_us, base.kernel, base.modelled_us);
+  DispatchChoice c = runs_class ? opted : base;
+  c.served = opted.served || base.served;
+  c.predictions = opted.predictions;
+  c.predictions.insert(c.predictions.end(), base.predictions.begin(), base.predictions.end());
+  std::stable_sort(c.predictions.begin(), c.predictions.end(), [](const Prediction& a, const Prediction& b) {
+    if (a.usable != b.usable) return a.usable;
+    if (a.in_domain != b.in_domain) return a.in_domain;
+    return a.us < b.us;
+  });
+  const std::string cls(dtype_name(call.problem.dtype)), st(dtype_name(base_call.problem.dtype));
+  const auto label = [&](int kernel) {
+    const ExportKernel& k = model.kernels.at(static_cast<size_t>(kernel));
+    return kernel_label(k.template_name, k.params);
+  };
+  if (runs_class) {
+    std::string against;
+    if (base.kernel < 0)
+      against = fmt::format("no {} kernel computes the call", st);
+    else if (base.modelled_us < 0)
+      against = fmt::format("the {} path's {} has no prediction", st, label(base.kernel));
+    else
+      against = fmt::format("predicted {:.1f} us against {:.1f} us for the {} path's {}", opted.modelled_us,
+                            base.modelled_us, st, label(base.kernel));
+    c.why = fmt::format("{} (opted in): {}; {}", cls, opted.why, against);
+    return c;
+  }
+  const Problem& p = call.problem;
+  std::string why_not;
+  if (opted.kernel >= 0 && opted.modelled_us >= 0)
+    why_not = fmt::format("its {} kernel {} is predicted slower, {:.1f} us against {:.1f} us", cls, label(opted.kernel),
+                          opted.modelled_us, base.modelled_us);
+  else if (opted.kernel >= 0)
+    why_not = fmt::format("its {} kernel {} has no prediction", cls, label(opted.kernel));
+  else if (opted.reason == rules::dispatch_reason_name(rules::DispatchReason::no_table))
+    why_not = "nothing is tuned for this device";
+  else if (opted.reason == rules::dispatch_reason_name(rules::DispatchReason::not_served))
+    why_not = fmt::format("no tuned {} kernel of this table computes {}{}", cls, p.batch > 1 ? "batched " : "", p.layout());
+  else if (opted.reason == rules::dispatch_reason_name(rules::DispatchReason::not_modelled))
+    why_not = fmt::format("no {} kernel that computes it has a cost model", cls);
+  else
+    why_not = fmt::format("the call misses the requirements of every {} kernel that computes it", cls);
+  c.why = fmt::format("the {} path (opted in to {}, but {}): {}", st, cls, why_not, base.why);
   return c;
 }
 

@@ -66,13 +66,27 @@ struct DispatchChoice {
   bool served = true;
   std::string reason;                    // the header's DispatchReason, by name: "tuned", "not_served", ...
   std::string why;                       // one line
+  /// The element type or class whose kernel runs: the call's, or for a call of an opt-in class that
+  /// runs its storage type's choice (opt_in_runs_class), that type (f32 for tf32x3).
+  DType dtype = DType::f32;
+  /// The time the header's opted-in comparison takes for this choice (the dispatch rules'
+  /// opt_in_runs_class): predicted_us, else the chosen kernel's model at the call (a tuned problem's
+  /// winner, a generic default measured on the device); -1 when its kernel has no model there.
+  double modelled_us = -1;
 };
 
 /// The kernel an exported header built from `model` runs for a call on device table `device`
 /// (an index into model.devices), and why: only kernels of the call's element type
 /// (call.problem.dtype) compete, as in the header, whose sgemm, dgemm and igemm each dispatch among
-/// their own type's kernels. `predictions` lists the models of that type only.
+/// their own type's kernels. A call of an opt-in class (tf32x3, the header's sgemm_tf32x3) is
+/// dispatched as a call of the class and as a call of its storage type (f32), and runs the class's
+/// choice where the rules' opt_in_runs_class says so; its `predictions` list both types' models.
 DispatchChoice choose_kernel(const ExportModel& model, size_t device, const CallShape& call);
+
+/// The dispatch of the call's own type or class alone (the header's select_in_class): for an opt-in
+/// class, among its kernels only, with no fallback to its storage type (a class has no generic
+/// default: kernel -1 where none serves). The held-out check judges a class's models with it.
+DispatchChoice choose_class_kernel(const ExportModel& model, size_t device, const CallShape& call);
 
 /// Whether a tuned kernel of device table `device` (an index into model.devices) computes calls of an
 /// element type, a layout ("nn", "nt", "tn", "tt") and, when `batched`, batches: table_serves in the

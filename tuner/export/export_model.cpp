@@ -9,9 +9,11 @@
 #include <set>
 #include <tuple>
 
+#include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "export/cost_model.hpp"
 #include "export/dispatch.hpp"
+#include "export/rules.hpp"
 #include "space/space.hpp"
 #include "space/target.hpp"
 #include "record/ranking.hpp"
@@ -19,6 +21,21 @@
 namespace cmt {
 
 std::string source_namespace(const std::string& hash) { return "src_" + hash.substr(0, k_namespace_hex_digits); }
+
+bool header_computes(DType dtype) {
+  const int d = static_cast<int>(dtype);
+  return d < k_header_dtypes || rules::opt_in_storage(d) >= 0;
+}
+
+std::string header_routine(DType dtype) {
+  const TypeInfo& t = type_info(dtype);
+  return t.opt_in ? fmt::format("{}gemm_{}", t.routine, t.name) : fmt::format("{}gemm", t.routine);
+}
+
+std::string header_kernel_name_function(DType dtype) {
+  const TypeInfo& t = type_info(dtype);
+  return t.opt_in ? fmt::format("kernel_name_{}", t.name) : "kernel_name";
+}
 
 namespace {
 

@@ -92,11 +92,18 @@ constexpr double k_streaming_bandwidth_share = 0.8;
 
 /// Index of the f32 NN generic default kernel in ExportModel::kernels.
 constexpr int k_generic_kernel_index = 0;
-/// The element types a header computes (its entry points sgemm, dgemm and igemm), in DType order.
+/// The element types of the header's entry points (sgemm, dgemm and igemm), in DType order: the rows
+/// of its generic default kernels (ExportModel::generic_kernels, the header's k_generic_kernels).
 constexpr int k_header_dtypes = 3;
-/// Whether the header has a routine of the type: the first k_header_dtypes types. The opt-in tf32x3
-/// class has none yet, so export leaves its winners in the database and bench cannot time it.
-constexpr bool header_computes(DType dtype) { return static_cast<int>(dtype) < k_header_dtypes; }
+/// Whether the header computes a type: one of its entry points' element types, or an opt-in precision
+/// class whose calls fall back to such a type's dispatch (the dispatch rules' opt_in_storage: tf32x3,
+/// through sgemm_tf32x3 and, with CMTUNE_SGEMM_TF32X3, sgemm). A class has no generic default.
+bool header_computes(DType dtype);
+/// The header's routine of a type: "sgemm", "dgemm", "igemm", or for an opt-in class its storage
+/// type's with the class's name, "sgemm_tf32x3" (the five entry points add "_strided_batched" and so
+/// on); and the function that says which kernel it runs: "kernel_name", or "kernel_name_tf32x3".
+std::string header_routine(DType dtype);
+std::string header_kernel_name_function(DType dtype);
 
 /// Everything the header holds, sorted so that rendering is deterministic.
 struct ExportModel {

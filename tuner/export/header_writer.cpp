@@ -11,6 +11,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "core/dtype.hpp"
 #include "core/embedded.hpp"
 #include "core/error.hpp"
 #include "export/dispatch.hpp"
@@ -212,7 +213,17 @@ std::string render_dispatch_tables(const ExportModel& model) {
   out += fmt::format("constexpr int k_kernel_count = {};\n", model.kernels.size());
   out += "constexpr KernelInfo k_kernels[k_kernel_count] = {\n";
   out += "    // name, source namespace, threads, tile_m, tile_n, dynamic_smem, grid_z, align_bytes, ld_multiple, layout,\n";
-  out += "    // batched, problems per block (0: one, and the kernel takes no problem count), dtype (0 f32, 1 f64, 2 i32)\n";
+  // The opt-in classes are named where the header has kernels of them, so a header without any keeps
+  // the tables of headers before classes existed.
+  std::string classes;
+  for (const TypeInfo& t : k_types)
+    if (t.opt_in && std::any_of(model.kernels.begin(), model.kernels.end(), [&](const ExportKernel& k) {
+          return k.dtype == t.dtype;
+        }))
+      classes += fmt::format(", {} {}", static_cast<int>(t.dtype), t.name);
+  out += fmt::format("    // batched, problems per block (0: one, and the kernel takes no problem count), dtype (0 f32, 1 f64, "
+                     "2 i32{})\n",
+                     classes);
   for (size_t i = 0; i < model.kernels.size(); ++i) {
     const ExportKernel& k = model.kernels[i];
     bool generic = false;
@@ -346,7 +357,9 @@ std::string render_header(const ExportModel& model, const std::string& name_spac
   out += "// sgemm(opA, opB, ...) for transposed operands, sgemm_strided_batched(...) for batches, and\n";
   out += "// sgemm_colmajor(...) / sgemm_colmajor_strided_batched(...) for column-major (cuBLAS-style) callers.\n";
   out += "// dgemm(...) and igemm(...) are the same five calls for double and for int (32-bit, wrapping modulo\n";
-  out += "// 2^32) operands.\n";
+  out += "// 2^32) operands. sgemm_tf32x3(...) (the same five calls) opts into FP32 on the tensor cores (3xTF32,\n";
+  out += "// validated against FP64) where a tf32x3 kernel is predicted faster; #define CMTUNE_SGEMM_TF32X3 before\n";
+  out += "// including the header makes sgemm do so too.\n";
   out += "// CMTUNE_RECORD=FILE in the environment appends each distinct call to FILE, for `cm-tune tune --sizes @FILE`.\n";
   out += "// Needs only the CUDA runtime (<cuda_runtime.h>, which also provides log/fabs) and the C++ standard library;\n";
   out += "// compile with nvcc, C++14 or newer";

@@ -110,7 +110,9 @@ std::vector<HeldOutCheck> check_held_out(const ExportModel& model) {
           out.points.push_back(held_out_point(model, dev, *held, p, *us));
         }
       }
-      const DispatchChoice choice = choose_kernel(work, 0, tight_call(p));
+      // Among P's own type's kernels: a class's check judges its models, not its fallback to the
+      // storage type's kernels, which were measured on other problems.
+      const DispatchChoice choice = choose_class_kernel(work, 0, tight_call(p));
       out.chosen = choice.kernel;
       out.chosen_predicted_us = choice.predicted_us;
       for (const auto& [kernel, us] : measured)

@@ -1,7 +1,7 @@
 // The cost model checked on data it was not fitted on (docs/EXPORT.md, "How far to trust the
 // predictions"): leave one shape out. For each measured problem P of a device table, every exported
 // kernel's model is refitted without P's trials (fit_kernel_model, the same points and weights), and
-// the dispatch rules (choose_kernel, as if P had not been tuned) choose a kernel at P from the refitted
+// the dispatch rules (choose_class_kernel, as if P had not been tuned) choose a kernel at P from the refitted
 // models. The held-out predictions are compared with the kernels' measured times at P, and the chosen
 // kernel's measured time with the fastest exported kernel's: the regret.
 #pragma once
