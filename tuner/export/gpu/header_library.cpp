@@ -38,22 +38,21 @@ HeaderLibrary::HeaderLibrary(const std::string& header, const std::string& name_
         << fmt::format("namespace ns = {};\n", name_space)
         << "static ns::Op op(int t) { return t ? ns::Op::T : ns::Op::N; }\n";
     for (const DType d : dtypes) {
+      // sgemm, dgemm, igemm, or an opt-in class's routine (sgemm_tf32x3, with kernel_name_tf32x3).
       const std::string t(type_info(d).c_type);
-      const char x = type_info(d).routine;
       src << fmt::format(
-          "extern \"C\" cudaError_t cmt_bench_{x}gemm(int ta, int tb, int m, int n, int k, {t} alpha, const {t}* a,\n"
+          "extern \"C\" cudaError_t cmt_bench_{x}(int ta, int tb, int m, int n, int k, {t} alpha, const {t}* a,\n"
           "    int lda, long long sa, const {t}* b, int ldb, long long sb, {t} beta, {t}* c, int ldc, long long sc,\n"
           "    int batch, cudaStream_t s) {{\n"
-          "  return ns::{x}gemm_strided_batched(op(ta), op(tb), m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc,\n"
+          "  return ns::{x}_strided_batched(op(ta), op(tb), m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc,\n"
           "                                   batch, s);\n}}\n"
-          "extern \"C\" const char* cmt_bench_{x}kernel_name(int ta, int tb, int m, int n, int k, int lda, long long sa,\n"
-          "    int ldb, long long sb, int ldc, long long sc, int batch) {{\n"
+          "extern \"C\" const char* cmt_bench_{x}_kernel_name(int ta, int tb, int m, int n, int k, int lda,\n"
+          "    long long sa, int ldb, long long sb, int ldc, long long sc, int batch) {{\n"
           "  const {t}* p = reinterpret_cast<const {t}*>(256);  // aligned as cudaMalloc's buffers\n"
           "  const char* name = nullptr;\n"
-          "  return ns::kernel_name(op(ta), op(tb), m, n, k, p, lda, sa, p, ldb, sb, p, ldc, sc, batch, &name) == "
-          "cudaSuccess\n"
+          "  return ns::{kn}(op(ta), op(tb), m, n, k, p, lda, sa, p, ldb, sb, p, ldc, sc, batch, &name) == cudaSuccess\n"
           "      ? name : nullptr;\n}}\n",
-          fmt::arg("x", x), fmt::arg("t", t));
+          fmt::arg("x", header_routine(d)), fmt::arg("t", t), fmt::arg("kn", header_kernel_name_function(d)));
     }
   }
   const char* cuda_home = std::getenv("CUDA_HOME");
@@ -70,11 +69,11 @@ HeaderLibrary::HeaderLibrary(const std::string& header, const std::string& name_
   m_handle = dlopen((m_dir / "harness.so").c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!m_handle) throw UsageError(fmt::format("cannot load the compiled header: {}", dlerror()));
   for (const DType d : dtypes) {
-    const std::string gemm = fmt::format("cmt_bench_{}gemm", type_info(d).routine);
-    const std::string name = fmt::format("cmt_bench_{}kernel_name", type_info(d).routine);
+    const std::string gemm = fmt::format("cmt_bench_{}", header_routine(d));
+    const std::string name = fmt::format("cmt_bench_{}_kernel_name", header_routine(d));
     void* g = dlsym(m_handle, gemm.c_str());
     void* n = dlsym(m_handle, name.c_str());
-    if (!g || !n) throw UsageError(fmt::format("the compiled header has no {}", gemm));
+    if (!g || !n) throw UsageError(fmt::format("the compiled header has no {}", header_routine(d)));
     m_gemm[d] = g;
     m_kernel_name[d] = reinterpret_cast<KernelNameEntry>(n);
   }

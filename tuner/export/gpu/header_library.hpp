@@ -26,7 +26,8 @@ class HeaderLibrary {
   HeaderLibrary(const HeaderLibrary&) = delete;
   HeaderLibrary& operator=(const HeaderLibrary&) = delete;
 
-  /// The header's {s,d,i}gemm_strided_batched for the arguments' type, as a launcher on `stream`.
+  /// The header's {s,d,i}gemm_strided_batched for the arguments' type (sgemm_tf32x3_strided_batched for
+  /// tf32x3), as a launcher on `stream`.
   GemmLauncher launcher(DType dtype, cudaStream_t stream) const;
   /// The instantiation the header's dispatch runs for a call on aligned buffers; "?" when it runs none.
   std::string kernel_name(const CallShape& call) const;
