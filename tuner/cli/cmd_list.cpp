@@ -29,7 +29,8 @@ void add_list_command(CLI::App& app, GlobalOptions& global, Action& action) {
   sub->add_option("--layout", opts->layout,
                   "Enumerate the candidates of these layouts: nn (default), nt, tn, tt, a comma list, or all");
   sub->add_option("--dtype", opts->dtype,
-                  "Enumerate the candidates of these element types: f32 (default), f64, i32, a comma list, or all");
+                  "Enumerate the candidates of these element types: f32 (default), f64, i32, the opt-in class tf32x3, a "
+                  "comma list, or all (the IEEE types)");
   sub->add_flag("--json", opts->json, "Machine-readable output");
   sub->callback([&action, &global, opts] {
     action = [&global, opts] {
