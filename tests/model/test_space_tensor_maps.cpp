@@ -12,6 +12,9 @@
 #include "space/space.hpp"
 #include "space/template_desc.hpp"
 #include "store/store.hpp"
+#include "db_builder.hpp"
+#include "export/export_model.hpp"
+#include "export_fixtures.hpp"
 #include "migration_check.hpp"
 #include "test_support.hpp"
 
@@ -156,6 +159,46 @@ TEST(TensorMapsStore, ADatabaseFromBeforeItKeepsItsRowsAndItsHash) {
   test::MigratedTrials m;
   ASSERT_NO_FATAL_FAILURE(test::expect_migration_keeps_trials(file, 7, "winners", "tensor_maps", m));
   for (const TrialRecord& t : m.after) EXPECT_EQ(t.shape.tensor_maps, 0);
+}
+
+}  // namespace
+}  // namespace cmt
+
+namespace cmt {
+namespace {
+
+using test::DbBuilder;
+using test::KernelSpec;
+
+// The exported header builds no tensor maps: a TMA winner stays in the database, and its problem
+// exports its fastest kernel without requirements where it has one, or nothing.
+TEST(TensorMapsExport, TheHeaderLeavesTmaWinnersInTheDatabase) {
+  test::TempDir dir;
+  DbBuilder db(dir / "tma.db");
+  export_fixtures::SyntheticFixture f;
+  f.build(db);
+  KernelSpec tma = f.synthetic(db, "tma", 1, true);
+  tma.shape.tensor_maps = 1;
+  // f32 problems, as the synthetic kernels compute: the rule is the same for every type.
+  const Problem served{1000, 1000, 1000}, unserved{3000, 3000, 3000};
+  db.add_winner("GPU-aaaa", served, "overall", tma, 0.5);
+  db.add_winner("GPU-aaaa", served, "portable", f.port1, 2.0);
+  db.add_winner("GPU-aaaa", unserved, "overall", tma, 5.0);
+  const ExportModel m = build_export_model(db.store(), {}, export_fixtures::fixture_blocktile2d());
+  for (const ExportKernel& k : m.kernels) {
+    EXPECT_NE(k.name_expression, tma.name_expression);
+    EXPECT_EQ(k.shape.tensor_maps, 0) << k.name_expression;
+  }
+  bool found_served = false;
+  for (const ExportDevice& d : m.devices)
+    for (const ExportEntry& e : d.entries) {
+      EXPECT_FALSE(e.problem == unserved) << "a TMA winner without a portable kernel exports nothing";
+      if (e.problem == served) {
+        found_served = true;
+        EXPECT_EQ(m.kernels[static_cast<size_t>(e.primary)].name_expression, f.port1.name_expression);
+      }
+    }
+  EXPECT_TRUE(found_served);
 }
 
 }  // namespace
