@@ -365,8 +365,7 @@ TEST_P(Tf32x3, CornerCasesOfEveryFamilyMatchFp64) {
       GemmArgs args{c.m, c.n, c.k, c.alpha, static_cast<float*>(da.get()) + c.offset, lda,
                     static_cast<float*>(db.get()) + c.offset, ldb, c.beta, static_cast<float*>(dc.get()) + c.offset, ldc};
       args.trans_a = ta;
-      args.trans_b = tb;
-      args.dtype = DType::tf32x3;
+      args.trans_b = tb;   // args.dtype stays f32: the class's storage, which its kernels take
       if (c.batch > 1) args.stride_a = sa, args.stride_b = sb, args.stride_c = sc, args.batch = c.batch;
       ASSERT_EQ((*launch)(args), cudaSuccess);
       CMT_CUDA_CHECK(cudaDeviceSynchronize());
