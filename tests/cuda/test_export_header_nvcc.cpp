@@ -554,4 +554,37 @@ int main() {
   EXPECT_EQ(run.output, "0 3 1\n") << "each unit's sgemm is its own: IEEE FP32, and opted in";
 }
 
+// A header holding a TMA kernel (tf32x3_wgmma, sm_90a) compiles wherever the header does: for sm_90a,
+// where the kernel is real, and for sm_90 and sm_80, where its body traps and the header's probe
+// keeps the dispatch from it (tests/gpu/test_header_tf32x3.cpp runs both builds). Its row says it
+// takes tensor maps, and its function is named uncast.
+TEST(ExportNvcc, AHeaderWithAWgmmaKernelCompilesForSm90aSm90AndSm80) {
+  test::TempDir dir;
+  DbBuilder db(dir / "t.db");
+  RealFixture f;
+  f.tf32x3 = true;
+  f.build(db);
+  const auto templates = load_templates({default_templates_dir()});
+  const KernelSpec wg = real_kernel(db, templates, "tf32x3_wgmma", "BM=128,BN=128,STAGES=3,SWIZZLE=1,TRANS_A=0,TRANS_B=1,DTYPE=3",
+                                    [](const LaunchShape& s, const Requirements&) { return s.tensor_maps == 1; });
+  Problem p{4096, 4096, 4096};
+  p.trans_b = true;
+  p.dtype = DType::tf32x3;
+  db.add_winner(k_h100_uuid, p, "overall", wg, 1.5);
+  const std::string header = export_header(db.store(), {}, builtin_blocktile2d());
+  ASSERT_NE(header.find("cmt_sgemm_tf32x3_wgmma<128, 128, 3, 1, 0, 1, 3>"), std::string::npos);
+  EXPECT_NE(header.find("return reinterpret_cast<const void*>(&src_"), std::string::npos);
+  test::write_file(dir / "tuned.cuh", header);
+  test::write_file(dir / "use.cu", R"(#include "tuned.cuh"
+cudaError_t use(float* C, const float* A, const float* B, cudaStream_t s) {
+  return cmtune::sgemm_tf32x3(cmtune::Op::N, cmtune::Op::T, 4096, 4096, 4096, 1.0f, A, 4096, B, 4096, 0.0f, C, 4096, s);
+}
+)");
+  for (const std::string arch : {"sm_90a", "sm_90", "sm_80"}) {
+    const auto r = test::nvcc_cached(fmt::format("-arch={} -c -I {}", arch, quoted(dir.path())), dir / "use.cu",
+                                     dir / ("use_" + arch + ".o"), {dir / "tuned.cuh"});
+    EXPECT_EQ(r.exit_code, 0) << arch << ":\n" << r.output;
+  }
+}
+
 }  // namespace

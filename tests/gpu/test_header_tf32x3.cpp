@@ -212,5 +212,134 @@ SWIZZLE = [1]
   }
 }
 
+/// Calls sgemm_tf32x3 on 512 x 384 x 256 in nn and nt (tight leading dimensions: 16-byte rows), and
+/// once with lda + 1 in nn, and prints "case units kernel" for each, then "done".
+constexpr const char* k_wgmma_program = R"prog(#include "tuned.cuh"
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+int main() {
+  struct Case { const char* name; int tb, pad; };
+  const Case cases[] = {{"nn", 0, 0}, {"nt", 1, 0}, {"nn-odd-lda", 0, 1}};
+  const int m = 512, n = 384, k = 256;
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (const Case& c : cases) {
+    const int lda = k + c.pad, ldb = c.tb ? k : n, ldc = n;
+    std::vector<float> a(size_t(m) * lda), b(size_t(c.tb ? n : k) * ldb), out(size_t(m) * ldc);
+    for (auto& x : a) x = u(rng);
+    for (auto& x : b) x = u(rng);
+    float *da, *db, *dc;
+    if (cudaMalloc(&da, a.size() * 4) || cudaMalloc(&db, b.size() * 4) || cudaMalloc(&dc, out.size() * 4)) return 1;
+    cudaMemcpy(da, a.data(), a.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(db, b.data(), b.size() * 4, cudaMemcpyHostToDevice);
+    const cmtune::Op ob = c.tb ? cmtune::Op::T : cmtune::Op::N;
+    cudaError_t e = cmtune::sgemm_tf32x3(cmtune::Op::N, ob, m, n, k, 1.0f, da, lda, db, ldb, 0.0f, dc, ldc);
+    const char* name = nullptr;
+    if (e == cudaSuccess)
+      e = cmtune::kernel_name_tf32x3(cmtune::Op::N, ob, m, n, k, da, lda, 0, db, ldb, 0, dc, ldc, 0, 1, &name);
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) {
+      std::printf("error %s %s\n", c.name, cudaGetErrorName(e));
+      return 1;
+    }
+    cudaMemcpy(out.data(), dc, out.size() * 4, cudaMemcpyDeviceToHost);
+    double worst = 0;
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < n; ++j) {
+        double sum = 0, scale = 0;
+        for (int kk = 0; kk < k; ++kk) {
+          const double x = a[size_t(i) * lda + kk], y = c.tb ? b[size_t(j) * ldb + kk] : b[size_t(kk) * ldb + j];
+          sum += x * y;
+          scale += std::fabs(x * y);
+        }
+        const double units = std::fabs(out[size_t(i) * ldc + j] - sum) / (scale * 0x1p-24);
+        if (std::isnan(units) || units > worst) worst = units;
+      }
+    std::printf("%s %.3f %s\n", c.name, worst, name ? name : "(none)");
+    cudaFree(da);
+    cudaFree(db);
+    cudaFree(dc);
+  }
+  std::printf("done\n");
+  return 0;
+}
+)prog";
+
+// The header runs the wgmma family (TMA, sm_90a) where the program is built for sm_90a, building
+// the tensor maps for each call, and its results are FP32-class; built for plain sm_90, the same
+// header's probe finds no sm_90a code and the calls run the tuned mma.sync kernel without
+// requirements instead; a call whose lda TMA cannot take runs that kernel too. Compute capability
+// 9.0 only (elsewhere the family has no points).
+TEST(HeaderTf32x3, WgmmaKernelsRunWhereTheProgramIsBuiltForSm90a) {
+  CMT_REQUIRE_GPU();
+  const DeviceInfo device = select_device(0);
+  if (device.cc_major != 9 || device.cc_minor != 0)
+    GTEST_SKIP() << "the wgmma family runs on compute capability 9.0 alone, this GPU is " << device.arch();
+  test::TempDir dir;
+  const std::string db = (dir / "tune.db").string();
+  test::write_file(dir / "preset.toml", R"(name = "tf32x3-wgmma-header"
+description = "one wgmma build and the 4-byte staged tf32x3_mma build, which has no requirements"
+[tune]
+budget_ms = 10
+min_samples = 5
+max_samples = 50
+retime_top = 1
+retime_rounds = 5
+[templates.tf32x3_wgmma]
+BM = [128]
+BN = [128]
+STAGES = [3]
+SWIZZLE = [1]
+[templates.tf32x3_mma]
+BM = [64]
+BN = [64]
+BK = [32]
+WM = [32]
+WN = [32]
+STAGES = [3]
+VEC = [1]
+PAD = [8]
+STAGED = [1]
+SWIZZLE = [1]
+)");
+  run_ok(test::cmtune_binary() + " --quiet --db " + db + " tune --device 0 --sizes 512x384x256:tf32x3 --layout nn,nt" +
+         " --config " + (dir / "preset.toml").string() + " --no-calibrate --seed 5");
+  run_ok(test::cmtune_binary() + " --quiet --db " + db + " export --out " + (dir / "tuned.cuh").string());
+  const std::string header = test::read_file(dir / "tuned.cuh");
+  ASSERT_NE(header.find("cmt_sgemm_tf32x3_wgmma<"), std::string::npos) << "no wgmma kernel was exported";
+  test::write_file(dir / "program.cu", k_wgmma_program);
+  for (const std::string arch : {"sm_90a", "sm_90"}) {
+    SCOPED_TRACE(arch);
+    const std::string program = (dir / ("program_" + arch)).string();
+    run_ok(fmt::format("{} -std=c++17 -O2 -arch={} -I {} -o {} {}", test::nvcc_path(), arch, dir.path().string(), program,
+                       (dir / "program.cu").string()));
+    const auto run = test::run_command(program);
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    std::map<std::string, std::pair<std::string, double>> results;
+    std::istringstream lines(run.output);
+    for (std::string line; std::getline(lines, line);) {
+      std::istringstream fields(line);
+      std::string name, kernel;
+      double units = -1;
+      if (fields >> name >> units) {
+        std::getline(fields >> std::ws, kernel);
+        results[name] = {kernel, units};
+      }
+    }
+    ASSERT_EQ(results.size(), 3u) << run.output;
+    for (const auto& [name, r] : results) {
+      EXPECT_LE(r.second, 16.0) << name << " ran " << r.first << ": not an FP32-class result";
+      const bool wgmma = r.first.find("cmt_sgemm_tf32x3_wgmma<") != std::string::npos;
+      EXPECT_EQ(wgmma, arch == "sm_90a" && name != "nn-odd-lda") << name << " ran " << r.first;
+      if (!wgmma) EXPECT_NE(r.first.find("cmt_sgemm_tf32x3_mma<"), std::string::npos) << name << " ran " << r.first;
+    }
+    std::printf("%s:\n%s", arch.c_str(), run.output.c_str());
+  }
+}
+
 }  // namespace
 }  // namespace cmt

@@ -14,6 +14,7 @@
 #include "store/store.hpp"
 #include "db_builder.hpp"
 #include "export/export_model.hpp"
+#include "export/header_writer.hpp"
 #include "export_fixtures.hpp"
 #include "migration_check.hpp"
 #include "test_support.hpp"
@@ -170,35 +171,32 @@ namespace {
 using test::DbBuilder;
 using test::KernelSpec;
 
-// The exported header builds no tensor maps: a TMA winner stays in the database, and its problem
-// exports its fastest kernel without requirements where it has one, or nothing.
-TEST(TensorMapsExport, TheHeaderLeavesTmaWinnersInTheDatabase) {
+// A TMA winner goes into the header like any other, its kernel row saying it takes tensor maps (the
+// field written only where it is 1, so other rows read as before) and its function named without the
+// cast to the 15-argument type; kernels without maps keep their rows and casts.
+TEST(TensorMapsExport, TheHeaderMarksTmaKernelsAndNamesThemUncast) {
   test::TempDir dir;
   DbBuilder db(dir / "tma.db");
   export_fixtures::SyntheticFixture f;
   f.build(db);
   KernelSpec tma = f.synthetic(db, "tma", 1, true);
   tma.shape.tensor_maps = 1;
-  // f32 problems, as the synthetic kernels compute: the rule is the same for every type.
-  const Problem served{1000, 1000, 1000}, unserved{3000, 3000, 3000};
-  db.add_winner("GPU-aaaa", served, "overall", tma, 0.5);
-  db.add_winner("GPU-aaaa", served, "portable", f.port1, 2.0);
-  db.add_winner("GPU-aaaa", unserved, "overall", tma, 5.0);
+  const Problem p{1000, 1000, 1000};
+  db.add_winner("GPU-aaaa", p, "overall", tma, 0.5);
+  db.add_winner("GPU-aaaa", p, "portable", f.port1, 2.0);
   const ExportModel m = build_export_model(db.store(), {}, export_fixtures::fixture_blocktile2d());
-  for (const ExportKernel& k : m.kernels) {
-    EXPECT_NE(k.name_expression, tma.name_expression);
-    EXPECT_EQ(k.shape.tensor_maps, 0) << k.name_expression;
+  int index = -1;
+  for (size_t i = 0; i < m.kernels.size(); ++i) {
+    EXPECT_EQ(m.kernels[i].shape.tensor_maps, m.kernels[i].name_expression == tma.name_expression ? 1 : 0)
+        << m.kernels[i].name_expression;
+    if (m.kernels[i].name_expression == tma.name_expression) index = static_cast<int>(i);
   }
-  bool found_served = false;
-  for (const ExportDevice& d : m.devices)
-    for (const ExportEntry& e : d.entries) {
-      EXPECT_FALSE(e.problem == unserved) << "a TMA winner without a portable kernel exports nothing";
-      if (e.problem == served) {
-        found_served = true;
-        EXPECT_EQ(m.kernels[static_cast<size_t>(e.primary)].name_expression, f.port1.name_expression);
-      }
-    }
-  EXPECT_TRUE(found_served);
+  ASSERT_GE(index, 0) << "the TMA winner is exported";
+  const std::string header = render_dispatch_tables(m);
+  const std::string row = fmt::format("0, 1}},  // {}: tma[V=1]", index);
+  EXPECT_NE(header.find(row), std::string::npos) << "its row ends in tensor_maps = 1";
+  EXPECT_NE(header.find(fmt::format("case {}: return reinterpret_cast<const void*>(&", index)), std::string::npos);
+  EXPECT_NE(header.find("::cmt_sgemm_fast<1>));"), std::string::npos) << "the others keep their casts";
 }
 
 }  // namespace

@@ -126,7 +126,10 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
   std::set<DType> dtypes;
   for (const Problem& p : problems) dtypes.insert(p.dtype);
   std::unique_ptr<HeaderLibrary> header;
-  if (!o.header.empty()) header = std::make_unique<HeaderLibrary>(o.header, o.name_space, device.arch(), dtypes);
+  // Built as a program would be for this GPU, its arch-specific features included (sm_90a on compute
+  // capability 9.0), so that the header's TMA kernels run as tuned.
+  if (!o.header.empty())
+    header = std::make_unique<HeaderLibrary>(o.header, o.name_space, header_build_arch(device), dtypes);
 
   // The tuner's own measuring code: the same workspaces, validation and interleaved timing.
   TuneSettings settings;

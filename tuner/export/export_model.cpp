@@ -324,16 +324,9 @@ ExportModel build_export_model(Store& store, const ExportOptions& options, const
   for (const auto& d : devices) {
     auto& group = groups[Identity{d.name, d.cc_major, d.cc_minor, d.sm_count}];
     group.first.push_back(d);
-    for (auto e : dispatch_entries(store, d.id)) {
+    for (const auto& e : dispatch_entries(store, d.id)) {
       tuned_types.insert(e.problem.dtype);
       if (!wanted(e.problem.dtype)) continue;   // --dtype leaves this type's winners out
-      // The header does not build tensor maps: a TMA winner (tf32x3_wgmma) stays in the database,
-      // and its problem exports its fastest kernel without requirements, if it has one.
-      if (e.portable && e.portable->shape.tensor_maps != 0) e.portable.reset();
-      if (e.primary.shape.tensor_maps != 0) {
-        if (!e.portable) continue;
-        e.primary = *e.portable;
-      }
       Merged& m = group.second[e.problem];
       keep_better(store, m.primary, e.primary);
       if (e.portable) keep_better(store, m.portable, *e.portable);

@@ -229,12 +229,15 @@ std::string render_dispatch_tables(const ExportModel& model) {
     bool generic = false;
     for (const auto& row : model.generic_kernels)
       generic = generic || std::find(std::begin(row), std::end(row), static_cast<int>(i)) != std::end(row);
-    out += fmt::format("    {{{}, \"{}\", {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}},  // {}: {}{}[{}]\n",
+    // tensor_maps is written only where it is 1, so the tables of headers without TMA kernels read as
+    // before.
+    out += fmt::format("    {{{}, \"{}\", {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}{}}},  // {}: {}{}[{}]\n",
                        c_string(k.name_expression), source_namespace(k.source_hash), k.shape.threads, k.shape.tile_m,
                        k.shape.tile_n, k.shape.dynamic_smem, k.shape.grid_z, k.requirements.align_bytes,
                        k.requirements.ld_multiple, layout_number(k.layout), k.batched ? 1 : 0,
-                       k.takes_batch_count ? k.shape.problems_per_block : 0, static_cast<int>(k.dtype), i,
-                       generic ? "generic default, " : "", k.template_name, comment_text(k.params));
+                       k.takes_batch_count ? k.shape.problems_per_block : 0, static_cast<int>(k.dtype),
+                       k.shape.tensor_maps != 0 ? ", 1" : "", i, generic ? "generic default, " : "", k.template_name,
+                       comment_text(k.params));
   }
   out += "};\n\n";
   for (size_t d = 0; d < model.devices.size(); ++d) {
@@ -277,8 +280,13 @@ std::string render_dispatch_tables(const ExportModel& model) {
   out += "  switch (index) {\n";
   for (size_t i = 0; i < model.kernels.size(); ++i) {
     const ExportKernel& k = model.kernels[i];
-    out += fmt::format("    case {}: return reinterpret_cast<const void*>(static_cast<{}>(&{}::{}));\n", i,
-                       kernel_function_type(k), source_namespace(k.source_hash), k.name_expression);
+    // A TMA kernel takes its source's tensor-map type after the 15 arguments: named as it is.
+    if (k.shape.tensor_maps != 0)
+      out += fmt::format("    case {}: return reinterpret_cast<const void*>(&{}::{});\n", i,
+                         source_namespace(k.source_hash), k.name_expression);
+    else
+      out += fmt::format("    case {}: return reinterpret_cast<const void*>(static_cast<{}>(&{}::{}));\n", i,
+                         kernel_function_type(k), source_namespace(k.source_hash), k.name_expression);
   }
   out += "    default: return nullptr;\n";
   out += "  }\n";

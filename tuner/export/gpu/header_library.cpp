@@ -24,6 +24,10 @@ using HeaderGemm = cudaError_t (*)(int, int, int, int, int, T, const T*, int, lo
 
 }  // namespace
 
+std::string header_build_arch(const DeviceInfo& device) {
+  return device.cc_major == 9 && device.cc_minor == 0 ? device.arch() + "a" : device.arch();
+}
+
 HeaderLibrary::HeaderLibrary(const std::string& header, const std::string& name_space, const std::string& arch,
                              const std::set<DType>& dtypes) {
   const auto header_path = std::filesystem::absolute(header);

@@ -7,11 +7,16 @@
 #include <set>
 #include <string>
 
+#include "core/device_info.hpp"
 #include "core/types.hpp"
 #include "cuda/kernel_module.hpp"
 #include "export/dispatch.hpp"
 
 namespace cmt {
+
+/// The -arch a program builds the exported header with for `device`: its arch-specific variant
+/// (sm_90a) on compute capability 9.0, where the header's TMA kernels run, else its arch.
+std::string header_build_arch(const DeviceInfo& device);
 
 /// Builds the exported header into a shared library with nvcc and loads its entry points for the
 /// element types asked for (a header of an older cm-tune has sgemm only: asking for f32 alone works

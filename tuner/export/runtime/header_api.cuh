@@ -67,14 +67,155 @@ inline RecordKey record_key(const Call& c, long long stride_a, long long stride_
   return key;
 }
 
-/// Whether a call may run a kernel: the kernel computes its element type and layout (and batch), and
-/// the call meets the kernel's requirements.
+// ---- TMA kernels (KernelInfo::tensor_maps) ----
+// A TMA kernel (tf32x3_wgmma) is sm_90a code: it runs on compute capability 9.0 where the program's
+// device code was built for sm_90a (nvcc -arch=sm_90a, or -gencode arch=compute_90a,code=sm_90a),
+// and reads A and B through two tensor maps built here for each launch with the driver's
+// cuTensorMapEncodeTiled, reached through the runtime (nothing links libcuda).
+
+typedef CUresult (*TmaEncodeFn)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+/// The driver's encoder, looked up once (null where the driver has none).
+inline TmaEncodeFn tma_encoder() {
+  static const TmaEncodeFn fn = [] {
+    void* p = 0;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      return static_cast<TmaEncodeFn>(0);
+    }
+    return reinterpret_cast<TmaEncodeFn>(p);
+  }();
+  return fn;
+}
+
+/// Writes 1 where the device code that runs was built with sm_90a's features. A template, so that
+/// several -rdc translation units may include it.
+template <int Unused>
+__global__ void tma_probe_kernel(int* built_for_sm90a) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  *built_for_sm90a = 1;
+#else
+  *built_for_sm90a = 0;
+#endif
+}
+
+/// Whether TMA kernels run on the current device: compute capability 9.0, the driver's encoder, and
+/// sm_90a device code in this program (a one-thread probe, once per device; a probe that cannot
+/// run, e.g. inside a stream capture, answers no for this call and is tried again at the next).
+inline bool tma_ready() {
+  static int state[64] = {};   // per device: 0 not known, 1 ready, 2 not
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  if (state[device] != 0) return state[device] == 1;
+  int major = 0, minor = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  if (major != 9 || minor != 0 || tma_encoder() == 0) {
+    state[device] = 2;
+    return false;
+  }
+  int* flag = 0;
+  int built = 0;
+  cudaError_t err = cudaMalloc(&flag, sizeof(int));
+  if (err == cudaSuccess) {
+    void* args[] = {&flag};
+    err = cudaLaunchKernel(reinterpret_cast<const void*>(&tma_probe_kernel<0>), dim3(1), dim3(1), args, 0, 0);
+    if (err == cudaSuccess) err = cudaMemcpy(&built, flag, sizeof(int), cudaMemcpyDeviceToHost);
+    (void)cudaFree(flag);
+  }
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  state[device] = built == 1 ? 1 : 2;
+  return built == 1;
+}
+
+/// A kernel the call may launch on this device: every kernel but a TMA one where TMA is not ready.
+inline bool kernel_launchable(const KernelInfo& k) { return k.tensor_maps == 0 || tma_ready(); }
+
+/// One operand stored as rows x cols (row-major, ld elements apart), `matrices` of them `stride`
+/// elements apart (one for a stride of 0), in boxes of 32 columns by box_rows rows: FP32 in the
+/// 128-byte swizzle, zero-filled outside the matrix (as the tuner's launcher, cuda/tensor_map.cpp).
+inline bool encode_operand(CUtensorMap* map, const void* base, long long rows, long long cols, long long ld,
+                           long long stride, int matrices, int box_rows) {
+  const TmaEncodeFn fn = tma_encoder();
+  if (fn == 0 || (reinterpret_cast<size_t>(base) & 15) != 0 || (ld * 4) % 16 != 0 || (stride * 4) % 16 != 0)
+    return false;
+  const long long count = stride != 0 ? matrices : 1;
+  const long long matrix_bytes = stride != 0 ? stride * 4 : (rows > 1 ? rows : 1) * ld * 4;
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(cols > 1 ? cols : 1), static_cast<cuuint64_t>(rows > 1 ? rows : 1),
+                              static_cast<cuuint64_t>(count > 1 ? count : 1)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld) * 4, static_cast<cuuint64_t>((matrix_bytes + 15) / 16 * 16)};
+  const cuuint32_t box[3] = {32, static_cast<cuuint32_t>(box_rows), 1};
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  return fn(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, const_cast<void*>(base), dims, strides, box, element_strides,
+            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+/// The two maps of one launch of TMA kernel `info` (layout from the kernel: A is M x K, or K x M
+/// transposed; B is K x N, or N x K), kept for the last four launches of the calling thread, so that
+/// a program calling with the same matrices encodes once. False where TMA cannot take the operands.
+inline bool encode_tensor_maps(const KernelInfo& info, int M, int N, int K, const void* A, int lda, long long stride_a,
+                               const void* B, int ldb, long long stride_b, int count, CUtensorMap* maps) {
+  struct Cached {
+    long long key[13];
+    CUtensorMap maps[2];
+    bool used;
+  };
+  static thread_local Cached cache[4] = {};
+  static thread_local int next = 0;
+  const long long key[13] = {reinterpret_cast<long long>(A), reinterpret_cast<long long>(B), M, N, K, lda, ldb,
+                             stride_a, stride_b, count, info.layout, info.tile_m, info.tile_n};
+  for (int i = 0; i < 4; ++i) {
+    bool same = cache[i].used;
+    for (int f = 0; same && f < 13; ++f) same = cache[i].key[f] == key[f];
+    if (same) {
+      maps[0] = cache[i].maps[0];
+      maps[1] = cache[i].maps[1];
+      return true;
+    }
+  }
+  const bool ta = info.layout == 2 || info.layout == 3, tb = info.layout == 1 || info.layout == 3;
+  if (K == 0) {   // only C is scaled: the maps are not read
+    std::memset(maps, 0, 2 * sizeof(CUtensorMap));
+    return true;
+  }
+  const bool ok = (ta ? encode_operand(&maps[0], A, K, M, lda, stride_a, count, 32)
+                      : encode_operand(&maps[0], A, M, K, lda, stride_a, count, info.tile_m)) &&
+                  (tb ? encode_operand(&maps[1], B, N, K, ldb, stride_b, count, info.tile_n)
+                      : encode_operand(&maps[1], B, K, N, ldb, stride_b, count, 32));
+  if (!ok) return false;
+  Cached& c = cache[next];
+  next = (next + 1) % 4;
+  for (int f = 0; f < 13; ++f) c.key[f] = key[f];
+  c.maps[0] = maps[0];
+  c.maps[1] = maps[1];
+  c.used = true;
+  return true;
+}
+
+/// Whether a call may run a kernel: the kernel computes its element type and layout (and batch), the
+/// call meets the kernel's requirements, and it can be launched here (kernel_launchable).
 struct CallRequirements {
   const Call& call;
   bool operator()(int kernel) const {
     const KernelInfo& k = k_kernels[kernel];
     return kernel_serves(k.layout, k.batched, k.dtype, call.layout, call.batch, call.dtype) &&
-           requirements_met(k.align_bytes, k.ld_multiple, call.lda, call.ldb, call.ldc, call.alignment);
+           requirements_met(k.align_bytes, k.ld_multiple, call.lda, call.ldb, call.ldc, call.alignment) &&
+           kernel_launchable(k);
   }
 };
 
@@ -85,7 +226,8 @@ struct SliceRequirements {
   bool operator()(int kernel, int splits) const {
     const KernelInfo& k = k_kernels[kernel];
     return slices_usable(k.layout, k.batched, k.dtype, k.align_bytes, k.ld_multiple, call.layout, call.dtype,
-                         call.alignment, call.M, call.N, call.K, call.lda, call.ldb, splits);
+                         call.alignment, call.M, call.N, call.K, call.lda, call.ldb, splits) &&
+           kernel_launchable(k);
   }
 };
 
@@ -357,8 +499,14 @@ inline cudaError_t launch_kernel(int kernel, int M, int N, int K, T alpha, const
     T* c = C + static_cast<long long>(first) * stride_c;
     const dim3 grid(static_cast<unsigned>((N - 1) / info.tile_n + 1), static_cast<unsigned>((M - 1) / info.tile_m + 1),
                     launch_grid_z(info, count));
-    // A kernel reads the arguments it has: 11 unbatched, 14 with the strides, 15 with the count.
-    void* args[] = {&M, &N, &K, &alpha, &a, &lda, &b, &ldb, &beta, &c, &ldc, &stride_a, &stride_b, &stride_c, &count};
+    // A kernel reads the arguments it has: 11 unbatched, 14 with the strides, 15 with the count, 17
+    // with a TMA kernel's tensor maps.
+    CUtensorMap maps[2];
+    if (info.tensor_maps != 0 &&
+        !encode_tensor_maps(info, M, N, K, a, lda, stride_a, b, ldb, stride_b, count, maps))
+      return cudaErrorInvalidValue;
+    void* args[] = {&M, &N, &K, &alpha, &a, &lda, &b, &ldb, &beta, &c, &ldc, &stride_a, &stride_b, &stride_c, &count,
+                    &maps[0], &maps[1]};
     err = cudaLaunchKernel(kernel_function(kernel), grid, dim3(static_cast<unsigned>(info.threads)), args,
                            static_cast<size_t>(info.dynamic_smem), stream);
   }

@@ -4,6 +4,8 @@
 // The build preprocesses this file with nvcc, as its device and host passes see it
 // (tuner/header_macros.cmake), to list the macros these includes define: --namespace may name none.
 #include <cuda_runtime.h>
+// CUtensorMap and its enums, for the tensor maps of TMA kernels: no driver symbol is linked.
+#include <cuda.h>
 
 #include <cerrno>
 #include <chrono>

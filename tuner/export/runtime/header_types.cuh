@@ -37,6 +37,9 @@ struct KernelInfo {
                            // consecutive problems, and the kernel takes the launch's problem count
                            // after the strides (BatchCountKernelFn)
   int dtype;            // the element type it computes (as TunedProblem::dtype)
+  int tensor_maps;      // 1: reads A and B through TMA and takes two tensor maps after the 15 arguments
+                        // (built for each launch, detail::encode_tensor_maps), on compute capability 9.0
+                        // in a build with sm_90a device code (detail::tma_ready); 0 (left out): none
 };
 
 /// A tuned problem and its kernels, as indices into k_kernels.
