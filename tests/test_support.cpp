@@ -104,6 +104,27 @@ std::string tuned_database(const fs::path& file, const std::string& device_uuid)
 
 std::string cmtune_binary() { return CMTUNE_BINARY; }
 
+fs::path write_v_template(const fs::path& dir, const std::string& name, const std::string& top,
+                          const std::string& launch) {
+  write_file(dir / (name + ".cuh"), "// empty\n");
+  write_file(dir / (name + ".toml"), fmt::format(R"(name = "{0}"
+kernel = "cmt_sgemm_{0}"
+summary = "test"
+{1}
+[[param]]
+name = "V"
+values = [1, 2]
+
+[launch]
+threads = "128"
+tile_m = "64"
+tile_n = "64"
+{2}
+)",
+                                                 name, top, launch));
+  return dir / (name + ".toml");
+}
+
 void write_file(const fs::path& file, const std::string& text) {
   if (file.has_parent_path()) fs::create_directories(file.parent_path());
   std::ofstream out(file, std::ios::binary);

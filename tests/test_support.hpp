@@ -93,6 +93,11 @@ pid_t spawn_cmtune(const std::vector<std::string>& args, const std::filesystem::
 std::string cmtune_binary();
 /// Writes text to a file, creating parent folders.
 void write_file(const std::filesystem::path& file, const std::string& text);
+/// A template descriptor in `dir` (NAME.toml beside an empty NAME.cuh, kernel cmt_sgemm_NAME) with one
+/// parameter V (values 1, 2), `top` as extra top-level lines and `launch` after its [launch] table's
+/// threads 128 and 64 x 64 tile (more launch keys, or tables after it); returns the descriptor's path.
+std::filesystem::path write_v_template(const std::filesystem::path& dir, const std::string& name,
+                                       const std::string& top, const std::string& launch = "");
 std::string read_file(const std::filesystem::path& file);
 /// Copies the built-in templates folder into dest (for tests that edit a template).
 void copy_builtin_templates(const std::filesystem::path& dest);

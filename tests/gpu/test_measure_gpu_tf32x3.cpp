@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
@@ -188,6 +189,28 @@ std::vector<FamilyBuild> family_builds(const SearchSpace& space, CompileService&
   return out;
 }
 
+/// quick.toml's tf32x3 space for the device and a layout, and family_builds of it (compiled into a
+/// temporary cache); the space and its templates live as long as the builds that point into them.
+struct QuickBuilds {
+  std::vector<TemplateDesc> templates;
+  SearchSpace space;
+  std::vector<FamilyBuild> builds;
+};
+std::unique_ptr<QuickBuilds> quick_family_builds(const DeviceInfo& device, const std::string& layout) {
+  auto quick = std::make_unique<QuickBuilds>();
+  quick->templates = load_templates({default_templates_dir()});
+  Target target = target_of(device);
+  target.layouts = {layout};
+  target.dtypes = {DType::tf32x3};
+  quick->space = enumerate_space(quick->templates, load_preset(resolve_preset("quick")), target);
+  test::TempDir dir;
+  Store store(dir / "cache.db");
+  const NvrtcCompiler nvrtc;
+  CompileService compiler(store, nvrtc, device.arch(), 0);
+  quick->builds = family_builds(quick->space, compiler);
+  return quick;
+}
+
 enum class Kind { finite, plus_inf, minus_inf, nan };
 Kind kind_of(float x) {
   if (std::isnan(x)) return Kind::nan;
@@ -197,17 +220,9 @@ Kind kind_of(float x) {
 
 TEST_P(Tf32x3, SpecialValuesReachCAsInSgemm) {
   CMT_REQUIRE_GPU();
-  const auto templates = load_templates({default_templates_dir()});
   const DeviceInfo device = select_device(0);
-  Target target = target_of(device);
-  target.layouts = {GetParam()};
-  target.dtypes = {DType::tf32x3};
-  const SearchSpace space = enumerate_space(templates, load_preset(resolve_preset("quick")), target);
-  test::TempDir dir;
-  Store store(dir / "cache.db");
-  const NvrtcCompiler nvrtc;
-  CompileService compiler(store, nvrtc, device.arch(), 0);
-  const std::vector<FamilyBuild> builds = family_builds(space, compiler);
+  const auto quick = quick_family_builds(device, GetParam());
+  const std::vector<FamilyBuild>& builds = quick->builds;
   ASSERT_FALSE(builds.empty()) << "quick.toml has a staged 4-byte tf32x3_mma build";
   GpuMeasurer measurer(device, quick_settings(), test_seed());
   const GemmLauncher cublas = measurer.cublas_launcher();
@@ -297,17 +312,9 @@ void host_gemm(bool ta, bool tb, int m, int n, int k, double alpha, const float*
 
 TEST_P(Tf32x3, CornerCasesOfEveryFamilyMatchFp64) {
   CMT_REQUIRE_GPU();
-  const auto templates = load_templates({default_templates_dir()});
   const DeviceInfo device = select_device(0);
-  Target target = target_of(device);
-  target.layouts = {GetParam()};
-  target.dtypes = {DType::tf32x3};
-  const SearchSpace space = enumerate_space(templates, load_preset(resolve_preset("quick")), target);
-  test::TempDir dir;
-  Store store(dir / "cache.db");
-  const NvrtcCompiler nvrtc;
-  CompileService compiler(store, nvrtc, device.arch(), 0);
-  const std::vector<FamilyBuild> builds = family_builds(space, compiler);
+  const auto quick = quick_family_builds(device, GetParam());
+  const std::vector<FamilyBuild>& builds = quick->builds;
   ASSERT_FALSE(builds.empty());
   GpuMeasurer measurer(device, quick_settings(), test_seed());
   const auto ops = parse_layout(GetParam());

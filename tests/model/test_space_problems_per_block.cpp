@@ -24,28 +24,6 @@ namespace fs = std::filesystem;
 namespace cmt {
 namespace {
 
-/// A descriptor with one parameter V (values 1, 2), the given top-level lines and extra [launch] lines.
-fs::path write_template(const test::TempDir& dir, const std::string& name, const std::string& top,
-                        const std::string& launch) {
-  test::write_file(dir / (name + ".cuh"), "// empty\n");
-  test::write_file(dir / (name + ".toml"), fmt::format(R"(name = "{0}"
-kernel = "cmt_sgemm_{0}"
-summary = "test"
-{1}
-[[param]]
-name = "V"
-values = [1, 2]
-
-[launch]
-threads = "128"
-tile_m = "64"
-tile_n = "64"
-{2}
-)",
-                                                        name, top, launch));
-  return dir / (name + ".toml");
-}
-
 Preset preset_for(const std::string& name) {
   Preset p;
   p.file = "inline.toml";
@@ -57,7 +35,7 @@ Preset preset_for(const std::string& name) {
 TEST(ProblemsPerBlock, ADescriptorDeclaresItAndItsKernelTakesTheCount) {
   test::TempDir dir;
   const TemplateDesc fused =
-      load_template(write_template(dir, "fused", "batched = true", "problems_per_block = \"2*V\""));
+      load_template(test::write_v_template(dir.path(), "fused", "batched = true", "problems_per_block = \"2*V\""));
   EXPECT_TRUE(fused.takes_batch_count());
   EXPECT_EQ(fused.launch_shape({{"V", 1}}, test::sm90()).problems_per_block, 2);
   EXPECT_EQ(fused.launch_shape({{"V", 2}}, test::sm90()).problems_per_block, 4);
@@ -67,12 +45,12 @@ TEST(ProblemsPerBlock, ADescriptorDeclaresItAndItsKernelTakesTheCount) {
 
   // Not declared: one problem per block, and no problem count, batched or not.
   for (const std::string top : {"batched = true", ""}) {
-    const TemplateDesc plain = load_template(write_template(dir, "plain", top, ""));
+    const TemplateDesc plain = load_template(test::write_v_template(dir.path(), "plain", top, ""));
     EXPECT_FALSE(plain.takes_batch_count()) << top;
     EXPECT_EQ(plain.launch_shape({{"V", 2}}, test::sm90()).problems_per_block, 1) << top;
   }
   // Declared as 1 at a point: the kernel still takes the count (its signature does not depend on the value).
-  const TemplateDesc one = load_template(write_template(dir, "one", "batched = true", "problems_per_block = 1"));
+  const TemplateDesc one = load_template(test::write_v_template(dir.path(), "one", "batched = true", "problems_per_block = 1"));
   EXPECT_TRUE(one.takes_batch_count());
   EXPECT_EQ(one.launch_shape({{"V", 1}}, test::sm90()).problems_per_block, 1);
 
@@ -87,7 +65,7 @@ TEST(ProblemsPerBlock, ADescriptorDeclaresItAndItsKernelTakesTheCount) {
 TEST(ProblemsPerBlock, BadDeclarationsAreOneLineErrors) {
   test::TempDir dir;
   const auto load_error = [&](const std::string& top, const std::string& launch) {
-    return test::usage_error([&] { load_template(write_template(dir, "bad", top, launch)); });
+    return test::usage_error([&] { load_template(test::write_v_template(dir.path(), "bad", top, launch)); });
   };
   const std::string unbatched = load_error("", "problems_per_block = \"4\"");
   EXPECT_NE(unbatched.find("bad.toml:"), std::string::npos) << unbatched;
@@ -107,7 +85,7 @@ TEST(ProblemsPerBlock, BadDeclarationsAreOneLineErrors) {
   // A value outside 1..4096 at a point stops the enumeration, naming the point.
   const auto enumerate_error = [&](const std::string& expr) {
     const std::vector<TemplateDesc> templates{
-        load_template(write_template(dir, "range", "batched = true", "problems_per_block = \"" + expr + "\""))};
+        load_template(test::write_v_template(dir.path(), "range", "batched = true", "problems_per_block = \"" + expr + "\""))};
     return test::usage_error([&] { enumerate_space(templates, preset_for("range"), test::sm90()); });
   };
   const std::string zero = enumerate_error("V - 1");
@@ -116,8 +94,8 @@ TEST(ProblemsPerBlock, BadDeclarationsAreOneLineErrors) {
   EXPECT_NE(enumerate_error("-3").find("launch.problems_per_block is -3 at V=1"), std::string::npos);
   EXPECT_NE(enumerate_error("4096 * V").find("launch.problems_per_block is 8192 at V=2"), std::string::npos);
   // A constraint keeps such points out, as the message says.
-  const std::vector<TemplateDesc> constrained{load_template(write_template(
-      dir, "kept", "batched = true\n[[constraint]]\ncheck = \"V >= 2\"\nreason = \"at least one problem\"",
+  const std::vector<TemplateDesc> constrained{load_template(test::write_v_template(
+      dir.path(), "kept", "batched = true\n[[constraint]]\ncheck = \"V >= 2\"\nreason = \"at least one problem\"",
       "problems_per_block = \"V - 1\""))};
   EXPECT_EQ(enumerate_space(constrained, preset_for("kept"), test::sm90()).candidates.size(), 1u);
 }

@@ -19,27 +19,6 @@ namespace fs = std::filesystem;
 namespace cmt {
 namespace {
 
-/// A descriptor with one parameter V and the given extra top-level lines, beside an empty source.
-fs::path write_operand_template(const test::TempDir& dir, const std::string& name, const std::string& extra,
-                        const std::string& constraints = "") {
-  test::write_file(dir / (name + ".cuh"), "// empty\n");
-  test::write_file(dir / (name + ".toml"), fmt::format(R"(name = "{0}"
-kernel = "cmt_sgemm_{0}"
-summary = "test"
-{1}
-[[param]]
-name = "V"
-values = [1, 2]
-
-[launch]
-threads = "128"
-tile_m = "64"
-tile_n = "64"
-{2})",
-                                                        name, extra, constraints));
-  return dir / (name + ".toml");
-}
-
 Preset operand_preset_for(const std::string& name) {
   Preset p;
   p.file = "inline.toml";
@@ -50,7 +29,7 @@ Preset operand_preset_for(const std::string& name) {
 
 TEST(OperandSupport, DefaultIsNnUnbatchedWithoutImplicitParameters) {
   test::TempDir dir;
-  const TemplateDesc t = load_template(write_operand_template(dir, "plain", ""));
+  const TemplateDesc t = load_template(test::write_v_template(dir.path(), "plain", ""));
   EXPECT_EQ(t.layouts, std::vector<std::string>{"nn"});
   EXPECT_FALSE(t.batched);
   ASSERT_EQ(t.params.size(), 1u);
@@ -63,7 +42,7 @@ TEST(OperandSupport, DefaultIsNnUnbatchedWithoutImplicitParameters) {
 TEST(OperandSupport, LayoutsAddTransAAndTransBAsTheLastTemplateArguments) {
   test::TempDir dir;
   const TemplateDesc t = load_template(
-      write_operand_template(dir, "lay", "layouts = [\"nn\", \"tn\", \"tt\"]\nbatched = true\n",
+      test::write_v_template(dir.path(), "lay", "layouts = [\"nn\", \"tn\", \"tt\"]\nbatched = true\n",
                      "[[constraint]]\ncheck = \"V == 1 || TRANS_B == 0\"\nreason = \"V=2 has no transposed B\"\n"));
   EXPECT_EQ(t.layouts, (std::vector<std::string>{"nn", "tn", "tt"}));
   EXPECT_TRUE(t.batched);
@@ -103,7 +82,7 @@ TEST(OperandSupport, LayoutsAddTransAAndTransBAsTheLastTemplateArguments) {
 TEST(OperandSupport, TypesAddDtypeAfterTheLayoutParameters) {
   test::TempDir dir;
   const TemplateDesc t =
-      load_template(write_operand_template(dir, "typ", "layouts = [\"nn\", \"nt\"]\ndtypes = [\"f32\", \"i32\", \"f64\"]\n"));
+      load_template(test::write_v_template(dir.path(), "typ", "layouts = [\"nn\", \"nt\"]\ndtypes = [\"f32\", \"i32\", \"f64\"]\n"));
   EXPECT_EQ(t.dtypes, (std::vector<DType>{DType::f32, DType::i32, DType::f64}));
   ASSERT_EQ(t.params.size(), 4u);
   EXPECT_EQ(t.params[3].name, "DTYPE");
@@ -143,7 +122,7 @@ TEST(OperandSupport, TypesAddDtypeAfterTheLayoutParameters) {
   EXPECT_EQ(stats.valid, 2);
 
   // A family of f32 alone keeps its template arguments, and enumerates nothing for other types.
-  const TemplateDesc plain = load_template(write_operand_template(dir, "plain32", ""));
+  const TemplateDesc plain = load_template(test::write_v_template(dir.path(), "plain32", ""));
   EXPECT_EQ(plain.name_expression({{"V", 1}}), "cmt_sgemm_plain32<1>");
   EXPECT_FALSE(plain.serves({{"V", 1}}, Problem::make(8, 8, 8, false, false, 1, DType::i32)));
   const std::vector<TemplateDesc> plains{plain};
@@ -157,7 +136,7 @@ TEST(OperandSupport, TypesAddDtypeAfterTheLayoutParameters) {
 TEST(OperandSupport, BadDeclarationsAreOneLineErrors) {
   test::TempDir dir;
   const auto error = [&](const std::string& extra, const std::string& name = "bad") {
-    return test::usage_error([&] { load_template(write_operand_template(dir, name, extra)); });
+    return test::usage_error([&] { load_template(test::write_v_template(dir.path(), name, extra)); });
   };
   EXPECT_NE(error("layouts = [\"nn\", \"xx\"]\n").find("layouts[1]: must be \"nn\", \"nt\", \"tn\" or \"tt\""),
             std::string::npos);

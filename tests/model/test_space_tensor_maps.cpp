@@ -24,30 +24,9 @@ namespace fs = std::filesystem;
 namespace cmt {
 namespace {
 
-fs::path write_template(const test::TempDir& dir, const std::string& name, const std::string& top,
-                        const std::string& launch) {
-  test::write_file(dir / (name + ".cuh"), "// empty\n");
-  test::write_file(dir / (name + ".toml"), fmt::format(R"(name = "{0}"
-kernel = "cmt_sgemm_{0}"
-summary = "test"
-{1}
-[[param]]
-name = "V"
-values = [1, 2]
-
-[launch]
-threads = "128"
-tile_m = "64"
-tile_n = "64"
-{2}
-)",
-                                                        name, top, launch));
-  return dir / (name + ".toml");
-}
-
 TEST(TensorMaps, ADescriptorDeclaresThemAndItsArchitecture) {
   test::TempDir dir;
-  const TemplateDesc tma = load_template(write_template(dir, "tma", "arch_specific = true", "tensor_maps = true"));
+  const TemplateDesc tma = load_template(test::write_v_template(dir.path(), "tma", "arch_specific = true", "tensor_maps = true"));
   EXPECT_TRUE(tma.tensor_maps);
   EXPECT_TRUE(tma.arch_specific);
   EXPECT_EQ(tma.launch_shape({{"V", 1}}, test::sm90()).tensor_maps, 1);
@@ -58,7 +37,7 @@ TEST(TensorMaps, ADescriptorDeclaresThemAndItsArchitecture) {
   // Neither declared (or declared false): no maps, and the target's arch as it is.
   for (const auto& [top, launch] : {std::pair<std::string, std::string>{"", ""},
                                     {"arch_specific = false", "tensor_maps = false"}}) {
-    const TemplateDesc plain = load_template(write_template(dir, "plain", top, launch));
+    const TemplateDesc plain = load_template(test::write_v_template(dir.path(), "plain", top, launch));
     EXPECT_FALSE(plain.tensor_maps) << top;
     EXPECT_FALSE(plain.arch_specific) << top;
     EXPECT_EQ(plain.launch_shape({{"V", 2}}, test::sm90()).tensor_maps, 0) << top;
@@ -70,7 +49,7 @@ TEST(TensorMaps, BadDeclarationsAreOneLineErrors) {
   test::TempDir dir;
   const auto error_of = [&](const std::string& top, const std::string& launch) {
     try {
-      load_template(write_template(dir, "bad", top, launch));
+      load_template(test::write_v_template(dir.path(), "bad", top, launch));
     } catch (const UsageError& e) {
       return std::string(e.what());
     }
@@ -114,7 +93,7 @@ TEST(TensorMaps, OnlyTf32x3WgmmaDeclaresThemAndItRunsOnComputeCapability90Alone)
 
 TEST(TensorMaps, TheCacheKeysAnArchSpecificBuildApart) {
   test::TempDir dir;
-  const TemplateDesc plain = load_template(write_template(dir, "plain", "", ""));
+  const TemplateDesc plain = load_template(test::write_v_template(dir.path(), "plain", "", ""));
   TemplateDesc specific = plain;
   specific.arch_specific = true;
   const Candidate a{&plain, {{"V", 1}}, {}, {}};
