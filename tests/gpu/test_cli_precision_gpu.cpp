@@ -162,9 +162,28 @@ TEST(PrecisionGpu, WinnersOfTheDatabaseJoinTheTableAndPassTheCheck) {
   REQUIRE_TF32(device);
   test::TempDir dir;
   const std::string db = (dir / "p.db").string();
-  for (const char* tune : {"--sizes 256 --template blocktile2d", "--sizes 256:tf32x3 --template tf32x3_mma"}) {
+  // The tf32x3 builds are the staged ones: quick.toml's unstaged build sits at the bar at K = 256
+  // (its error 15.5 units against SGEMM's 1.8 + 12 on some data), so it may win a tune and then fail
+  // the check on other inputs (configs/default.toml leaves it out for that reason).
+  test::write_file(dir / "staged.toml", R"(name = "staged"
+description = "the staged tf32x3_mma builds of quick.toml"
+[templates.tf32x3_mma]
+BM = [64]
+BN = [64]
+BK = [32]
+WM = [32]
+WN = [32]
+STAGES = [3]
+VEC = [1, 4]
+PAD = [8]
+STAGED = [1]
+SWIZZLE = [1]
+)");
+  const std::string staged = (dir / "staged.toml").string();
+  for (const std::string tune : {std::string("--config quick --sizes 256 --template blocktile2d"),
+                                 "--config " + staged + " --sizes 256:tf32x3"}) {
     const test::CommandResult r = test::run_command(fmt::format(
-        "{} --quiet --db {} tune --device 0 --config quick --no-calibrate {} 2>&1", test::cmtune_binary(), db, tune));
+        "{} --quiet --db {} tune --device 0 --no-calibrate {} 2>&1", test::cmtune_binary(), db, tune));
     ASSERT_EQ(r.exit_code, 0) << tune << ": " << r.output;
   }
   const nlohmann::json doc = run_json(fmt::format(
