@@ -66,12 +66,6 @@ CMT_DEVICE void cmt_store_shared_u4(unsigned addr, const unsigned* v) {
                : "memory");
 }
 
-// A compile-time int as a value (for the lambdas of a kernel's unrolled steps).
-template <int V>
-struct CmtConst {
-  static constexpr int value = V;
-};
-
 CMT_DEVICE void cmt_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 CMT_DEVICE void cmt_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int PENDING>

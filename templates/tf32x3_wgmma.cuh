@@ -121,7 +121,7 @@ __global__ void __launch_bounds__(BM / 64 * 128 + 128, 1)
 
   // A's fragments, split, in two register sets: tile kt's products read set kt % 2 while the
   // next tile is split into the other. a_corr: the big parts the corrections take, for the tile
-  // being multiplied (finish_split, after the previous tile's products are done with it).
+  // being multiplied (set_corr or split_again, once the previous tile's products are done with it).
   unsigned a_big[2][4][4], a_small[2][4][4], a_corr[4][4];
   // Splits this thread's A fragments of the k tile in stage s into set P. CAREFUL: every value,
   // with the correction big parts; else the finite split, keeping the largest magnitude in mag.
@@ -183,10 +183,7 @@ __global__ void __launch_bounds__(BM / 64 * 128 + 128, 1)
     __syncwarp();
     if (lane == 0) cmt_mbarrier_arrive(empty0 + 8u * s);
   };
-  // Splits the k tile in stage s into A set P and plane set P, then waits for all consumers. A tile
-  // holding an infinity, a NaN or a value that rounds to infinity anywhere (`special`, the same
-  // for every consumer) is split again with every case handled. Returns `special`.
-  constexpr bool fast = false, careful = true;
+  constexpr bool fast = false, careful = true;   // split_a's and split_b's first argument
   float acc[ACC], part[ACC];
 #pragma unroll
   for (int i = 0; i < ACC; ++i) acc[i] = part[i] = 0.0f;
