@@ -561,10 +561,8 @@ int main() {
 // uncast.
 TEST(ExportNvcc, AHeaderWithAWgmmaKernelCompilesForSm90aAndSm80) {
   test::TempDir dir;
-  DbBuilder db(dir / "t.db");
-  RealFixture f;
-  f.tf32x3 = true;
-  f.build(db);
+  DbBuilder db(dir / "t.db");   // the wgmma winner alone beside the generic default: a small header
+  db.add_device(k_h100_uuid, k_h100, 9, 0, 132);
   const auto templates = load_templates({default_templates_dir()});
   const KernelSpec wg = real_kernel(db, templates, "tf32x3_wgmma", "BM=128,BN=128,STAGES=3,SWIZZLE=1,TRANS_A=0,TRANS_B=1,DTYPE=3",
                                     [](const LaunchShape& s, const Requirements&) { return s.tensor_maps == 1; });
