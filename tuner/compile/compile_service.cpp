@@ -20,9 +20,17 @@ std::string compile_cache_key(const Candidate& candidate, const std::string& sou
   return h.hex();
 }
 
+namespace {
+
+/// The arch-specific variant of an architecture: "sm_90" -> "sm_90a" ("sm_90a" and "sm_100f" as they are).
+std::string arch_specific_variant(const std::string& arch) {
+  return arch.empty() || arch.back() == 'a' || arch.back() == 'f' ? arch : arch + "a";
+}
+
+}  // namespace
+
 std::string compile_arch(const TemplateDesc& tmpl, const std::string& arch) {
-  if (!tmpl.arch_specific || arch.empty() || arch.back() == 'a' || arch.back() == 'f') return arch;
-  return arch + "a";
+  return tmpl.arch_specific ? arch_specific_variant(arch) : arch;
 }
 
 CompileService::CompileService(Store& store, const Compiler& compiler, std::string arch, int jobs)
@@ -31,8 +39,8 @@ CompileService::CompileService(Store& store, const Compiler& compiler, std::stri
       m_arch(std::move(arch)),
       m_version(compiler.version()),
       m_options(compiler.options(m_arch)),
-      m_specific_options(compiler.options(m_arch.empty() || m_arch.back() == 'a' || m_arch.back() == 'f' ? m_arch
-                                                                                                         : m_arch + "a")),
+      m_specific_arch(arch_specific_variant(m_arch)),
+      m_specific_options(compiler.options(m_specific_arch)),
       m_jobs(jobs < 1 ? hardware_threads() : jobs) {}
 
 CompileService::~CompileService() {
@@ -66,7 +74,7 @@ void CompileService::submit(const Candidate& cand, size_t index) {
   const std::string& hash = source_hash(*cand.tmpl);
   // An arch-specific family compiles for its own variant, which keys its cache entries apart.
   const bool specific = cand.tmpl->arch_specific;
-  const std::string arch = compile_arch(*cand.tmpl, m_arch);
+  const std::string& arch = specific ? m_specific_arch : m_arch;   // compile_arch
   const std::vector<std::string>& options = specific ? m_specific_options : m_options;
   BinaryRecord rec;
   rec.key = compile_cache_key(cand, hash, arch, m_version, options);
@@ -93,7 +101,7 @@ void CompileService::submit(const Candidate& cand, size_t index) {
     }
   }
   ++m_pending;
-  m_pool->submit([this, index, &cand, &bundle, &options, arch, rec = std::move(rec)]() mutable {
+  m_pool->submit([this, index, &cand, &bundle, &arch, &options, rec = std::move(rec)]() mutable {
     const CompileRequest req{cand.tmpl->name_expression(cand.values), &bundle, arch, options};
     CompileOutput out;
     bool cacheable = true;

@@ -77,7 +77,8 @@ class CompileService {
   std::string m_arch;
   std::string m_version;
   std::vector<std::string> m_options;
-  std::vector<std::string> m_specific_options;  // for compile_arch's arch-specific variant
+  std::string m_specific_arch;                  // compile_arch's variant of m_arch for arch-specific families
+  std::vector<std::string> m_specific_options;  // and its options
   int m_jobs;
   std::map<std::string, std::pair<SourceBundle, std::string>> m_sources;  // template -> (bundle, hash)
   std::deque<CompiledCandidate> m_hits;
