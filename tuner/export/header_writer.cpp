@@ -369,7 +369,8 @@ std::string render_header(const ExportModel& model, const std::string& name_spac
   out += "// validated against FP64) where a tf32x3 kernel is predicted faster; #define CMTUNE_SGEMM_TF32X3 before\n";
   out += "// including the header makes sgemm do so too.\n";
   out += "// CMTUNE_RECORD=FILE in the environment appends each distinct call to FILE, for `cm-tune tune --sizes @FILE`.\n";
-  out += "// Needs only the CUDA runtime (<cuda_runtime.h>, which also provides log/fabs) and the C++ standard library;\n";
+  out += "// Needs only the CUDA runtime (<cuda_runtime.h>, which also provides log/fabs; <cuda.h> for the types of\n";
+  out += "// tensor maps, no driver symbol) and the C++ standard library;\n";
   out += "// compile with nvcc, C++14 or newer";
   out += cp_async ? ",\n// for sm_80 or newer (the tuned kernels use cp.async).\n" : ".\n";
   out += "#pragma once\n\n";

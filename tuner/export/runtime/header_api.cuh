@@ -108,13 +108,14 @@ __global__ void tma_probe_kernel(int* built_for_sm90a) {
 /// sm_90a device code in this program (a one-thread probe, once per device; a probe that cannot
 /// run, e.g. inside a stream capture, answers no for this call and is tried again at the next).
 inline bool tma_ready() {
-  static int state[64] = {};   // per device: 0 not known, 1 ready, 2 not
+  static std::atomic<int> state[64];   // per device: 0 not known, 1 ready, 2 not (calls may come from any thread)
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) {
     (void)cudaGetLastError();
     return false;
   }
-  if (state[device] != 0) return state[device] == 1;
+  const int known = state[device].load(std::memory_order_relaxed);
+  if (known != 0) return known == 1;
   int major = 0, minor = 0;
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
       cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
@@ -122,7 +123,7 @@ inline bool tma_ready() {
     return false;
   }
   if (major != 9 || minor != 0 || tma_encoder() == 0) {
-    state[device] = 2;
+    state[device].store(2, std::memory_order_relaxed);
     return false;
   }
   int* flag = 0;
@@ -138,7 +139,7 @@ inline bool tma_ready() {
     (void)cudaGetLastError();
     return false;
   }
-  state[device] = built == 1 ? 1 : 2;
+  state[device].store(built == 1 ? 1 : 2, std::memory_order_relaxed);
   return built == 1;
 }
 

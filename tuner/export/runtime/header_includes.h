@@ -7,6 +7,7 @@
 // CUtensorMap and its enums, for the tensor maps of TMA kernels: no driver symbol is linked.
 #include <cuda.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
