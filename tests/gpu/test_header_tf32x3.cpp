@@ -30,6 +30,24 @@ test::CommandResult run_ok(const std::string& command) {
   return r;
 }
 
+/// case -> (kernel, worst units), from the lines "case units kernel" a program below prints (the
+/// kernel's name last: it holds spaces).
+using CaseResults = std::map<std::string, std::pair<std::string, double>>;
+CaseResults parse_cases(const std::string& output) {
+  CaseResults results;
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    std::string name, kernel;
+    double units = -1;
+    if (fields >> name >> units) {
+      std::getline(fields >> std::ws, kernel);
+      results[name] = {kernel, units};
+    }
+  }
+  return results;
+}
+
 /// The program built against the header: one line per case, "case kernel units" (units: the worst
 /// error in units of 2^-24 of the element's scale), then "done".
 constexpr const char* k_program = R"prog(#define CMTUNE_SGEMM_TF32X3
@@ -183,22 +201,15 @@ SWIZZLE = [1]
   const auto run = test::run_command((dir / "program").string());
   ASSERT_EQ(run.exit_code, 0) << run.output;
 
-  std::map<std::string, std::pair<std::string, double>> results;   // case -> kernel, worst units
   std::istringstream lines(run.output);
   bool done = false;
   for (std::string line; std::getline(lines, line);) {
     EXPECT_NE(line.rfind("mismatch", 0), 0u) << line;
     EXPECT_NE(line.rfind("error", 0), 0u) << line;
     if (line == "done") done = true;
-    std::istringstream fields(line);
-    std::string name, kernel;
-    double units = -1;
-    if (fields >> name >> units) {
-      std::getline(fields >> std::ws, kernel);
-      results[name] = {kernel, units};
-    }
   }
   ASSERT_TRUE(done) << run.output;
+  const CaseResults results = parse_cases(run.output);
   ASSERT_EQ(results.size(), 11u) << run.output;
   for (const auto& [name, r] : results) {
     EXPECT_LE(r.second, 16.0) << name << " ran " << r.first << ": not an FP32-class result";
@@ -319,17 +330,7 @@ SWIZZLE = [1]
                        (dir / "program.cu").string()));
     const auto run = test::run_command(program);
     ASSERT_EQ(run.exit_code, 0) << run.output;
-    std::map<std::string, std::pair<std::string, double>> results;
-    std::istringstream lines(run.output);
-    for (std::string line; std::getline(lines, line);) {
-      std::istringstream fields(line);
-      std::string name, kernel;
-      double units = -1;
-      if (fields >> name >> units) {
-        std::getline(fields >> std::ws, kernel);
-        results[name] = {kernel, units};
-      }
-    }
+    const CaseResults results = parse_cases(run.output);
     ASSERT_EQ(results.size(), 3u) << run.output;
     for (const auto& [name, r] : results) {
       EXPECT_LE(r.second, 16.0) << name << " ran " << r.first << ": not an FP32-class result";
