@@ -153,7 +153,8 @@ def regret_table(folder, suites):
 def tune_times(folder):
     for name, what in (("readme-time", "the README's main command (`tune --device 0 --sizes 256..4096`)"),
                        ("tuned-all-time", "then `tune --device 0 --sizes @public.txt --layout all` (flags below)"),
-                       ("f64-time", "`tune --device 0 --sizes 256..4096 --dtype f64`")):
+                       ("f64-time", "`tune --device 0 --sizes 256..4096 --dtype f64`"),
+                       ("tf32x3-time", "`tune --device 0 --dtype tf32x3 --config tf32x3 --sizes 256..4096,8192 --layout nn,nt`")):
         t = load(folder, name)
         if t and "reused" in t:
             print(f"- {what}: not rerun; its database is the one tuned at commit {t['reused']}")
@@ -162,6 +163,137 @@ def tune_times(folder):
             flags = f", with `{t['flags']}`" if t.get("flags") else ""
             print(f"- {what}: cold {t['cold_seconds']} s{warm}{flags} (exit {t['rc']})")
     print()
+
+
+def precision_env(folder, data):
+    env = (folder / "environment.txt").read_text().split("\n") if (folder / "environment.txt").exists() else []
+    commit = env[2].strip() if len(env) > 2 else "unknown"
+    return (f"{data.get('device')}, driver {data.get('driver')}, CUDA {cuda_version(data.get('runtime'))}, cm-tune at "
+            f"commit {commit}; `cm-tune precision --winners`, {data.get('rounds')} interleaved rounds, {data.get('data')} "
+            f"inputs (seed {data.get('seed')}), energy over loops of at least {data.get('energy_seconds')} s")
+
+
+def precision_groups(data):
+    """{problem: {"sgemm": row, "tf32": row, "tf32x3": row, "f32": row}} of a precision report."""
+    groups = {}
+    for r in data["rows"]:
+        role = r.get("role")
+        if role == "kernel":
+            role = "tf32x3" if r["implementation"].startswith("tf32x3") else "f32"
+        groups.setdefault(r["problem"], {})[role] = r
+    return groups
+
+
+def num(v, spec):
+    return "-" if v is None else format(v, spec)
+
+
+def precision_table(folder):
+    """cm-tune precision at 4096^3 and 8192^3: rate, error and energy of each class."""
+    for data_kind in ("uniform", "normal"):
+        data = load(folder, f"precision-{data_kind}")
+        if not data:
+            continue
+        print(f"### tf32x3 against cuBLAS SGEMM and TF32, {data_kind} inputs\n\n{precision_env(folder, data)}.\n")
+        print("| problem | SGEMM TF/s | TF32 TF/s | tf32x3 TF/s | x SGEMM | error (2^-24): SGEMM / TF32 / tf32x3 | "
+              "J per GEMM: SGEMM / tf32x3 (ratio) | tf32x3 kernel |")
+        print("|---|---|---|---|---|---|---|---|")
+        for problem, g in precision_groups(data).items():
+            s, t, x = g.get("sgemm", {}), g.get("tf32", {}), g.get("tf32x3", {})
+            print(f"| {problem} | {num(s.get('tflops'), '.1f')} | {num(t.get('tflops'), '.1f')} | "
+                  f"{num(x.get('tflops'), '.1f')} | {fmt(x.get('ratio_to_sgemm'))} | "
+                  f"{num(s.get('error_units'), '.2f')} / {num(t.get('error_units'), '.0f')} / "
+                  f"{num(x.get('error_units'), '.2f')} | {num(s.get('joules_per_gemm'), '.4g')} / "
+                  f"{num(x.get('joules_per_gemm'), '.4g')} ({fmt(x.get('energy_ratio_to_sgemm'))}) | "
+                  f"`{x.get('implementation', '-')}` |")
+        print()
+
+
+def accuracy_table(folder):
+    """The error of each class at 512 x 512 x K (precision --winners on the accuracy sweep)."""
+    loaded = {k: load(folder, f"accuracy-{k}") for k in ("uniform", "normal")}
+    if not any(loaded.values()):
+        return
+    first = next(d for d in loaded.values() if d)
+    print(f"### tf32x3 accuracy against K\n\n{precision_env(folder, first).replace(first.get('data', ''), 'uniform and normal')}."
+          " Each error is the largest over the result, in units of 2^-24 of each element's scale, against FP64.\n")
+    print("| problem | data | SGEMM | TF32 | tf32x3 | tf32x3 <= SGEMM | tf32x3 kernel |")
+    print("|---|---|---|---|---|---|---|")
+    worse = 0
+    total = 0
+    for data_kind, data in loaded.items():
+        if not data:
+            continue
+        for problem, g in precision_groups(data).items():
+            s, t, x = g.get("sgemm", {}), g.get("tf32", {}), g.get("tf32x3", {})
+            se, xe = s.get("error_units"), x.get("error_units")
+            ok = se is not None and xe is not None and xe <= se
+            total += 1
+            worse += not ok
+            print(f"| {problem} | {data_kind} | {num(se, '.2f')} | {num(t.get('error_units'), '.0f')} | {num(xe, '.2f')} | "
+                  f"{'yes' if ok else 'NO'} | `{x.get('implementation', '-')}` |")
+    print(f"\ntf32x3 above SGEMM's error in {worse} of {total}.\n")
+
+
+def tf32x3_shapes_table(folder):
+    """The opted-in header (sgemm_tf32x3) against its own SIMT sgemm, each against cuBLAS SGEMM of the same run."""
+    data = load(folder, "public-tf32x3")
+    if not data:
+        return
+    pairs = {}
+    for r in data["rows"]:
+        shape, layout = shape_and_layout(r["problem"])
+        pairs.setdefault((shape, layout), {})[r.get("dtype")] = r
+    print(f"### Opted-in header (`sgemm_tf32x3`) against the SIMT header (`sgemm`), public suite\n\n"
+          f"{environment(folder, data)}. Each ratio is over cuBLAS SGEMM timed in the same interleaved rounds as it.\n")
+    print("| shape | layout | sgemm / SGEMM | sgemm_tf32x3 / SGEMM | opted in / SIMT | opted-in kernel |")
+    print("|---|---|---|---|---|---|")
+    big, other, gains = [], [], []
+    same_kernel = 0
+    for (shape, layout), g in pairs.items():
+        f, x = g.get("f32"), g.get("tf32x3")
+        if not f or not x:
+            continue
+        rf, rx = ratio(f), ratio(x)
+        rel = rx / rf if rf and rx else None
+        gains.append(rel)
+        m, n, k = (int(v) for v in shape.split("x"))
+        if min(m, n, k) >= 256:
+            big.append(rx)
+        same = x.get("header_kernel") == f.get("header_kernel")
+        if same:
+            same_kernel += 1
+        elif rel is not None:
+            other.append((rel, shape, layout))
+        invalid = "" if x.get("header_valid", True) and f.get("header_valid", True) else " INVALID"
+        print(f"| {shape} | {layout} | {fmt(rf)} | {fmt(rx)}{invalid} | {fmt(rel)} | "
+              + ("sgemm's" if same else f"`{kernel_of(x)}`") + " |")
+    print(f"\n- **M, N, K >= 256**, opted in: {summary_line(big, 1.3)}")
+    worst = min(other) if other else None
+    print(f"- **opted in against SIMT**: {same_kernel} calls run sgemm's kernel (their ratio differs by noise alone); "
+          f"the {len(other)} others: {summary_line([r for r, _, _ in other], 1.0)}"
+          + (f"; the lowest, {worst[1]} {worst[2]}" if worst else "") + "\n")
+
+
+def ragged_table(folder):
+    path = folder / "ragged-tf32x3.jsonl"
+    if not path.exists():
+        return
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip().startswith("{")]
+    if not rows:
+        return
+    print("### Ragged and misaligned calls, opted in (`scripts/gpu/ragged_bench.cu`)\n")
+    print(f"The tf32x3 header, built with nvcc for sm_90a, against cuBLAS SGEMM in the same run ({rows[0]['rounds']} "
+          "interleaved rounds, L2 flushed); errors against FP64 in units of 2^-24 of each element's scale.\n")
+    print("| call | lda, ldb, ldc | sgemm / SGEMM | sgemm_tf32x3 / SGEMM | error: SGEMM / sgemm / tf32x3 | "
+          "opted-in kernel | correct |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        c = r["cublas_tflops"]
+        print(f"| {r['case']} | {r['lda']}, {r['ldb']}, {r['ldc']} | {fmt(r['sgemm_tflops'] / c)} | "
+              f"{fmt(r['tf32x3_tflops'] / c)} | {r['err_cublas']:.2f} / {r['err_sgemm']:.2f} / {r['err_tf32x3']:.2f} | "
+              f"`{r['tf32x3_kernel'].split('<')[0]}` | {'yes' if r['ok'] else 'NO'} |")
+    print(f"\n{summary_line([r['tf32x3_tflops'] / r['cublas_tflops'] for r in rows], 1.0)}.\n")
 
 
 def main():
@@ -174,6 +306,10 @@ def main():
     layouts_table(folder, "public-tuned-all", "README header plus `tune --sizes @public.txt --layout all`, public suite, "
                   "every layout", ["nn", "nt", "tn", "tt"])
     layouts_table(folder, "public-f64", "`--dtype f64` header against DGEMM, public suite", ["nn", "nt"])
+    precision_table(folder)
+    tf32x3_shapes_table(folder)
+    ragged_table(folder)
+    accuracy_table(folder)
     regret_table(folder, [("public-layouts", "public"), ("public-batched", "public batched"),
                           ("public-f64", "public, f64")])
 

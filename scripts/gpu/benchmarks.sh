@@ -18,8 +18,24 @@
 #             CMTUNE_F64_DB (a database of that tune, such as an earlier run's f64-nocubins.db.gz, and
 #             CMTUNE_F64_COMMIT, the commit that tuned it) the tune is not rerun: that database is
 #             exported and benched, and the tables say which commit tuned it
+#   tf32x3    the opt-in tf32x3 class: `tune --dtype tf32x3 --config tf32x3 --sizes 256..4096,8192
+#             --layout nn,nt` on a copy of the README's database (its f32 winners make the SIMT side of
+#             the same header), export, and `cm-tune precision --winners` at 4096^3 and 8192^3, nn and
+#             nt, on uniform and normal data (cuBLAS SGEMM, cuBLAS TF32 and the winners: rate, error
+#             against FP64, energy)
+#   tf32x3-shapes
+#             that header on the public suite in nn and nt, each shape as f32 (sgemm) and as tf32x3
+#             (sgemm_tf32x3) against cuBLAS SGEMM; and scripts/gpu/ragged_bench.cu built against it:
+#             odd leading dimensions and operands one float off alignment, which bench does not time
+#   tf32x3-accuracy
+#             tune --dtype tf32x3 (no calibration) at 512 x 512 x K for K = 16 .. 65536 into that
+#             database (after the header's export), and precision --winners there on uniform and normal
+#             data: the error of each against SGEMM's
 #   tables    the markdown tables of every JSON present
-# The phases may run in separate calls of a machine that stays up: they share /tmp. The public
+# The phases may run in separate calls of a machine that stays up: they share /tmp. On a fresh
+# machine, CMTUNE_README_DB (an earlier call's readme-nocubins.db.gz, of the same commit) stands for the
+# README's database, and CMTUNE_TF32X3_DB (tf32x3-nocubins.db.gz) for the tf32x3 phase's: the kernels
+# whose cubins were dropped are built again from the sources they keep. The public
 # suites are read from $CMTUNE_SHAPES_DIR (default ../shared/shapes); CMTUNE_COMMIT names the commit
 # where the tree carries no .git.
 set -uo pipefail
@@ -29,10 +45,12 @@ mkdir -p "$out"
 bin="$root/build/cm-tune"
 db="${CMTUNE_BENCH_DB:-/tmp/cm-tune-bench.db}"
 db64="${db%.db}-f64.db"
+db3="${db%.db}-tf32x3.db"
+hdr3=/tmp/cm-tune-bench-tf32x3.cuh
 shapes="${CMTUNE_SHAPES_DIR:-$root/../shared/shapes}"
 rounds="${CMTUNE_ROUNDS:-50}"
 phases=("$@")
-[ ${#phases[@]} -gt 0 ] || phases=(readme layouts batched squares tuned-all f64 tables)
+[ ${#phases[@]} -gt 0 ] || phases=(readme layouts batched squares tuned-all f64 tf32x3 tf32x3-shapes tf32x3-accuracy tables)
 export PATH=/usr/local/cuda/bin:$PATH
 
 log() { echo "=== $(date +%H:%M:%S) $*"; }
@@ -40,7 +58,21 @@ log() { echo "=== $(date +%H:%M:%S) $*"; }
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
   "$bin" --version
   echo "${CMTUNE_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+  python3 -c 'import triton; print("triton", triton.__version__)' 2>/dev/null || echo "triton: not in this image"
 } > "$out/environment.txt" 2>&1
+
+restore() { # SAVED DB: a database saved by save_without_cubins (gzipped or not) as DB, unless DB exists
+  local saved="$1" to="$2"
+  [ -n "$saved" ] && [ ! -f "$to" ] || return 0
+  log "restoring $to from $saved"
+  case "$saved" in
+    *.gz) gunzip -c "$saved" > "$to" ;;
+    *) cp "$saved" "$to" ;;
+  esac
+  "$bin" --db "$to" db migrate
+}
+restore "${CMTUNE_README_DB:-}" "$db"
+restore "${CMTUNE_TF32X3_DB:-}" "$db3"
 
 header() { # the exported header of a database, built once per database
   local from="$1" to="$2"
@@ -135,6 +167,49 @@ for phase in "${phases[@]}"; do
       save_without_cubins "$db64" "$out/f64-nocubins.db"
       bench public-f64 "$db64" /tmp/cm-tune-bench-f64.cuh --sizes "@$shapes/public.txt" --dtype f64 --layout nn,nt \
         --regret
+      ;;
+    tf32x3)
+      log "tune --dtype tf32x3 --config tf32x3, on a copy of the README database"
+      rm -f "$db3"* "$hdr3"
+      python3 -c 'import sqlite3,sys; s=sqlite3.connect(sys.argv[1]); d=sqlite3.connect(sys.argv[2]); s.backup(d)' "$db" "$db3"
+      SECONDS=0
+      "$bin" --db "$db3" --log-file "$out/tf32x3-tune.log" tune --device 0 --dtype tf32x3 --config tf32x3 \
+        --sizes 256..4096,8192 --layout nn,nt --json > "$out/tf32x3-tune.json" 2> "$out/tf32x3-tune.err"
+      rc=$?
+      echo "{\"cold_seconds\": $SECONDS, \"rc\": $rc}" > "$out/tf32x3-time.json"
+      cat "$out/tf32x3-time.json"
+      header "$db3" "$hdr3"
+      save_without_cubins "$db3" "$out/tf32x3-nocubins.db"
+      for data in uniform normal; do
+        log "precision 4096, 8192 nn, nt, $data"
+        "$bin" --db "$db3" precision --device 0 --sizes 4096,8192 --layout nn,nt --data "$data" --winners --json \
+          > "$out/precision-$data.json" 2> "$out/precision-$data.err"
+        echo "precision $data rc=$?"
+      done
+      ;;
+    tf32x3-shapes)
+      header "$db3" "$hdr3"
+      bench public-tf32x3 "$db3" "$hdr3" --sizes "@$shapes/public.txt" --layout nn,nt --dtype f32,tf32x3
+      log "ragged and misaligned calls (scripts/gpu/ragged_bench.cu)"
+      nvcc -std=c++17 -O2 -arch="${CMTUNE_HEADER_ARCH:-sm_90a}" -DCMTUNE_HEADER="\"$hdr3\"" \
+        "$root/scripts/gpu/ragged_bench.cu" -lcublas -o /tmp/ragged_bench > "$out/ragged-build.txt" 2>&1 &&
+        /tmp/ragged_bench "$rounds" > "$out/ragged-tf32x3.jsonl" 2> "$out/ragged-tf32x3.err"
+      echo "ragged rc=$?"
+      cat "$out/ragged-tf32x3.jsonl"
+      ;;
+    tf32x3-accuracy)
+      header "$db3" "$hdr3"   # exported before these problems join the database
+      sweep=512x512x16,512x512x64,512x512x256,512x512x1024,512x512x4096,512x512x16384,512x512x65536
+      log "tune --dtype tf32x3 $sweep (no calibration)"
+      "$bin" --db "$db3" --log-file "$out/accuracy-tune.log" tune --device 0 --dtype tf32x3 --config tf32x3 \
+        --sizes "$sweep" --no-calibrate > "$out/accuracy-tune.txt" 2>&1
+      echo "tune rc=$?"
+      for data in uniform normal; do
+        log "precision $sweep, $data"
+        "$bin" --db "$db3" precision --device 0 --sizes "$sweep" --data "$data" --winners --energy-seconds 1 --json \
+          > "$out/accuracy-$data.json" 2> "$out/accuracy-$data.err"
+        echo "precision $data rc=$?"
+      done
       ;;
     tables)
       python3 "$root/scripts/gpu/bench_tables.py" "$out" | tee "$out/tables.md"
