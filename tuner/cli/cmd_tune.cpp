@@ -20,6 +20,7 @@
 #include "measure/tolerance.hpp"
 #include "measure/worker_measurer.hpp"
 #include "search/calibration.hpp"
+#include "search/shard.hpp"
 #include "space/space.hpp"
 #include "tune/tuner.hpp"
 
@@ -39,6 +40,7 @@ struct TuneOptions {
   double kernel_timeout = 0;
   uint64_t seed = 0;
   bool no_calibrate = false;
+  std::string shard;   // "I/N" (search/shard.hpp); empty: the whole run
   bool json = false;
 };
 
@@ -177,6 +179,7 @@ std::vector<std::string> worker_command(const GlobalOptions& global) {
 int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const std::string& command_line) {
   const std::vector<Problem> problems = apply_operand_options(parse_sizes(opts.sizes), opts.operands);
   const SpaceChoice choice = load_space_choice(global, opts.space);  // a bad preset is reported without a GPU
+  const Shard shard = opts.shard.empty() ? Shard{} : parse_shard(opts.shard);
   const auto& [templates, preset, only] = choice;
   const uint64_t seed = opts.seed ? opts.seed : std::random_device{}();
 
@@ -225,7 +228,14 @@ int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const
   req.device = device;
   req.problems = problems;
   req.preset = preset;
-  req.candidates = space.candidates;
+  for (const size_t i : shard_positions(space.candidates.size(), shard)) req.candidates.push_back(space.candidates[i]);
+  if (shard.count > 1)
+    spdlog::info("shard {}: {} of the space's {} candidates (positions {}, {}, {}, ...), on every problem",
+                 shard.to_string(), req.candidates.size(), space.candidates.size(), shard.index,
+                 shard.index + shard.count, shard.index + 2 * shard.count);
+  if (req.candidates.empty() && !space.candidates.empty())
+    spdlog::warn("shard {}: the space has {} candidates, none of them in this shard: nothing to measure",
+                 shard.to_string(), space.candidates.size());
   req.jobs = opts.jobs;
   req.retune = opts.retune;
   if (opts.budget > 0) req.budget = opts.budget;
@@ -236,7 +246,7 @@ int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const
   if (opts.kernel_timeout > 0) req.kernel_timeout_s = opts.kernel_timeout;
   req.should_stop = [] { return stop_signal() != 0; };
 
-  spdlog::info("tuning {} candidates of '{}' x {} problems on device {} ({}, {}), database {}", space.candidates.size(),
+  spdlog::info("tuning {} candidates of '{}' x {} problems on device {} ({}, {}), database {}", req.candidates.size(),
                preset.name, problems.size(), device.index, device.name, device.arch(), database_path(global).string());
   const NvrtcCompiler compiler;
   Progress progress("tune", 0);
@@ -268,6 +278,7 @@ int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const
     print_json(output::Record{
         {"device", output::Record{{"index", device.index}, {"name", device.name}, {"uuid", device.uuid}, {"arch", device.arch()}}},
         {"preset", preset.name},
+        {"shard", shard.to_string()},
         {"run_id", summary.run_id},
         {"candidates", summary.candidates},
         {"trials_measured", summary.trials_measured},
@@ -311,6 +322,9 @@ void add_tune_command(CLI::App& app, GlobalOptions& global, Action& action) {
       ->check(unsigned_number(1));
   sub->add_flag("--no-calibrate", opts->no_calibrate,
                 "Skip calibration (timing the leaders on shapes of every class for the exported dispatch's model)");
+  sub->add_option("--shard", opts->shard,
+                  "I/N: measure this share of the candidates (every Nth, from position I, counting from 0) on every "
+                  "problem; N such runs, each with its own database, do the work of one (join them with db merge)");
   sub->add_flag("--json", opts->json, "Machine-readable summary on stdout");
   add_db_option(*sub, global);
   sub->callback([&action, &global, opts] {
