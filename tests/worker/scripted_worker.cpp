@@ -6,6 +6,11 @@
 //   CMTUNE_SCRIPT_LOG       append "<pid> <request> <label> <problem>" for every request
 //   CMTUNE_SCRIPT_HASHED    1: times from a hash of the label and the problem (1 to 2 ms), so each
 //                           problem has a winner of its own among otherwise equal candidates
+//   CMTUNE_SCRIPT_DEVICES   how many GPUs the host has (default 1); --device picks one by index.
+//                           Each has a UUID of its own; they are of one model unless:
+//   CMTUNE_SCRIPT_MODELS    a comma list of their names, by index (default "Scripted H100" for all)
+//   CMTUNE_SCRIPT_FAULTY    the index of a GPU whose measuring process dies (SIGSEGV) in every
+//                           measurement, as one on a failing GPU would
 // Labels: "segv" dies of SIGSEGV, "exit" exits with status 7, "lost" breaks the context (crashed),
 // "hang" runs past the kernel timeout (timeout, as the GPU measurer's watchdog reports it),
 // "stuck" never answers. The fault fixture (tests/fixtures/faults) maps onto these: FAULT=1, 2 and 4
@@ -16,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fmt/format.h>
+#include <string>
 #include <thread>
 #include <unistd.h>
 
@@ -51,8 +57,10 @@ double time_of(const std::string& label, const Problem& p) {
 
 class ScriptedMeasurer final : public Measurer {
  public:
+  explicit ScriptedMeasurer(bool faulty) : m_faulty(faulty) {}
   Measurement measure(const KernelUnderTest& k, const Problem& p, const MeasureLimits& limits) override {
     log_line(fmt::format("measure {} {}", k.label, p.to_string()));
+    if (m_faulty) std::raise(SIGSEGV);
     if (const char* delay = std::getenv("CMTUNE_SCRIPT_DELAY_MS"))
       std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(delay)));
     Measurement m;
@@ -104,6 +112,7 @@ class ScriptedMeasurer final : public Measurer {
   bool context_lost() const override { return m_lost; }
 
  private:
+  bool m_faulty = false;
   bool m_lost = false;
 };
 
@@ -140,8 +149,25 @@ int main(int argc, char** argv) {
   return cmt::serve_measurer(3, 4, [](const WorkerHello& hello, DeviceInfo& device) -> std::unique_ptr<Measurer> {
     log_line(fmt::format("hello {}", hello.device));
     if (hello.device == "none") throw NoDeviceError("no CUDA device (scripted)");
-    if (hello.device != "0") throw UsageError(fmt::format("--device '{}': no such device (scripted)", hello.device));
+    const char* count_env = std::getenv("CMTUNE_SCRIPT_DEVICES");
+    const int count = count_env ? std::atoi(count_env) : 1;
+    int index = -1;
+    for (int i = 0; i < count; ++i)
+      if (hello.device == std::to_string(i)) index = i;
+    if (index < 0) throw UsageError(fmt::format("--device '{}': no such device (scripted)", hello.device));
     device = scripted_device();
-    return std::make_unique<ScriptedMeasurer>();
+    device.index = index;
+    device.visible_devices = count;
+    device.uuid.back() = static_cast<char>('1' + index);   // GPU-...-000000000001, ...0002
+    if (const char* models = std::getenv("CMTUNE_SCRIPT_MODELS")) {
+      std::string list = std::string(models) + ",";
+      for (int i = 0; i <= index && !list.empty(); ++i) {
+        const size_t comma = list.find(',');
+        if (i == index) device.name = list.substr(0, comma);
+        list.erase(0, comma + 1);
+      }
+    }
+    const char* faulty = std::getenv("CMTUNE_SCRIPT_FAULTY");
+    return std::make_unique<ScriptedMeasurer>(faulty != nullptr && std::to_string(index) == faulty);
   });
 }

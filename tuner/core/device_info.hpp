@@ -30,6 +30,7 @@ struct DeviceInfo {
   int warp_size = 0;
   int driver_version = 0;
   int runtime_version = 0;
+  int visible_devices = 0;       // CUDA devices the process that filled this could see (0: unknown)
 
   /// "sm_90"
   std::string arch() const;

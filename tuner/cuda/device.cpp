@@ -52,6 +52,7 @@ DeviceInfo query_device(int index) {
   CMT_CUDA_CHECK(cudaGetDeviceProperties(&prop, index));
   DeviceInfo d;
   d.index = index;
+  d.visible_devices = count;
   d.name = prop.name;
   d.uuid = format_uuid(prop.uuid);
   d.cc_major = prop.major;

@@ -4,6 +4,7 @@
 // pipeline builds the trial record (record/trial.hpp).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,6 +68,9 @@ class Measurer {
   /// nothing more can be measured: the run must stop. A measurer that recovers (a restarted worker
   /// process) never says so.
   virtual bool context_lost() const = 0;
+  /// How many times its measuring process has failed and been restarted (a fault, a hang, a
+  /// death); 0 for a measurer in this process. MeasurerPool compares it before and after a job.
+  virtual int64_t faults() const { return 0; }
   /// Frees what was kept for the problems measured so far (their device buffers); a problem
   /// measured again is set up afresh. The pipeline calls it between the requested problems and
   /// the calibration shapes, so the two sets never need device memory at once.

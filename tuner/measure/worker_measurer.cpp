@@ -167,6 +167,7 @@ WorkerMeasurer::Exchange WorkerMeasurer::exchange(const WorkerRequest& request, 
   if (write_frame(m_to_worker, encode(request))) frame = read_frame(m_from_worker, deadline, &timed_out);
   if (!frame) {
     ex.timed_out = timed_out;
+    ++m_stats.faults;
     // Died (EOF or EPIPE) or hung: either way this worker is done; the next call starts another.
     const std::string how = stop(true);
     ex.failure = timed_out ? fmt::format("did not answer within {:.0f} s and was killed", (bound_ms + m_options.grace_ms) / 1e3)
@@ -175,7 +176,10 @@ WorkerMeasurer::Exchange WorkerMeasurer::exchange(const WorkerRequest& request, 
   }
   ex.reply = decode_reply(*frame);
   m_stats.transport_seconds += std::max(0.0, seconds_since(t0) - ex.reply->seconds);
-  if (ex.reply->context_lost) stop(true);  // it ends itself; a kernel may still hold the GPU
+  if (ex.reply->context_lost) {  // it ends itself; a kernel may still hold the GPU
+    ++m_stats.faults;
+    stop(true);
+  }
   return ex;
 }
 

@@ -27,6 +27,7 @@ struct WorkerOptions {
 struct WorkerStats {
   int64_t requests = 0;
   int64_t restarts = 0;          // after a fault, a timeout or a death
+  int64_t faults = 0;            // calls that ended the worker: it died, hung or lost its CUDA context
   double startup_seconds = 0;    // spawning, the hello (CUDA context, cuBLAS) and every restart
   double transport_seconds = 0;  // round trips minus the worker's own time
 };
@@ -50,6 +51,7 @@ class WorkerMeasurer final : public Measurer {
                                    double kernel_timeout_ms) override;
   /// Never: a lost context only costs a restart.
   bool context_lost() const override { return false; }
+  int64_t faults() const override { return m_stats.faults; }
   void release_problems() override;
 
  private:

@@ -23,7 +23,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceInfo, index, name, uuid, cc_major, cc_m
                                    memory_clock_khz, memory_bus_bits, memory_bytes, free_memory_bytes, l2_bytes,
                                    smem_per_block, smem_per_block_optin, smem_per_sm, regs_per_sm, regs_per_block,
                                    max_threads_per_block, max_threads_per_sm, max_blocks_per_sm, warp_size,
-                                   driver_version, runtime_version)
+                                   driver_version, runtime_version, visible_devices)
 
 namespace {
 

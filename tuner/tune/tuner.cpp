@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "compile/compile_service.hpp"
 #include "core/dtype.hpp"
 #include "core/thread_pool.hpp"
+#include "measure/measurer_pool.hpp"
 #include "record/ranking.hpp"
 #include "record/trial.hpp"
 #include "search/calibration.hpp"
@@ -63,32 +65,47 @@ double peak_time_ms(const DeviceInfo& device, const Problem& problem) {
   return peak > 0 ? problem.flops() / (peak * 1e12) * 1e3 : 0.0;
 }
 
-void retime_leaders(Store& store, Measurer& measurer, ProblemState& state, int64_t run_id,
-                    const std::vector<const TrialRecord*>& leads, double kernel_timeout_ms) {
-  std::vector<BinaryRecord> binaries;
-  std::vector<int64_t> trial_ids;
-  std::vector<KernelUnderTest> kernels;
-  binaries.reserve(leads.size());  // the kernels point into it
+RetimeJob prepare_retime(Store& store, const ProblemState& state, const std::vector<const TrialRecord*>& leads,
+                         double kernel_timeout_ms) {
+  RetimeJob job;
+  job.problem = state.problem();
+  job.kernel_timeout_ms = kernel_timeout_ms;
+  job.binaries.reserve(leads.size());  // the kernels point into it
   for (const TrialRecord* t : leads) {
     auto binary = store.find_binary(t->binary_key);
     if (!binary || !binary->ok) continue;
-    binaries.push_back(std::move(*binary));
-    trial_ids.push_back(t->id);
-    kernels.push_back({&binaries.back(), t->shape, t->requirements, kernel_label(t->template_name, t->params)});
+    job.binaries.push_back(std::move(*binary));
+    job.trial_ids.push_back(t->id);
+    job.kernels.push_back({&job.binaries.back(), t->shape, t->requirements, kernel_label(t->template_name, t->params)});
   }
-  if (kernels.empty()) return;
-  const std::vector<RetimeResult> results = measurer.retime(kernels, state.problem(), kernel_timeout_ms);
-  const RetimeResult& cublas = results.back();
+  return job;
+}
+
+void RetimeJob::run(Measurer& measurer) {
+  if (!kernels.empty()) results = measurer.retime(kernels, problem, kernel_timeout_ms);
+}
+
+void record_retime(Store& store, ProblemState& state, int64_t run_id, const RetimeJob& job) {
+  if (job.kernels.empty() || job.results.empty()) return;
+  const RetimeResult& cublas = job.results.back();
   // A type without a cuBLAS baseline (i32) records the kernels' times without a ratio.
   const bool baseline = type_info(state.problem().dtype).cublas_baseline;
   if (baseline) {
     if (!cublas.ok || cublas.stats.count == 0) return;
     state.record_baseline(store, run_id, cublas.stats);
   }
-  for (size_t i = 0; i < kernels.size(); ++i)
-    if (results[i].ok && results[i].stats.count > 0)
-      state.record_retime(store, trial_ids[i], results[i].stats.median,
-                          baseline ? std::optional<double>(cublas.stats.median / results[i].stats.median) : std::nullopt);
+  for (size_t i = 0; i < job.kernels.size(); ++i)
+    if (job.results[i].ok && job.results[i].stats.count > 0)
+      state.record_retime(store, job.trial_ids[i], job.results[i].stats.median,
+                          baseline ? std::optional<double>(cublas.stats.median / job.results[i].stats.median)
+                                   : std::nullopt);
+}
+
+void retime_leaders(Store& store, Measurer& measurer, ProblemState& state, int64_t run_id,
+                    const std::vector<const TrialRecord*>& leads, double kernel_timeout_ms) {
+  RetimeJob job = prepare_retime(store, state, leads, kernel_timeout_ms);
+  job.run(measurer);
+  record_retime(store, state, run_id, job);
 }
 
 TuneCounts& TuneCounts::operator+=(const TuneCounts& other) {
@@ -124,9 +141,26 @@ struct PassResult {
   bool interrupted = false;
 };
 
+/// "GPU 0 52%, GPU 1 48%": each member's share of the jobs finished so far (several GPUs only).
+std::string shares(const MeasurerPool& pool) {
+  if (pool.size() < 2) return "";
+  const std::vector<int64_t> finished = pool.finished();
+  const std::vector<std::string> names = pool.names();
+  int64_t total = 0;
+  for (const int64_t f : finished) total += f;
+  std::string out;
+  for (size_t i = 0; i < finished.size(); ++i)
+    out += fmt::format("{}{} {:.0f}%", i ? ", " : "", names[i].substr(0, names[i].find(" (")),
+                       total ? 100.0 * static_cast<double>(finished[i]) / static_cast<double>(total) : 0.0);
+  return out;
+}
+
 /// Search -> compile -> measure -> record over the pass's problems, then the re-timing of leaders
 /// and the choice of winners; every trial is committed as it is recorded. One run record per pass.
-PassResult run_pass(Store& store, const Compiler& compiler, Measurer& measurer, const TuneRequest& req,
+/// The measurements of each compiled candidate (one job per problem) go to the pool, whose members
+/// take them as they become idle; this thread records what comes back, so the database has one
+/// writer per run.
+PassResult run_pass(Store& store, const Compiler& compiler, MeasurerPool& pool, const TuneRequest& req,
                     int64_t device_id, const Pass& pass, const TuneProgress& progress) {
   const auto start = std::chrono::steady_clock::now();
   const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
@@ -146,12 +180,13 @@ PassResult run_pass(Store& store, const Compiler& compiler, Measurer& measurer, 
   for (const Problem& p : pass.problems) states.emplace_back(store, device_id, p);
 
   // Search: the searcher proposes candidates a few at a time, enough to keep every compiler
-  // thread busy while the GPU measures what is compiled.
+  // thread busy while the GPUs measure what is compiled.
   const std::unique_ptr<Searcher> searcher =
       make_searcher(candidates.size(), pass.budget, pass.time_limit_s.has_value(), req.seed);
   spdlog::debug("search: {}", searcher->describe());
   result.candidates = static_cast<int64_t>(searcher->planned());
-  const size_t window = static_cast<size_t>(std::max(16, 4 * (req.jobs > 0 ? req.jobs : hardware_threads())));
+  const size_t window = static_cast<size_t>(std::max(16, 4 * (req.jobs > 0 ? req.jobs : hardware_threads())) +
+                                            static_cast<int>(pool.size()));
   CompileService compile(store, compiler, req.device.arch(), req.jobs);
   bool searching = true;
   const auto refill = [&] {
@@ -162,95 +197,194 @@ PassResult run_pass(Store& store, const Compiler& compiler, Measurer& measurer, 
     }
   };
 
+  // A compiled candidate while its problems are measured, and one measurement in flight.
+  struct Open {
+    CompiledCandidate compiled;
+    int pending = 0;
+    std::vector<TrialRecord> recorded;
+  };
+  struct Job {
+    uint64_t open = 0;
+    size_t state = 0;
+    KernelUnderTest kernel;
+    MeasureLimits limits;
+    Measurement result;
+  };
+  std::map<uint64_t, Open> open;
+  std::map<uint64_t, Job> jobs;
+  uint64_t next_open = 0, next_job = 0;
+
   const int64_t total = result.candidates * static_cast<int64_t>(states.size());
   int64_t done = 0, candidates_done = 0;
   std::string status, run_status = "done";
-  refill();
-  while (auto compiled = compile.next()) {
-    if (!result.stop_reason.empty()) continue;  // drain the compiler
-    const Candidate& cand = *compiled->candidate;
-    std::vector<TrialRecord> recorded;
-    for (ProblemState& state : states) {
+  bool stopping = false;   // no more jobs: a stop reason, a signal or a lost context
+  const auto report = [&] {
+    if (!progress) return;
+    const std::string share = shares(pool);
+    progress(done, total, share.empty() ? status : status + (status.empty() ? "" : "; ") + share);
+  };
+  const auto stop = [&](std::string reason, bool interrupted) {
+    if (result.stop_reason.empty()) result.stop_reason = std::move(reason);
+    if (interrupted) {
+      result.interrupted = true;
+      run_status = "interrupted";
+    }
+    stopping = true;
+    searching = false;
+    compile.cancel();
+    for (const uint64_t id : pool.cancel()) {   // queued, not started: never measured
+      --open.at(jobs.at(id).open).pending;
+      jobs.erase(id);
+    }
+  };
+  const auto close = [&](uint64_t id) {
+    Open& o = open.at(id);
+    ++candidates_done;
+    searcher->observe(o.compiled.index, o.recorded);
+    report();
+    open.erase(id);
+    if (stopping) return;
+    if (req.should_stop && req.should_stop())
+      stop(fmt::format("interrupted after {} candidates", candidates_done), true);
+    else if (pass.time_limit_s && elapsed() > *pass.time_limit_s)
+      stop(fmt::format("--time-limit {} s reached after {} candidates", *pass.time_limit_s, candidates_done), false);
+  };
+  // A compiled candidate: a trial for each problem it compiles to nothing for, a job for each it
+  // is measured on.
+  const auto dispatch = [&](CompiledCandidate compiled) {
+    const uint64_t id = next_open++;
+    Open& o = open[id];
+    o.compiled = std::move(compiled);
+    const Candidate& cand = *o.compiled.candidate;
+    for (size_t si = 0; si < states.size() && !stopping; ++si) {
+      ProblemState& state = states[si];
       const Problem& p = state.problem();
       ++done;
       if (!cand.tmpl->serves(cand.values, p)) continue;   // another layout, or a batch the family cannot take
-      const bool everywhere = compiled->index < pass.ignore_applies.size() && pass.ignore_applies[compiled->index];
+      const bool everywhere = o.compiled.index < pass.ignore_applies.size() && pass.ignore_applies[o.compiled.index];
       if (!everywhere && !cand.tmpl->applies_to(cand.values, target, p)) continue;   // the family does not serve this shape
-      if (!req.retune && state.has_trial(trial_key(req.device.uuid, compiled->binary.key, p))) {
+      if (!req.retune && state.has_trial(trial_key(req.device.uuid, o.compiled.binary.key, p))) {
         ++result.counts.trials_reused;
         continue;
       }
-      Measurement m;
-      if (!compiled->binary.ok) {
-        if (!compiled->cacheable) {  // the machinery failed, not the candidate: record nothing
+      if (!o.compiled.binary.ok) {
+        if (!o.compiled.cacheable) {  // the machinery failed, not the candidate: record nothing
           --done;
           continue;
         }
-        m = compile_failure(compiled->binary);
-      } else {
-        if (!state.cublas_ms() && type_info(p.dtype).cublas_baseline) {
-          state.record_baseline(store, result.run_id, measurer.measure_cublas(p));
-          spdlog::debug("cuBLAS {}: {:.4f} ms", p.to_string(), *state.cublas_ms());
-        }
-        const KernelUnderTest kernel{&compiled->binary, cand.shape, cand.requirements, cand.id()};
-        m = measurer.measure(kernel, p, {state.abandon_bar_ms(req.preset.tune.abandon_factor), kernel_timeout_ms(req, state)});
+        TrialRecord t = make_trial(context, cand, o.compiled.binary, p, compile_failure(o.compiled.binary), state.cublas_ms());
+        state.record(store, t);
+        ++result.counts.trials_measured;
+        o.recorded.push_back(std::move(t));
+        report();
+        continue;
       }
-      TrialRecord t = make_trial(context, cand, compiled->binary, p, m, state.cublas_ms());
-      state.record(store, t);
-      ++result.counts.trials_measured;
-      if (t.outcome == Outcome::ok && *t.median_ms <= state.best_ms())
-        status = fmt::format("best {:.1f} {} at {} ({})", *t.gflops / 1e3, type_info(p.dtype).rate_unit,
-                             p.to_string(), cand.tmpl->name);
-      recorded.push_back(std::move(t));
-      if (progress) progress(done, total, status);
-      if (measurer.context_lost()) {
-        result.stop_reason = fmt::format(
-            "{} broke the CUDA context on {} ({}); it is recorded as crashed and a rerun skips it", cand.id(),
-            p.to_string(), recorded.back().reason);
-        run_status = "failed";
+      if (!state.cublas_ms() && type_info(p.dtype).cublas_baseline) {
+        SampleStats baseline;
+        pool.run([&](Measurer& m) { baseline = m.measure_cublas(p); });
+        state.record_baseline(store, result.run_id, baseline);
+        spdlog::debug("cuBLAS {}: {:.4f} ms", p.to_string(), *state.cublas_ms());
+      }
+      --done;   // counted when its measurement comes back
+      const uint64_t jid = next_job++;
+      Job& job = jobs[jid];
+      job.open = id;
+      job.state = si;
+      job.kernel = KernelUnderTest{&o.compiled.binary, cand.shape, cand.requirements, cand.id()};
+      job.limits = {state.abandon_bar_ms(req.preset.tune.abandon_factor), kernel_timeout_ms(req, state)};
+      ++o.pending;
+      pool.submit(jid, [&job, p](Measurer& m) { job.result = m.measure(job.kernel, p, job.limits); });
+    }
+    if (o.pending == 0) close(id);
+  };
+  // A measurement back from the pool: its trial, recorded here.
+  const auto collect = [&](uint64_t jid) {
+    Job& job = jobs.at(jid);
+    Open& o = open.at(job.open);
+    ProblemState& state = states[job.state];
+    const Problem& p = state.problem();
+    const Candidate& cand = *o.compiled.candidate;
+    TrialRecord t = make_trial(context, cand, o.compiled.binary, p, job.result, state.cublas_ms());
+    state.record(store, t);
+    ++result.counts.trials_measured;
+    ++done;
+    if (t.outcome == Outcome::ok && *t.median_ms <= state.best_ms())
+      status = fmt::format("best {:.1f} {} at {} ({})", *t.gflops / 1e3, type_info(p.dtype).rate_unit, p.to_string(),
+                           cand.tmpl->name);
+    o.recorded.push_back(std::move(t));
+    const std::string reason = o.recorded.back().reason;
+    jobs.erase(jid);
+    for (const std::string& w : pool.take_warnings()) spdlog::warn("{}", w);
+    report();
+    if (!stopping && pool.context_lost()) {
+      stop(fmt::format("{} broke the CUDA context on {} ({}); it is recorded as crashed and a rerun skips it", cand.id(),
+                       p.to_string(), reason),
+           false);
+      run_status = "failed";
+    } else if (!stopping && req.should_stop && req.should_stop()) {
+      stop(fmt::format("interrupted after {} candidates", candidates_done), true);
+    }
+    if (--o.pending == 0) close(job.open);
+  };
+
+  refill();
+  bool compiled_all = false;
+  for (;;) {
+    while (!stopping && !compiled_all && pool.has_idle()) {
+      auto compiled = compile.next();
+      if (!compiled) {
+        compiled_all = true;
         break;
       }
-      if (req.should_stop && req.should_stop()) break;
+      dispatch(std::move(*compiled));
+      if (!stopping) refill();
     }
-    ++candidates_done;
-    searcher->observe(compiled->index, recorded);
-    if (progress) progress(done, total, status);
-    if (result.stop_reason.empty() && req.should_stop && req.should_stop()) {
-      result.interrupted = true;
-      result.stop_reason = fmt::format("interrupted after {} candidates", candidates_done);
-      run_status = "interrupted";
+    const auto jid = pool.next();
+    if (jid) {
+      collect(*jid);
+      continue;
     }
-    if (result.stop_reason.empty() && pass.time_limit_s && elapsed() > *pass.time_limit_s)
-      result.stop_reason = fmt::format("--time-limit {} s reached after {} candidates", *pass.time_limit_s, candidates_done);
-    if (result.stop_reason.empty()) {
-      refill();
-    } else {
-      searching = false;
-      compile.cancel();
-    }
+    if (stopping || compiled_all) break;
   }
+  while (compile.next()) {
+  }  // drain the compiler after a stop
+  for (auto& [id, o] : open) searcher->observe(o.compiled.index, o.recorded);   // cut short by a stop
   const CompileStats& cs = compile.stats();
   result.counts.compile_cache_hits = cs.cache_hits;
   result.counts.compiled = cs.compiled;
   result.counts.compile_failures = cs.failed;
 
   // Re-time the leaders of every problem that changed, has no winner yet, or has a leader that was
-  // never re-timed (a run stopped by a signal or killed after measuring it), and choose winners.
-  // An interrupted run skips this: the user asked it to stop, and the rerun does it.
-  if (!measurer.context_lost() && !result.interrupted) {
+  // never re-timed (a run stopped by a signal or killed after measuring it), and choose winners;
+  // the problems go to the pool's members as they become idle. An interrupted run skips this: the
+  // user asked it to stop, and the rerun does it.
+  if (!pool.context_lost() && !result.interrupted) {
     const int top = req.preset.tune.retime_top;
-    for (ProblemState& state : states) {
+    std::map<uint64_t, std::pair<size_t, RetimeJob>> retimes;
+    for (size_t si = 0; si < states.size(); ++si) {
+      ProblemState& state = states[si];
       const auto leads = leaders(state, top);
       const bool all_retimed = std::all_of(leads.begin(), leads.end(), [](const TrialRecord* t) { return t->retime_median_ms.has_value(); });
       if (!state.changed() && state.has_winners() && all_retimed) continue;
       if (leads.empty()) continue;
-      retime_leaders(store, measurer, state, result.run_id, leads, kernel_timeout_ms(req, state));
-      state.store_winners(store);
-      if (req.should_stop && req.should_stop()) {
+      const uint64_t jid = next_job++;
+      auto& [index, job] = retimes[jid];
+      index = si;
+      job = prepare_retime(store, state, leads, kernel_timeout_ms(req, state));
+      RetimeJob* target_job = &job;
+      pool.submit(jid, [target_job](Measurer& m) { target_job->run(m); });
+    }
+    while (const auto jid = pool.next()) {
+      auto& [si, job] = retimes.at(*jid);
+      record_retime(store, states[si], result.run_id, job);
+      states[si].store_winners(store);
+      retimes.erase(*jid);
+      for (const std::string& w : pool.take_warnings()) spdlog::warn("{}", w);
+      if (!result.interrupted && req.should_stop && req.should_stop()) {
         result.interrupted = true;
         if (result.stop_reason.empty()) result.stop_reason = "interrupted while re-timing";
         run_status = "interrupted";
-        break;
+        for (const uint64_t id : pool.cancel()) retimes.erase(id);
       }
     }
   }
@@ -265,7 +399,7 @@ PassResult run_pass(Store& store, const Compiler& compiler, Measurer& measurer, 
 /// Calibration (search/calibration.hpp), after the requested problems' pass: the whole space on the
 /// shapes that ask for it, then the plan's kernels on the other shapes, each a pass with its own run
 /// record. Adds what they did to `summary`.
-void calibrate(Store& store, const Compiler& compiler, Measurer& measurer, const TuneRequest& req, int64_t device_id,
+void calibrate(Store& store, const Compiler& compiler, MeasurerPool& measurer, const TuneRequest& req, int64_t device_id,
                const std::vector<std::vector<TrialRecord>>& requested_trials, const std::function<double()>& elapsed,
                const TuneProgress& progress, TuneSummary& summary) {
   // Each tuned problem's passing trials, best first: the leaders calibration measures come from them.
@@ -311,6 +445,12 @@ void calibrate(Store& store, const Compiler& compiler, Measurer& measurer, const
 }  // namespace
 
 TuneSummary run_tune(Store& store, const Compiler& compiler, Measurer& measurer, const TuneRequest& req,
+                     const TuneProgress& progress) {
+  MeasurerPool pool({PoolMember{&measurer, "GPU " + std::to_string(req.device.index)}});
+  return run_tune(store, compiler, pool, req, progress);
+}
+
+TuneSummary run_tune(Store& store, const Compiler& compiler, MeasurerPool& measurer, const TuneRequest& req,
                      const TuneProgress& progress) {
   const auto start = std::chrono::steady_clock::now();
   const std::function<double()> elapsed = [&] {

@@ -12,6 +12,7 @@
 #include "compile/compiler.hpp"
 #include "core/device_info.hpp"
 #include "measure/measurer.hpp"
+#include "measure/measurer_pool.hpp"
 #include "record/problem_state.hpp"
 #include "space/preset.hpp"
 #include "space/space.hpp"
@@ -68,7 +69,10 @@ struct TuneSummary : TuneCounts {
 /// Called after every trial: done, total, and a status line (current best).
 using TuneProgress = std::function<void(int64_t done, int64_t total, const std::string& status)>;
 
-/// Runs the whole pipeline; every trial is committed as it is recorded.
+/// Runs the whole pipeline; every trial is committed as it is recorded. With a pool, the
+/// measurements go to its members (several GPUs of one model) as each becomes idle.
+TuneSummary run_tune(Store& store, const Compiler& compiler, MeasurerPool& pool, const TuneRequest& request,
+                     const TuneProgress& progress);
 TuneSummary run_tune(Store& store, const Compiler& compiler, Measurer& measurer, const TuneRequest& request,
                      const TuneProgress& progress);
 
@@ -78,7 +82,20 @@ std::vector<const TrialRecord*> leaders(const ProblemState& state, int retime_to
 
 /// The re-timing stage for one problem: its leaders (from leaders()) timed interleaved with cuBLAS;
 /// records their medians and the cuBLAS baseline of the same rounds (for i32, which has none, the
-/// medians alone, without a ratio).
+/// medians alone, without a ratio). In three steps, so that the measuring runs on a pool's thread
+/// and the recording on the caller's: prepare_retime, RetimeJob::run, record_retime.
+struct RetimeJob {
+  Problem problem;
+  double kernel_timeout_ms = 0;
+  std::vector<BinaryRecord> binaries;    // the leaders' binaries (the kernels point into it)
+  std::vector<int64_t> trial_ids;
+  std::vector<KernelUnderTest> kernels;
+  std::vector<RetimeResult> results;     // after run(): one per kernel, cuBLAS last
+  void run(Measurer& measurer);
+};
+RetimeJob prepare_retime(Store& store, const ProblemState& state, const std::vector<const TrialRecord*>& leads,
+                         double kernel_timeout_ms);
+void record_retime(Store& store, ProblemState& state, int64_t run_id, const RetimeJob& job);
 void retime_leaders(Store& store, Measurer& measurer, ProblemState& state, int64_t run_id,
                     const std::vector<const TrialRecord*>& leads, double kernel_timeout_ms);
 
