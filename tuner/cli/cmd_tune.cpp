@@ -3,6 +3,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <fmt/format.h>
+#include <future>
 #include <limits>
 #include <map>
 #include <optional>
@@ -17,6 +18,7 @@
 #include "core/error.hpp"
 #include "core/stop_signal.hpp"
 #include "measure/gpu/workspace.hpp"
+#include "measure/measurer_pool.hpp"
 #include "measure/tolerance.hpp"
 #include "measure/worker_measurer.hpp"
 #include "search/calibration.hpp"
@@ -176,20 +178,108 @@ std::vector<std::string> worker_command(const GlobalOptions& global) {
   return command;
 }
 
-int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const std::string& command_line) {
-  const std::vector<Problem> problems = apply_operand_options(parse_sizes(opts.sizes), opts.operands);
-  const SpaceChoice choice = load_space_choice(global, opts.space);  // a bad preset is reported without a GPU
-  const Shard shard = opts.shard.empty() ? Shard{} : parse_shard(opts.shard);
-  const auto& [templates, preset, only] = choice;
-  const uint64_t seed = opts.seed ? opts.seed : std::random_device{}();
+/// The GPUs of one model in a run: their measuring processes, and the device record's GPU (the
+/// first), whose identity the trials are stored under.
+struct DeviceGroup {
+  std::vector<std::unique_ptr<WorkerMeasurer>> workers;
+  DeviceInfo lead;
+  size_t free_memory_bytes = 0;   // the least of the group's GPUs
+};
 
-  // Candidates are measured in a separate process, so a kernel that breaks the CUDA context or
-  // never ends costs one trial and a restart; this process never touches the GPU.
-  WorkerOptions worker;
-  worker.command = worker_command(global);
-  worker.hello = {opts.device, preset.tune, seed};
-  WorkerMeasurer measurer(worker);
-  const DeviceInfo device = measurer.device();
+/// --device: one GPU (index, UUID or part of a name), a comma list of them, or all. Starts a
+/// measuring process on each and groups them by model (name, compute capability, SMs): each model
+/// is tuned for itself, its GPUs sharing the work.
+std::vector<DeviceGroup> start_devices(const GlobalOptions& global, const TuneOptions& opts, const Preset& preset,
+                                       uint64_t seed) {
+  WorkerOptions base;
+  base.command = worker_command(global);
+  base.hello = {opts.device, preset.tune, seed};
+  const auto start = [&](const std::string& spec) {
+    WorkerOptions o = base;
+    o.hello.device = spec;
+    return std::make_unique<WorkerMeasurer>(o);
+  };
+  const bool all = opts.device == "all";
+  std::vector<std::string> specs;
+  if (all) {
+    specs.push_back("0");
+  } else {
+    std::string rest = opts.device + ",";
+    for (size_t comma; (comma = rest.find(',')) != std::string::npos; rest.erase(0, comma + 1)) {
+      specs.push_back(rest.substr(0, comma));
+      if (specs.back().empty())
+        throw UsageError(fmt::format("--device '{}': an empty entry (a GPU's index, UUID or unique part of its name, "
+                                     "a comma list of them, or all)", printable(opts.device)));
+    }
+  }
+  std::vector<std::unique_ptr<WorkerMeasurer>> workers;
+  const auto add = [&](const std::string& spec) {
+    try {
+      workers.push_back(start(spec));
+    } catch (const InfraError& e) {
+      // A GPU that cannot even start its measuring process: the others tune without it.
+      if (specs.size() == 1 && !all) throw;
+      spdlog::warn("GPU {}: its measuring process does not start ({}); it is left out of the run", spec, e.what());
+    }
+  };
+  for (const auto& spec : specs) add(spec);
+  if (all && !workers.empty())
+    for (int i = 1; i < workers.front()->device().visible_devices; ++i) add(std::to_string(i));
+  if (workers.empty()) throw NoDeviceError(fmt::format("--device {}: no GPU could be started", opts.device));
+  std::map<std::string, std::string> by_uuid;
+  for (size_t i = 0; i < workers.size(); ++i) {
+    const DeviceInfo& d = workers[i]->device();
+    const auto [it, fresh] = by_uuid.emplace(d.uuid, all ? std::to_string(d.index) : specs[i]);
+    if (!fresh)
+      throw UsageError(fmt::format("--device '{}': '{}' and '{}' are the same GPU ({})", printable(opts.device), it->second,
+                                   specs[i], d.uuid));
+  }
+  std::vector<DeviceGroup> groups;
+  for (auto& w : workers) {
+    const DeviceInfo& d = w->device();
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const DeviceGroup& g) {
+      return std::tie(g.lead.name, g.lead.cc_major, g.lead.cc_minor, g.lead.sm_count) ==
+             std::tie(d.name, d.cc_major, d.cc_minor, d.sm_count);
+    });
+    if (it == groups.end()) {
+      groups.emplace_back();
+      it = std::prev(groups.end());
+      it->lead = d;
+      it->free_memory_bytes = d.free_memory_bytes;
+    }
+    it->free_memory_bytes = std::min(it->free_memory_bytes, d.free_memory_bytes);
+    it->workers.push_back(std::move(w));
+  }
+  return groups;
+}
+
+/// One model's tune: what the command prints and returns for it.
+struct GroupOutcome {
+  bool ran = false;
+  int exit_code = 0;
+  TuneSummary summary;
+  DeviceInfo device;
+  std::map<Problem, Int32Comparison> int32_comparisons;
+  std::map<Problem, AccuracyReport> accuracy;
+  std::string shares;       // "GPU 0 812, GPU 1 790": each GPU's measurements (several GPUs)
+  output::Record json;
+};
+
+GroupOutcome tune_group(const GlobalOptions& global, const TuneOptions& opts, const SpaceChoice& choice,
+                        const std::vector<Problem>& problems, const Shard& shard, uint64_t seed,
+                        const std::string& command_line, DeviceGroup& group, bool several_models) {
+  const auto& [templates, preset, only] = choice;
+  DeviceInfo device = group.lead;
+  device.free_memory_bytes = group.free_memory_bytes;
+  std::vector<PoolMember> members;
+  for (auto& w : group.workers)
+    members.push_back({w.get(), fmt::format("GPU {} ({})", w->device().index, w->device().uuid)});
+  MeasurerPool pool(std::move(members));
+  const std::string gpus = [&] {
+    std::string out;
+    for (const auto& w : group.workers) out += (out.empty() ? "" : ",") + std::to_string(w->device().index);
+    return out;
+  }();
   Target target = target_of(device);
   target.layouts.clear();
   for (const Problem& p : problems)
@@ -216,13 +306,11 @@ int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const
     throw UsageError(fmt::format(
         "--sizes{} needs {:.1f} GiB of device memory ({} alone needs {:.1f} GiB); device {} ({}) has {:.1f} GiB free",
         calibration_larger ? " (its calibration shapes; --no-calibrate skips them)" : "", needed / 1073741824.0, largest->to_string(), ProblemWorkspace::bytes_needed(*largest) / 1073741824.0,
-        device.index, device.name, device.free_memory_bytes / 1073741824.0));
+        gpus, device.name, device.free_memory_bytes / 1073741824.0));
   }
 
-  if (stop_signal()) {  // noted during start-up (catch_stop_signals() is the first thing cm-tune does)
-    spdlog::warn("stopped by {} before tuning anything", stop_signal_name());
-    return 128 + stop_signal();
-  }
+  GroupOutcome out;
+  if (stop_signal()) return out;   // the caller says so
   Store store(database_path(global));
   TuneRequest req;
   req.device = device;
@@ -246,11 +334,12 @@ int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const
   if (opts.kernel_timeout > 0) req.kernel_timeout_s = opts.kernel_timeout;
   req.should_stop = [] { return stop_signal() != 0; };
 
-  spdlog::info("tuning {} candidates of '{}' x {} problems on device {} ({}, {}), database {}", req.candidates.size(),
-               preset.name, problems.size(), device.index, device.name, device.arch(), database_path(global).string());
+  spdlog::info("tuning {} candidates of '{}' x {} problems on {} {} ({}, {}), database {}", req.candidates.size(),
+               preset.name, problems.size(), group.workers.size() == 1 ? "device" : "devices", gpus, device.name,
+               device.arch(), database_path(global).string());
   const NvrtcCompiler compiler;
-  Progress progress("tune", 0);
-  const TuneSummary summary = run_tune(store, compiler, measurer, req, [&](int64_t done, int64_t total, const std::string& st) {
+  Progress progress(several_models ? "tune " + device.name : "tune", 0);
+  const TuneSummary summary = run_tune(store, compiler, pool, req, [&](int64_t done, int64_t total, const std::string& st) {
     progress.set_total(total);
     progress.update(done, st);
   });
@@ -263,38 +352,110 @@ int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const
   for (const auto& p : summary.problems)
     if (type_info(p.problem.dtype).reference == Reference::fp64 && p.winner)
       if (const auto a = accuracy_of(store, *p.winner)) accuracy.emplace(p.problem, *a);
-  const WorkerStats& ws = measurer.stats();
-  spdlog::info("measuring process: {} requests, {} restart{} after faults, {:.2f} s starting, {:.2f} s in transport "
-               "({:.1f}% of the run)",
-               ws.requests, ws.restarts, ws.restarts == 1 ? "" : "s", ws.startup_seconds, ws.transport_seconds,
-               100.0 * (ws.startup_seconds + ws.transport_seconds) / std::max(summary.wall_seconds, 1e-9));
+  for (const auto& w : group.workers) {
+    const WorkerStats& ws = w->stats();
+    spdlog::info("measuring process of GPU {}: {} requests, {} restart{} after faults, {:.2f} s starting, {:.2f} s in "
+                 "transport ({:.1f}% of the run)",
+                 w->device().index, ws.requests, ws.restarts, ws.restarts == 1 ? "" : "s", ws.startup_seconds,
+                 ws.transport_seconds,
+                 100.0 * (ws.startup_seconds + ws.transport_seconds) / std::max(summary.wall_seconds, 1e-9));
+  }
   if (summary.interrupted)
     spdlog::warn("stopped by {}: {}; everything measured is committed, and rerunning the same command continues",
                  stop_signal_name(), summary.stop_reason);
   else if (!summary.stop_reason.empty())
     spdlog::warn("stopped early: {}", summary.stop_reason);
 
-  if (opts.json) {
-    print_json(output::Record{
-        {"device", output::Record{{"index", device.index}, {"name", device.name}, {"uuid", device.uuid}, {"arch", device.arch()}}},
-        {"preset", preset.name},
-        {"shard", shard.to_string()},
-        {"run_id", summary.run_id},
-        {"candidates", summary.candidates},
-        {"trials_measured", summary.trials_measured},
-        {"trials_reused", summary.trials_reused},
-        {"compile_cache_hits", summary.compile_cache_hits},
-        {"compiled", summary.compiled},
-        {"compile_failures", summary.compile_failures},
-        {"wall_seconds", summary.wall_seconds},
-        {"stopped_early", summary.stop_reason},
-        {"problems", output::table_records(summary_table(summary.problems, false, int32_comparisons, accuracy))},
-        {"calibration", output::table_records(summary_table(summary.calibration, true, int32_comparisons, accuracy))}});
-  } else {
-    print_summary(summary, device, int32_comparisons, accuracy);
+  output::Record gpu_records;
+  std::vector<output::Value> gpu_list;
+  const std::vector<int64_t> shares = pool.finished();
+  for (size_t i = 0; i < group.workers.size(); ++i) {
+    const DeviceInfo& d = group.workers[i]->device();
+    gpu_list.push_back(output::Record{{"index", d.index}, {"uuid", d.uuid}, {"jobs", shares[i]}});
   }
-  if (summary.interrupted) return 128 + stop_signal();  // 130 for SIGINT, 143 for SIGTERM, as shells report
-  return summary.stop_reason.empty() || opts.time_limit > 0 ? 0 : 1;
+  out.json = output::Record{
+      {"device", output::Record{{"index", device.index}, {"name", device.name}, {"uuid", device.uuid}, {"arch", device.arch()}}},
+      {"gpus", gpu_list},
+      {"preset", preset.name},
+      {"shard", shard.to_string()},
+      {"run_id", summary.run_id},
+      {"candidates", summary.candidates},
+      {"trials_measured", summary.trials_measured},
+      {"trials_reused", summary.trials_reused},
+      {"compile_cache_hits", summary.compile_cache_hits},
+      {"compiled", summary.compiled},
+      {"compile_failures", summary.compile_failures},
+      {"wall_seconds", summary.wall_seconds},
+      {"stopped_early", summary.stop_reason},
+      {"problems", output::table_records(summary_table(summary.problems, false, int32_comparisons, accuracy))},
+      {"calibration", output::table_records(summary_table(summary.calibration, true, int32_comparisons, accuracy))}};
+  if (group.workers.size() > 1)
+    for (size_t i = 0; i < group.workers.size(); ++i)
+      out.shares += fmt::format("{}GPU {} {}", i ? ", " : "", group.workers[i]->device().index, shares[i]);
+  out.ran = true;
+  out.summary = summary;
+  out.device = device;
+  out.int32_comparisons = std::move(int32_comparisons);
+  out.accuracy = std::move(accuracy);
+  if (summary.interrupted)
+    out.exit_code = 128 + stop_signal();  // 130 for SIGINT, 143 for SIGTERM, as shells report
+  else
+    out.exit_code = summary.stop_reason.empty() || opts.time_limit > 0 ? 0 : 1;
+  return out;
+}
+
+int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const std::string& command_line) {
+  const std::vector<Problem> problems = apply_operand_options(parse_sizes(opts.sizes), opts.operands);
+  const SpaceChoice choice = load_space_choice(global, opts.space);  // a bad preset is reported without a GPU
+  const Shard shard = opts.shard.empty() ? Shard{} : parse_shard(opts.shard);
+  const uint64_t seed = opts.seed ? opts.seed : std::random_device{}();
+
+  // Candidates are measured in separate processes, one per GPU, so a kernel that breaks the CUDA
+  // context or never ends costs one trial and a restart; this process never touches a GPU.
+  std::vector<DeviceGroup> groups = start_devices(global, opts, choice.preset, seed);
+  if (stop_signal()) {  // noted during start-up (catch_stop_signals() is the first thing cm-tune does)
+    spdlog::warn("stopped by {} before tuning anything", stop_signal_name());
+    return 128 + stop_signal();
+  }
+  // Each model is tuned for itself, all at once; the database's locks order their writes.
+  std::vector<std::future<GroupOutcome>> runs;
+  for (auto& g : groups)
+    runs.push_back(std::async(std::launch::async, [&, several = groups.size() > 1] {
+      return tune_group(global, opts, choice, problems, shard, seed, command_line, g, several);
+    }));
+  std::vector<GroupOutcome> outcomes;
+  std::exception_ptr error;
+  for (auto& r : runs) {
+    try {
+      outcomes.push_back(r.get());
+    } catch (...) {
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+  if (stop_signal() && outcomes.size() == groups.size() &&
+      std::none_of(outcomes.begin(), outcomes.end(), [](const GroupOutcome& o) { return o.ran; })) {
+    spdlog::warn("stopped by {} before tuning anything", stop_signal_name());
+    return 128 + stop_signal();
+  }
+  int exit_code = 0;
+  if (opts.json) {
+    if (outcomes.size() == 1) {
+      print_json(outcomes.front().json);
+    } else {
+      std::vector<output::Value> models;
+      for (const auto& o : outcomes) models.push_back(o.json);
+      print_json(output::Record{{"models", models}});
+    }
+  }
+  for (const auto& o : outcomes) {
+    if (!opts.json && o.ran) {
+      print_summary(o.summary, o.device, o.int32_comparisons, o.accuracy);
+      if (!o.shares.empty()) fmt::print("measurements per GPU: {}\n", o.shares);
+    }
+    exit_code = std::max(exit_code, o.exit_code);
+  }
+  return exit_code;
 }
 
 }  // namespace
