@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cctype>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "cli/app.hpp"
 #include "compile/nvrtc/nvrtc_compiler.hpp"
@@ -90,6 +91,15 @@ DeviceRecord resolve_db_device(Store& store, const std::string& spec) {
     if (gpu) {
       for (const auto& d : devices)
         if (d.uuid == gpu->uuid) return d;
+      // Another GPU of the same model (name, compute capability, SMs) serves, as in the exported
+      // header, whose tables are per model: a database tuned on one H100 runs on any.
+      for (const auto& d : devices)
+        if (d.name == gpu->name && d.cc_major == gpu->cc_major && d.cc_minor == gpu->cc_minor &&
+            d.sm_count == gpu->sm_count) {
+          spdlog::info("device {} ({}) was not tuned itself; the database's {} of the same model ({}) stands for it",
+                       index, gpu->uuid, d.name, d.uuid);
+          return d;
+        }
       throw not_tuned(fmt::format("device {} ({}, {})", index, gpu->name, gpu->uuid));
     }
     if (static_cast<size_t>(index) < devices.size()) return devices[static_cast<size_t>(index)];
