@@ -18,9 +18,9 @@
 #             CMTUNE_F64_DB (a database of that tune, such as an earlier run's f64-nocubins.db.gz, and
 #             CMTUNE_F64_COMMIT, the commit that tuned it) the tune is not rerun: that database is
 #             exported and benched, and the tables say which commit tuned it
-#   tf32x3    the opt-in tf32x3 class: `tune --dtype tf32x3 --config tf32x3 --sizes 256..4096,8192
-#             --layout nn,nt` on a copy of the README's database (its f32 winners make the SIMT side of
-#             the same header), export, and `cm-tune precision --winners` at 4096^3 and 8192^3, nn and
+#   tf32x3    the opt-in tf32x3 class: `tune --dtype tf32x3 --config tf32x3 --sizes 256..4096 --layout
+#             nn,nt`, then 8192^3 without calibration, on a copy of the README's database (its f32
+#             winners make the SIMT side of the same header), export, and `cm-tune precision --winners` at 4096^3 and 8192^3, nn and
 #             nt, on uniform and normal data (cuBLAS SGEMM, cuBLAS TF32 and the winners: rate, error
 #             against FP64, energy)
 #   tf32x3-shapes
@@ -92,8 +92,8 @@ bench() { # NAME DB HEADER ARGS...: cm-tune bench --json into $out/NAME.json
   local name="$1" from="$2" hdr="$3"
   shift 3
   log "bench $name: $*"
-  "$bin" --db "$from" --quiet bench --device 0 --header "$hdr" --rounds "$rounds" --json "$@" \
-    > "$out/$name.json" 2> "$out/$name.err"
+  "$bin" --db "$from" --quiet --log-file "$out/$name.log" bench --device 0 --header "$hdr" --rounds "$rounds" --json \
+    "$@" > "$out/$name.json" 2> "$out/$name.err"
   echo "bench $name rc=$?"
   tail -2 "$out/$name.err"
 }
@@ -173,8 +173,12 @@ for phase in "${phases[@]}"; do
       rm -f "$db3"* "$hdr3"
       python3 -c 'import sqlite3,sys; s=sqlite3.connect(sys.argv[1]); d=sqlite3.connect(sys.argv[2]); s.backup(d)' "$db" "$db3"
       SECONDS=0
+      # The README's sizes with calibration (for the dispatch's model), then 8192^3 alone: calibration
+      # scales its shapes to the largest size, and 8192's would not fit in the GPU's memory.
       "$bin" --db "$db3" --log-file "$out/tf32x3-tune.log" tune --device 0 --dtype tf32x3 --config tf32x3 \
-        --sizes 256..4096,8192 --layout nn,nt --json > "$out/tf32x3-tune.json" 2> "$out/tf32x3-tune.err"
+        --sizes 256..4096 --layout nn,nt --json > "$out/tf32x3-tune.json" 2> "$out/tf32x3-tune.err" &&
+        "$bin" --db "$db3" --log-file "$out/tf32x3-tune.log" tune --device 0 --dtype tf32x3 --config tf32x3 \
+          --sizes 8192 --layout nn,nt --no-calibrate --json > "$out/tf32x3-tune-8192.json" 2>> "$out/tf32x3-tune.err"
       rc=$?
       echo "{\"cold_seconds\": $SECONDS, \"rc\": $rc}" > "$out/tf32x3-time.json"
       cat "$out/tf32x3-time.json"
@@ -190,6 +194,14 @@ for phase in "${phases[@]}"; do
     tf32x3-shapes)
       header "$db3" "$hdr3"
       bench public-tf32x3 "$db3" "$hdr3" --sizes "@$shapes/public.txt" --layout nn,nt --dtype f32,tf32x3
+      if [ ! -s "$out/public-tf32x3.json" ] && command -v compute-sanitizer > /dev/null; then
+        # A failure: the problem it was timing, once more under compute-sanitizer.
+        last=$(grep -o '\] [^ ]*: timing' "$out/public-tf32x3.log" | tail -1 | sed 's/^\] //; s/: timing$//')
+        log "public-tf32x3 failed at $last: compute-sanitizer"
+        timeout 200 compute-sanitizer --print-limit 8 "$bin" --db "$db3" bench --device 0 --header "$hdr3" --rounds 5 \
+          --sizes "$last" > "$out/public-tf32x3-sanitizer.txt" 2>&1
+        tail -40 "$out/public-tf32x3-sanitizer.txt"
+      fi
       log "ragged and misaligned calls (scripts/gpu/ragged_bench.cu)"
       nvcc -std=c++17 -O2 -arch="${CMTUNE_HEADER_ARCH:-sm_90a}" -DCMTUNE_HEADER="\"$hdr3\"" \
         "$root/scripts/gpu/ragged_bench.cu" -lcublas -o /tmp/ragged_bench > "$out/ragged-build.txt" 2>&1 &&

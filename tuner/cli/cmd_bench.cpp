@@ -146,6 +146,8 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
     row.peak = type_peak(device, p.dtype);
     const CallShape call = tight_call(p);
     const DispatchedKernel winner = load_dispatched(model, call, kernels);
+    spdlog::debug("{}: timing {} (dispatch: {}), {}cuBLAS", p.to_string(), winner.label, winner.why,
+                  header ? "the header, " : "");
     row.winner = winner.label;
     row.dispatch_note = winner.why;
     row.splits = winner.splits;
