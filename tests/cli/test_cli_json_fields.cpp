@@ -102,7 +102,7 @@ TEST_F(JsonFields, TuneQueryExportAndDbPrintTheirFields) {
                         " --seed 3 --jobs 2 --json");
   ASSERT_EQ(tune.exit_code, 0) << tune.err;
   expect_paths("tune", tune.out,
-               joined({{"device", "device.arch", "device.index", "device.name", "device.uuid", "preset", "shard", "run_id",
+               joined({{"device", "device.arch", "device.index", "device.name", "device.uuid", "gpus", "gpus[].index", "gpus[].uuid", "gpus[].jobs", "preset", "shard", "run_id",
                         "candidates", "trials_measured", "trials_reused", "compile_cache_hits", "compiled",
                         "compile_failures", "wall_seconds", "stopped_early", "problems", "problems[].problem",
                         "problems[].ok", "problems[].wrong", "problems[].failed", "problems[].abandoned",

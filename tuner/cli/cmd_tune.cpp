@@ -463,7 +463,9 @@ int run_tune_command(const GlobalOptions& global, const TuneOptions& opts, const
 void add_tune_command(CLI::App& app, GlobalOptions& global, Action& action) {
   auto* sub = app.add_subcommand("tune", "Search, validate, time and store the best kernels for each size");
   auto opts = std::make_shared<TuneOptions>();
-  sub->add_option("--device,-d", opts->device, "CUDA device: index, UUID or unique part of its name")
+  sub->add_option("--device,-d", opts->device,
+                  "CUDA device: index, UUID or unique part of its name; a comma list of them, or all (one measuring "
+                  "process per GPU, the GPUs of one model sharing the work)")
       ->capture_default_str();
   sub->add_option("--sizes,-s", opts->sizes, "Sizes: 256..4096, 256..4096:256, 1000,1023, 4096x1024x512, 64x64x64:tn*4096, @FILE (one per line), or a mix")
       ->required();
