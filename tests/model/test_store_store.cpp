@@ -910,6 +910,39 @@ TEST(StoreSqlite, EmptyStringsAndBlobsAreNotNull) {
   EXPECT_TRUE(s.column_blob(5).empty());
 }
 
+TEST(StoreSqlite, BindColumnCopiesAValueAsItIsStoredBetweenDatabases) {
+  cmt::Database from(":memory:");
+  cmt::Database to(":memory:");
+  from.exec("CREATE TABLE t (v)");
+  to.exec("CREATE TABLE t (v)");
+  const double third = 1.0 / 3.0;
+  cmt::Statement insert = from.prepare("INSERT INTO t VALUES (?)");
+  insert.bind(1, int64_t{-7}).run();
+  insert.bind(1, third).run();
+  insert.bind(1, std::string_view("a\0b", 3)).run();
+  insert.bind(1, std::vector<char>{'\x7f', 'E', '\0'}).run();
+  insert.bind_null(1).run();
+  cmt::Statement rows = from.prepare("SELECT v FROM t ORDER BY rowid");
+  cmt::Statement copy = to.prepare("INSERT INTO t VALUES (?)");
+  while (rows.step()) copy.bind_column(1, rows, 0).run();
+  EXPECT_THROW(copy.bind_column(1, rows, 0), cmt::InfraError) << "no current row";
+  cmt::Statement got = to.prepare("SELECT typeof(v), v FROM t ORDER BY rowid");
+  const std::vector<std::string> types = {"integer", "real", "text", "blob", "null"};
+  for (const auto& type : types) {
+    ASSERT_TRUE(got.step());
+    EXPECT_EQ(got.column_text(0), type);
+  }
+  got.reset();
+  ASSERT_TRUE(got.step());
+  EXPECT_EQ(got.column_int(1), -7);
+  ASSERT_TRUE(got.step());
+  EXPECT_EQ(got.column_double(1), third) << "every bit of a REAL";
+  ASSERT_TRUE(got.step());
+  EXPECT_EQ(got.column_text(1), std::string("a\0b", 3));
+  ASSERT_TRUE(got.step());
+  EXPECT_EQ(got.column_blob(1), (std::vector<char>{'\x7f', 'E', '\0'}));
+}
+
 TEST(StoreSqlite, TransactionRollsBackUnlessCommitted) {
   cmt::test::TempDir dir;
   cmt::Database db(dir / "tx.db");

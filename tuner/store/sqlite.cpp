@@ -380,6 +380,13 @@ Statement::Statement(Statement&& other) noexcept
 
 namespace {
 
+/// Throws when col is not a column of the current row (SQLite would return NULL silently).
+void check_column(sqlite3_stmt* stmt, int col, const std::string& sql, int line) {
+  if (col < 0 || col >= sqlite3_data_count(stmt))
+    throw InfraError("SQLite", fmt::format("sqlite3_column(#{}, {})", col, short_sql(sql)),
+                     "no such column in the current row", __FILE__, line);
+}
+
 /// Throws for a failed bind, naming the parameter.
 void check_bind(int rc, sqlite3* db, const char* function, int index, const std::string& sql, int line) {
   if (rc != SQLITE_OK)
@@ -421,6 +428,13 @@ Statement& Statement::bind_null(int index) {
   return *this;
 }
 
+Statement& Statement::bind_column(int index, const Statement& from, int col) {
+  check_column(from.m_stmt, col, from.m_sql, __LINE__);
+  check_bind(sqlite3_bind_value(m_stmt, index, sqlite3_column_value(from.m_stmt, col)), m_db->handle(),
+             "sqlite3_bind_value", index, m_sql, __LINE__);
+  return *this;
+}
+
 bool Statement::step() {
   const int rc = sqlite3_step(m_stmt);
   if (rc == SQLITE_ROW) return true;
@@ -441,17 +455,6 @@ void Statement::reset() {
   // Like sqlite3_reset, keeps the bindings: callers rebind what changes.
   sqlite3_reset(m_stmt);
 }
-
-namespace {
-
-/// Throws when col is not a column of the current row (SQLite would return NULL silently).
-void check_column(sqlite3_stmt* stmt, int col, const std::string& sql, int line) {
-  if (col < 0 || col >= sqlite3_data_count(stmt))
-    throw InfraError("SQLite", fmt::format("sqlite3_column(#{}, {})", col, short_sql(sql)),
-                     "no such column in the current row", __FILE__, line);
-}
-
-}  // namespace
 
 bool Statement::is_null(int col) const {
   check_column(m_stmt, col, m_sql, __LINE__);

@@ -141,6 +141,9 @@ class Statement {
   Statement& bind(int index, std::string_view value);
   Statement& bind(int index, const std::vector<char>& blob);
   Statement& bind_null(int index);
+  /// Binds the value of column `col` of `from`'s current row as it is stored (its type, every bit of
+  /// a REAL, a BLOB's bytes), whatever database `from` reads: a row copied between databases.
+  Statement& bind_column(int index, const Statement& from, int col);
   template <typename T>
   Statement& bind(int index, const std::optional<T>& value) {
     return value ? bind(index, *value) : bind_null(index);
