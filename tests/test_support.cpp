@@ -305,6 +305,13 @@ std::string add_synthetic_winner(Store& store, int64_t run, int64_t device, cons
 
 void downgrade_schema(const fs::path& file, int version) {
   Database db(file);
+  if (version < 9)
+    db.exec(R"sql(
+      DROP TABLE superseded_baselines;
+      ALTER TABLE runs DROP COLUMN merge_input_id;
+      DROP TABLE merge_inputs;
+      PRAGMA user_version = 8;
+    )sql");
   if (version < 8)
     db.exec(R"sql(
       ALTER TABLE trials DROP COLUMN tensor_maps;

@@ -32,7 +32,7 @@ std::vector<std::string> entries(const std::filesystem::path& folder);
 std::vector<std::string> lines_of(const std::string& text);
 
 /// Rewrites a database of the latest schema as an older cm-tune wrote it: the exact reverse of every
-/// migration after `version` (5: threads twice in trials; 4: problems per block; 3: layouts and batches; 2: grid_z), rows kept,
+/// migration after `version` (8: no merge provenance; 5: threads twice in trials; 4: problems per block; 3: layouts and batches; 2: grid_z), rows kept,
 /// user_version set. The migration tests start from this.
 void downgrade_schema(const std::filesystem::path& file, int version);
 
