@@ -154,6 +154,19 @@ TEST_F(JsonFields, TuneQueryExportAndDbPrintTheirFields) {
   ASSERT_EQ(vacuum.exit_code, 0) << vacuum.err;
   expect_paths("db vacuum", vacuum.out,
                {"database", "dry_run", "dropped_cubins", "dropped_bytes", "kept_cubins", "bytes_before", "bytes_after"});
+
+  // Twice, so that the second names the first in merged_before.
+  ASSERT_EQ(run("db merge m.db t.db --json").exit_code, 0);
+  const auto merge = run("db merge m.db t.db --json");
+  ASSERT_EQ(merge.exit_code, 0) << merge.err;
+  expect_paths("db merge", merge.out,
+               joined({{"out", "created", "changed", "devices", "devices_added", "runs_added", "binaries_added",
+                        "cubins_restored", "sources_added", "winners_recomputed", "content_hash"},
+                       elements("inputs", {"path", "absolute_path", "content_hash", "nothing_new", "merged_before",
+                                           "merged_before.path", "merged_before.at", "runs", "trials_added",
+                                           "trials_duplicate", "trials_replaced", "trials_superseded"}),
+                       under("trials", {"added", "duplicate", "replaced", "superseded"}),
+                       under("baselines", {"added", "replaced", "superseded"})}));
 }
 
 TEST_F(JsonFields, QueryOfADeviceWithoutWinners) {

@@ -1,12 +1,15 @@
-// cm-tune db check | info | vacuum | migrate: looking after the database. check, info and
-// vacuum --dry-run only read it; vacuum and migrate write it.
+// cm-tune db check | info | vacuum | migrate | merge: looking after the database. check, info and
+// vacuum --dry-run only read it; vacuum and migrate write it; merge writes its OUT and only reads
+// its inputs.
 #include <algorithm>
 #include <fmt/format.h>
 #include <functional>
 
 #include "cli/app.hpp"
 #include "core/error.hpp"
+#include "record/problem_state.hpp"
 #include "store/maintenance.hpp"
+#include "store/merge.hpp"
 
 namespace cmt::cli {
 
@@ -15,6 +18,8 @@ namespace {
 struct DbOptions {
   bool json = false;
   bool dry_run = false;
+  std::string merge_out;                  // db merge OUT
+  std::vector<std::string> merge_inputs;  // db merge IN...
 };
 
 std::string bytes_text(int64_t bytes) {
@@ -152,6 +157,72 @@ int run_migrate(const GlobalOptions& global) {
   return k_exit_success;
 }
 
+/// A note on an input that added nothing, or empty.
+std::string merge_note(const MergedInput& in, const std::filesystem::path& out) {
+  if (!in.nothing_new) return "";
+  if (!in.merged_before_path.empty())
+    return fmt::format("{} adds nothing: merged into {} before, as {} at {}", in.path, out.string(),
+                       in.merged_before_path, in.merged_before_at);
+  return fmt::format("{} adds nothing: every row it holds is in {} already", in.path, out.string());
+}
+
+int run_merge(const DbOptions& o) {
+  std::vector<std::filesystem::path> inputs(o.merge_inputs.begin(), o.merge_inputs.end());
+  // The one ranking (record/ranking.hpp) over the merged trials and the baseline tune would use.
+  const MergeResult r = merge_databases(o.merge_out, inputs, [](Store& out, int64_t device_id, const Problem& problem) {
+    ProblemState(out, device_id, problem).store_winners(out);
+  });
+  if (o.json) {
+    output::List list;
+    for (const MergedInput& in : r.inputs)
+      list.push_back(output::Record{
+          {"path", in.path},
+          {"absolute_path", in.absolute_path},
+          {"content_hash", in.content_hash},
+          {"nothing_new", in.nothing_new},
+          {"merged_before", in.merged_before_path.empty()
+                                ? output::Value()
+                                : output::Value(output::Record{{"path", in.merged_before_path},
+                                                               {"at", in.merged_before_at}})},
+          {"runs", in.runs},
+          {"trials_added", in.trials_added},
+          {"trials_duplicate", in.trials_duplicate},
+          {"trials_replaced", in.trials_replaced},
+          {"trials_superseded", in.trials_superseded}});
+    print_json(output::Record{{"out", r.out.string()},
+                              {"created", r.created},
+                              {"changed", r.changed},
+                              {"inputs", list},
+                              {"devices", r.devices},
+                              {"devices_added", r.devices_added},
+                              {"runs_added", r.runs_added},
+                              {"trials", output::Record{{"added", r.trials_added},
+                                                        {"duplicate", r.trials_duplicate},
+                                                        {"replaced", r.trials_replaced},
+                                                        {"superseded", r.trials_superseded}}},
+                              {"baselines", output::Record{{"added", r.baselines_added},
+                                                           {"replaced", r.baselines_replaced},
+                                                           {"superseded", r.baselines_superseded}}},
+                              {"binaries_added", r.binaries_added},
+                              {"cubins_restored", r.binaries_restored},
+                              {"sources_added", r.sources_added},
+                              {"winners_recomputed", r.winners_recomputed},
+                              {"content_hash", r.content_hash}});
+    return k_exit_success;
+  }
+  for (const MergedInput& in : r.inputs)
+    if (const std::string note = merge_note(in, r.out); !note.empty()) fmt::print("note: {}\n", note);
+  fmt::print("merged {} into {} ({}): {} ({} new); runs {} added; trials {} added, {} duplicate, {} replaced, {} "
+             "superseded; baselines {} added, {} replaced, {} superseded; binaries {} added, {} cubins restored; "
+             "sources {} added; winners of {} recomputed\n",
+             plural(static_cast<int64_t>(r.inputs.size()), "input", "inputs"), r.out.string(),
+             r.created ? "created" : r.changed ? "updated" : "unchanged", plural(r.devices, "device", "devices"),
+             r.devices_added, r.runs_added, r.trials_added, r.trials_duplicate, r.trials_replaced, r.trials_superseded,
+             r.baselines_added, r.baselines_replaced, r.baselines_superseded, r.binaries_added, r.binaries_restored,
+             r.sources_added, plural(r.winners_recomputed, "problem", "problems"));
+  return k_exit_success;
+}
+
 }  // namespace
 
 void add_db_command(CLI::App& app, GlobalOptions& global, Action& action) {
@@ -160,7 +231,7 @@ void add_db_command(CLI::App& app, GlobalOptions& global, Action& action) {
   // Runs after the chosen subcommand's callback; without one, says which there are.
   db->callback([&action, db] {
     if (db->get_subcommands().empty())
-      action = []() -> int { throw UsageError("db needs a subcommand: check, info, vacuum or migrate"); };
+      action = []() -> int { throw UsageError("db needs a subcommand: check, info, vacuum, migrate or merge"); };
   });
   auto o = std::make_shared<DbOptions>();
   const auto add = [&](const char* name, const char* description, std::function<int()> run) {
@@ -181,6 +252,14 @@ void add_db_command(CLI::App& app, GlobalOptions& global, Action& action) {
   vacuum->add_flag("--json", o->json, "Machine-readable output");
   add("migrate", "Bring the database to this cm-tune's schema (commands that only read never migrate)",
       [&global] { return run_migrate(global); });
+  // Names its databases itself: OUT, then the inputs (no --db).
+  auto* merge = db->add_subcommand("merge",
+                                   "Merge cm-tune databases into OUT (created if missing, else merged into), in one "
+                                   "transaction; the inputs are only read");
+  merge->callback([&action, o] { action = [o] { return run_merge(*o); }; });
+  merge->add_option("OUT", o->merge_out, "The database to write")->required()->check(non_empty_path());
+  merge->add_option("IN", o->merge_inputs, "The databases to merge into it")->required()->check(non_empty_path());
+  merge->add_flag("--json", o->json, "Machine-readable output");
 }
 
 }  // namespace cmt::cli
