@@ -6,7 +6,7 @@
 #   readme    the README's main command, cold, into $CMTUNE_BENCH_DB (deleted first), timed; then the
 #             same command again (warm), and export of the header
 #   layouts   the header against cuBLAS on the public suite in each of nn, nt, tn and tt, with the
-#             dispatch's regret (bench --regret)
+#             dispatch's regret (bench --regret); layouts-nn-nt and layouts-tn-tt run one half each
 #   batched   the header against cuBLAS on the public batched suite, with the regret
 #   squares   the header against cuBLAS on the README's tuned sizes
 #   tuned-all `tune --sizes @public.txt --layout all` on a copy of the README's database, export, and
@@ -117,9 +117,26 @@ for phase in "${phases[@]}"; do
       cp /tmp/cm-tune-bench.cuh "$out/tuned_sgemm.cuh"
       save_without_cubins "$db" "$out/readme-nocubins.db"
       ;;
-    layouts)
+    layouts | layouts-nn-nt | layouts-tn-tt)
+      # In two halves (each its own bench, about five minutes on an H100), which may run in separate
+      # calls; their rows are joined into public-layouts.json once both are there.
       header "$db" /tmp/cm-tune-bench.cuh
-      bench public-layouts "$db" /tmp/cm-tune-bench.cuh --sizes "@$shapes/public.txt" --layout all --regret
+      [ "$phase" = layouts-tn-tt ] ||
+        bench public-layouts-nn-nt "$db" /tmp/cm-tune-bench.cuh --sizes "@$shapes/public.txt" --layout nn,nt --regret
+      [ "$phase" = layouts-nn-nt ] ||
+        bench public-layouts-tn-tt "$db" /tmp/cm-tune-bench.cuh --sizes "@$shapes/public.txt" --layout tn,tt --regret
+      python3 - "$out" <<'PY'
+import json, pathlib, sys
+out = pathlib.Path(sys.argv[1])
+halves = [out / f"public-layouts-{h}.json" for h in ("nn-nt", "tn-tt")]
+if all(h.exists() and h.stat().st_size for h in halves):
+    a, b = (json.loads(h.read_text()) for h in halves)
+    a["rows"] = [r for r in a["rows"] + b["rows"] if not str(r.get("problem", "")).startswith("geomean")]
+    if a.get("regret") and b.get("regret"):
+        a["regret"]["rows"] += b["regret"]["rows"]
+    (out / "public-layouts.json").write_text(json.dumps(a))
+    print("public-layouts.json: both halves joined")
+PY
       ;;
     batched)
       header "$db" /tmp/cm-tune-bench.cuh

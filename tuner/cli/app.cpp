@@ -218,8 +218,16 @@ TemplateDesc generic_default_template(const GlobalOptions& global) {
 }
 
 ExportModel device_export_model(Store& store, int64_t device_id, const GlobalOptions& global) {
+  // The table the exported header has for this device's model: every database device of the same
+  // name, compute capability and SM count (the same model in other hosts, or a run's shards on
+  // other GPUs) merged into one, as export merges them.
   ExportOptions options;
   options.device_ids = {device_id};
+  if (const auto self = store.find_device(device_id))
+    for (const auto& d : store.devices())
+      if (d.id != device_id && d.name == self->name && d.cc_major == self->cc_major && d.cc_minor == self->cc_minor &&
+          d.sm_count == self->sm_count && !store.winners(d.id).empty())
+        options.device_ids.push_back(d.id);
   return build_export_model(store, options, generic_default_template(global));
 }
 

@@ -107,7 +107,8 @@ std::vector<TemplateDesc> load_all_templates(const GlobalOptions& global);
 /// [generic_default]: from the --templates folders if one of them has it, else the built-in one.
 /// UsageError when none does or two do.
 TemplateDesc generic_default_template(const GlobalOptions& global);
-/// What an exported header of one database device would hold (its dispatch table and models):
+/// What an exported header would hold for one database device's model (its dispatch table and models,
+/// from every database device of that model, merged as export merges them):
 /// `query` and `bench` decide from it as the header does.
 ExportModel device_export_model(Store& store, int64_t device_id, const GlobalOptions& global);
 /// --arch if given (checked against NVRTC), else the arch of the GPU --device names (resolve_live_device);
