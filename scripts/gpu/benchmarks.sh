@@ -211,13 +211,14 @@ PY
     tf32x3-shapes)
       header "$db3" "$hdr3"
       bench public-tf32x3 "$db3" "$hdr3" --sizes "@$shapes/public.txt" --layout nn,nt --dtype f32,tf32x3
-      if [ ! -s "$out/public-tf32x3.json" ] && command -v compute-sanitizer > /dev/null; then
-        # A failure: the problem it was timing, once more under compute-sanitizer.
-        last=$(grep -o '\] [^ ]*: timing' "$out/public-tf32x3.log" | tail -1 | sed 's/^\] //; s/: timing$//')
-        log "public-tf32x3 failed at $last: compute-sanitizer"
-        timeout 200 compute-sanitizer --print-limit 8 "$bin" --db "$db3" bench --device 0 --header "$hdr3" --rounds 5 \
-          --sizes "$last" > "$out/public-tf32x3-sanitizer.txt" 2>&1
-        tail -40 "$out/public-tf32x3-sanitizer.txt"
+      if [ ! -s "$out/public-tf32x3.json" ]; then
+        # A failure: the problem it was timing and the one before, again with every launch synchronous,
+        # so the error names the launch that faulted.
+        pair=$(grep -o '\] [^ ]*: timing' "$out/public-tf32x3.log" | tail -2 | sed 's/^\] //; s/: timing$//' | paste -sd,)
+        log "public-tf32x3 failed at $pair: again with CUDA_LAUNCH_BLOCKING=1"
+        CUDA_LAUNCH_BLOCKING=1 timeout 150 "$bin" --db "$db3" --verbose bench --device 0 --header "$hdr3" --rounds 5 \
+          --sizes "$pair" > "$out/public-tf32x3-blocking.txt" 2>&1
+        tail -30 "$out/public-tf32x3-blocking.txt"
       fi
       log "ragged and misaligned calls (scripts/gpu/ragged_bench.cu)"
       nvcc -std=c++17 -O2 -arch="${CMTUNE_HEADER_ARCH:-sm_90a}" -DCMTUNE_HEADER="\"$hdr3\"" \
