@@ -169,7 +169,9 @@ def tune_times(folder):
 def precision_env(folder, data):
     env = (folder / "environment.txt").read_text().split("\n") if (folder / "environment.txt").exists() else []
     commit = env[2].strip() if len(env) > 2 else "unknown"
-    return (f"{data.get('device')}, driver {data.get('driver')}, CUDA {cuda_version(data.get('runtime'))}, cm-tune at "
+    smi = env[0].split(",") if env else []
+    driver = smi[1].strip() if len(smi) > 1 else cuda_version(data.get("driver"))
+    return (f"{data.get('device')}, driver {driver}, CUDA {cuda_version(data.get('runtime'))}, cm-tune at "
             f"commit {commit}; `cm-tune precision --winners`, {data.get('rounds')} interleaved rounds, {data.get('data')} "
             f"inputs (seed {data.get('seed')}), energy over loops of at least {data.get('energy_seconds')} s")
 
@@ -297,6 +299,28 @@ def ragged_table(folder):
     print(f"\n{summary_line([r['tf32x3_tflops'] / r['cublas_tflops'] for r in rows], 1.0)}.\n")
 
 
+def triton_table(folder):
+    data = load(folder, "triton-tf32x3")
+    if not data:
+        return
+    if "rows" not in data:
+        print(f"### Triton tf32x3\n\n{data.get('error', 'not run')}.\n")
+        return
+    env = (folder / "environment.txt").read_text().split("\n") if (folder / "environment.txt").exists() else []
+    commit = env[2].strip() if len(env) > 2 else "unknown"
+    print(f"### Triton tf32x3 (`scripts/gpu/triton_tf32x3.py`)\n\n{data['device']}, Triton {data['triton']}, PyTorch "
+          f"{data['torch']}, with cm-tune at commit {commit}: `tl.dot(..., input_precision=\"tf32x3\")`, the best of four "
+          "block configurations, against cuBLAS SGEMM (torch.matmul, TF32 off) in the same run "
+          "(triton.testing.do_bench); errors as `cm-tune precision`'s.\n")
+    print("| problem | Triton TF/s | SGEMM TF/s | x SGEMM | error (2^-24): SGEMM / Triton | config |")
+    print("|---|---|---|---|---|---|")
+    for r in data["rows"]:
+        print(f"| {r['problem']} | {r['triton_tflops']:.1f} | {r['cublas_tflops']:.1f} | "
+              f"{fmt(r['triton_tflops'] / r['cublas_tflops'])} | {r['cublas_error_units']:.2f} / "
+              f"{r['triton_error_units']:.2f} | {r['config']} |")
+    print()
+
+
 def main():
     folder = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "bench-out")
     print("## Tuning time\n")
@@ -311,6 +335,7 @@ def main():
     tf32x3_shapes_table(folder)
     ragged_table(folder)
     accuracy_table(folder)
+    triton_table(folder)
     regret_table(folder, [("public-layouts", "public"), ("public-batched", "public batched"),
                           ("public-f64", "public, f64")])
 

@@ -31,6 +31,8 @@
 #             tune --dtype tf32x3 (no calibration) at 512 x 512 x K for K = 16 .. 65536 into that
 #             database (after the header's export), and precision --winners there on uniform and normal
 #             data: the error of each against SGEMM's
+#   triton    Triton's tf32x3 (scripts/gpu/triton_tf32x3.py) against cuBLAS SGEMM at 4096^3 and 8192^3, nn
+#             and nt, where the image has Triton and PyTorch
 #   tables    the markdown tables of every JSON present
 # The phases may run in separate calls of a machine that stays up: they share /tmp. On a fresh
 # machine, CMTUNE_README_DB (an earlier call's readme-nocubins.db.gz, of the same commit) stands for the
@@ -50,7 +52,7 @@ hdr3=/tmp/cm-tune-bench-tf32x3.cuh
 shapes="${CMTUNE_SHAPES_DIR:-$root/../shared/shapes}"
 rounds="${CMTUNE_ROUNDS:-50}"
 phases=("$@")
-[ ${#phases[@]} -gt 0 ] || phases=(readme layouts batched squares tuned-all f64 tf32x3 tf32x3-shapes tf32x3-accuracy tables)
+[ ${#phases[@]} -gt 0 ] || phases=(readme layouts batched squares tuned-all f64 tf32x3 tf32x3-shapes tf32x3-accuracy triton tables)
 export PATH=/usr/local/cuda/bin:$PATH
 
 log() { echo "=== $(date +%H:%M:%S) $*"; }
@@ -240,6 +242,12 @@ PY
           > "$out/accuracy-$data.json" 2> "$out/accuracy-$data.err"
         echo "precision $data rc=$?"
       done
+      ;;
+    triton)
+      log "Triton tf32x3 against cuBLAS SGEMM"
+      python3 "$root/scripts/gpu/triton_tf32x3.py" 4096,8192 nn,nt > "$out/triton-tf32x3.json" 2> "$out/triton-tf32x3.err"
+      echo "triton rc=$?"
+      cat "$out/triton-tf32x3.json"
       ;;
     tables)
       python3 "$root/scripts/gpu/bench_tables.py" "$out" | tee "$out/tables.md"
