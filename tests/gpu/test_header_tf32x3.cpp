@@ -13,12 +13,15 @@
 //   kernel, and its result is FP32-class too.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
 #include "cuda/device.hpp"
+#include "store/sqlite.hpp"
 #include "test_support.hpp"
 
 namespace cmt {
@@ -340,6 +343,21 @@ SWIZZLE = [1]
     }
     std::printf("%s:\n%s", arch.c_str(), run.output.c_str());
   }
+
+  // bench on a copy of the database without its cubins (benchmarks.sh saves such copies) builds the
+  // wgmma kernel again for sm_90a, the arch it was tuned with (for sm_90 it would trap), and runs it.
+  {
+    Database raw(db);
+    raw.exec("UPDATE binaries SET cubin = x''");
+  }
+  const auto bench = test::run_split(dir, "--quiet --db " + db + " bench --device 0 --sizes 512x384x256:tf32x3 --rounds 5 --json");
+  ASSERT_EQ(bench.exit_code, 0) << bench.err;
+  const nlohmann::json j = nlohmann::json::parse(bench.out);
+  const auto row = std::find_if(j["rows"].begin(), j["rows"].end(),
+                                [](const nlohmann::json& r) { return r["problem"] == "512x384x256:tf32x3"; });
+  ASSERT_NE(row, j["rows"].end()) << bench.out;
+  EXPECT_EQ((*row)["winner"].get<std::string>().rfind("tf32x3_wgmma[", 0), 0u) << row->dump();
+  EXPECT_TRUE((*row)["winner_valid"].get<bool>()) << row->dump();
 }
 
 }  // namespace

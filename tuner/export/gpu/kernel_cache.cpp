@@ -71,8 +71,11 @@ GemmLauncher KernelCache::load(int index) {
       const auto source = m_store.find_source(k.source_hash);
       if (!source)
         throw UsageError(fmt::format("the database holds neither the machine code nor the source of {}", label(index)));
+      // For the architecture it was built for: an arch-specific family's (sm_90a) is not the
+      // device's plain one (sm_90), for which its wgmma code compiles to nothing that runs.
       const SourceBundle bundle{source->main_name, source->main_text, source->headers};
-      BinaryRecord rebuilt = build(k, bundle, m_arch, "the kernel whose cubin the database dropped");
+      BinaryRecord rebuilt = build(k, bundle, binary->arch.empty() ? m_arch : binary->arch,
+                                   "the kernel whose cubin the database dropped");
       rebuilt.key = binary->key;
       binary = std::move(rebuilt);
     }
