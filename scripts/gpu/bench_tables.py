@@ -62,12 +62,19 @@ def cuda_version(v):
     return f"{v // 1000}.{v % 1000 // 10}" if isinstance(v, int) else str(v)
 
 
-def environment(folder, data):
-    """The device, its driver (nvidia-smi's), CUDA, the commit and how the figures were taken."""
+def run_of(folder, data):
+    """The driver (nvidia-smi's, else the JSON's CUDA driver version) and the commit of a run, from
+    environment.txt (benchmarks.sh writes it: nvidia-smi's line, cm-tune --version, the commit)."""
     env = (folder / "environment.txt").read_text().split("\n") if (folder / "environment.txt").exists() else []
     smi = env[0].split(",") if env else []
     driver = smi[1].strip() if len(smi) > 1 else cuda_version(data.get("driver"))
     commit = env[2].strip() if len(env) > 2 else "unknown"
+    return driver, commit
+
+
+def environment(folder, data):
+    """The device, its driver (nvidia-smi's), CUDA, the commit and how the figures were taken."""
+    driver, commit = run_of(folder, data)
     return (f"{data.get('device')}, driver {driver}, CUDA {cuda_version(data.get('runtime'))}, "
             f"cm-tune at commit {commit}; the header built by nvcc and called through its dispatch, against "
             f"cuBLAS timed in the same run (TF32 off), {data.get('rounds')} interleaved rounds, L2 flushed")
@@ -167,10 +174,7 @@ def tune_times(folder):
 
 
 def precision_env(folder, data):
-    env = (folder / "environment.txt").read_text().split("\n") if (folder / "environment.txt").exists() else []
-    commit = env[2].strip() if len(env) > 2 else "unknown"
-    smi = env[0].split(",") if env else []
-    driver = smi[1].strip() if len(smi) > 1 else cuda_version(data.get("driver"))
+    driver, commit = run_of(folder, data)
     return (f"{data.get('device')}, driver {driver}, CUDA {cuda_version(data.get('runtime'))}, cm-tune at "
             f"commit {commit}; `cm-tune precision --winners`, {data.get('rounds')} interleaved rounds, {data.get('data')} "
             f"inputs (seed {data.get('seed')}), energy over loops of at least {data.get('energy_seconds')} s")
@@ -306,8 +310,7 @@ def triton_table(folder):
     if "rows" not in data:
         print(f"### Triton tf32x3\n\n{data.get('error', 'not run')}.\n")
         return
-    env = (folder / "environment.txt").read_text().split("\n") if (folder / "environment.txt").exists() else []
-    commit = env[2].strip() if len(env) > 2 else "unknown"
+    commit = run_of(folder, data)[1]
     print(f"### Triton tf32x3 (`scripts/gpu/triton_tf32x3.py`)\n\n{data['device']}, Triton {data['triton']}, PyTorch "
           f"{data['torch']}, with cm-tune at commit {commit}: `tl.dot(..., input_precision=\"tf32x3\")`, the best of four "
           "block configurations, against cuBLAS SGEMM (torch.matmul, TF32 off) in the same run "
