@@ -300,7 +300,8 @@ PassResult run_pass(Store& store, const Compiler& compiler, MeasurerPool& pool, 
   // A measurement back from the pool: its trial, recorded here.
   const auto collect = [&](uint64_t jid) {
     Job& job = jobs.at(jid);
-    Open& o = open.at(job.open);
+    const uint64_t open_id = job.open;   // the job is erased below
+    Open& o = open.at(open_id);
     ProblemState& state = states[job.state];
     const Problem& p = state.problem();
     const Candidate& cand = *o.compiled.candidate;
@@ -324,7 +325,7 @@ PassResult run_pass(Store& store, const Compiler& compiler, MeasurerPool& pool, 
     } else if (!stopping && req.should_stop && req.should_stop()) {
       stop(fmt::format("interrupted after {} candidates", candidates_done), true);
     }
-    if (--o.pending == 0) close(job.open);
+    if (--o.pending == 0) close(open_id);
   };
 
   refill();
