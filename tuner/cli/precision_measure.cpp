@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <string>
 
+#include "core/error.hpp"
 #include "core/hash.hpp"
 #include "core/stats.hpp"
 #include "cuda/check.hpp"
