@@ -14,7 +14,8 @@
 #include "output/printers.hpp"
 #include "test_support.hpp"
 
-namespace cmt {
+// Its own namespace: a unity build compiles this file with other tests' file-local helpers.
+namespace cmt::precision_cli_tests {
 namespace {
 
 using test::expect_error;
@@ -161,4 +162,4 @@ TEST(PrecisionCommand, WithoutAGpuSaysSoInOneLineAndCreatesNothing) {
 }
 
 }  // namespace
-}  // namespace cmt
+}  // namespace cmt::precision_cli_tests
