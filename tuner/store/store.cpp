@@ -616,6 +616,13 @@ std::map<std::string, std::string> Store::binary_sources() {
   return out;
 }
 
+std::map<std::string, double> Store::compile_seconds() {
+  Statement s = m_db.prepare("SELECT key, compile_seconds FROM binaries");
+  std::map<std::string, double> out;
+  while (s.step()) out.emplace(s.column_text(0), s.column_double(1));
+  return out;
+}
+
 int64_t Store::count_binaries() {
   Statement s = m_db.prepare("SELECT count(*) FROM binaries");
   s.step();
@@ -809,6 +816,14 @@ std::optional<BaselineRecord> Store::find_baseline(int64_t device_id, const Prob
   Binder{s}(device_id).problem(problem);
   if (!s.step()) return std::nullopt;
   return read_baseline(s);
+}
+
+std::vector<BaselineRecord> Store::baselines() {
+  Statement s = m_db.prepare(
+      fmt::format("SELECT {} FROM baselines ORDER BY device_id, {}", k_baseline_columns, k_problem_columns));
+  std::vector<BaselineRecord> out;
+  while (s.step()) out.push_back(read_baseline(s));
+  return out;
 }
 
 void Store::put_winner(const WinnerRecord& winner) {

@@ -73,6 +73,8 @@ class Store {
   int64_t count_binaries();
   /// Every cached binary's source bundle hash, by binary key (no cubins read).
   std::map<std::string, std::string> binary_sources();
+  /// Every cached binary's compile time in seconds, by binary key (no cubins read).
+  std::map<std::string, double> compile_seconds();
   /// The cubins of compiled binaries that no winner uses: how many and their bytes. With drop,
   /// they are dropped (their rows stay: see find_binary); trials are never touched.
   struct UnusedCubins {
@@ -111,6 +113,8 @@ class Store {
   // Baselines (one per device x problem; replaced).
   void put_baseline(const BaselineRecord& baseline);
   std::optional<BaselineRecord> find_baseline(int64_t device_id, const Problem& problem);
+  /// Every baseline, ordered by device and problem.
+  std::vector<BaselineRecord> baselines();
 
   // Winners (one per device x problem x scope; replaced).
   void put_winner(const WinnerRecord& winner);
