@@ -171,6 +171,17 @@ TEST(OutputJson, ATableIsItsDataRowsAsRecords) {
   EXPECT_EQ(records[0].as_record().fields()[0].name, "problem");   // the table's order, for CSV and others
 }
 
+TEST(OutputJsonLines, ARecordPerDataRowOnALineOfItsOwn) {
+  Table t({Column("problem"), Column("ms").precision(1), Column("shown").show(Show::human),
+           Column("note").show(Show::data)});
+  t.add_row().set("problem", "64").set("ms", 0.5, "half").set("shown", "x").set("note", "two\nlines");
+  t.add_row().set("problem", "96").omit("ms").set("note", Value());
+  t.add_row(Show::human).set("problem", "footer");
+  EXPECT_EQ(render_json_lines(t), "{\"ms\":0.5,\"note\":\"two\\nlines\",\"problem\":\"64\"}\n"
+                                  "{\"note\":null,\"problem\":\"96\"}\n");
+  EXPECT_EQ(render_json_lines(Table({Column("a")})), "");
+}
+
 // --- CSV ----------------------------------------------------------------------------------------
 
 TEST(OutputCsv, QuotesCommasQuotesAndLineBreaksAsRfc4180Says) {

@@ -220,6 +220,12 @@ List table_records(const Table& table) {
 
 std::string render_json(const Table& table, int indent) { return render_json(Value(table_records(table)), indent); }
 
+std::string render_json_lines(const Table& table) {
+  std::string out;
+  for (const Value& record : table_records(table)) out += render_json(record, -1) + "\n";
+  return out;
+}
+
 std::string render_csv(const Table& table) {
   const std::vector<size_t> columns = data_columns(table);
   std::string out;

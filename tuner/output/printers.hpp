@@ -50,6 +50,9 @@ std::string render_json(const Value& value, int indent = 2);
 List table_records(const Table& table);
 /// The table's records (table_records) as a JSON array.
 std::string render_json(const Table& table, int indent = 2);
+/// JSON lines: the table's records (table_records), each as one line of JSON (fields in name order)
+/// ended by "\n"; nothing for a table without data rows.
+std::string render_json_lines(const Table& table);
 
 /// CSV as RFC 4180 writes it: a heading line of the data columns' names, then a line per data row,
 /// each line ended by CRLF; a field holding a comma, a double quote, CR or LF is quoted, its double
