@@ -185,6 +185,28 @@ std::filesystem::path database_path(const GlobalOptions& global) {
   return global.db.empty() ? default_database_path() : std::filesystem::path(global.db);
 }
 
+std::filesystem::path output_destination(const std::filesystem::path& out, const std::filesystem::path& db_file,
+                                         const OutputKind& kind) {
+  if (is_stream_file(out)) return out;
+  const std::filesystem::path destination = symlink_destination(out);
+  const std::string through = destination == out ? "" : fmt::format(" (a symbolic link to {})", destination.string());
+  const auto refuse = [&](const std::string& why) {
+    return UsageError(fmt::format("--out {}{}: {}", out.string(), through, why));
+  };
+  std::error_code ec;
+  if (std::filesystem::is_directory(destination, ec)) throw refuse("is a folder; name " + kind.example);
+  if (std::filesystem::exists(destination, ec) && !std::filesystem::is_regular_file(destination, ec))
+    throw refuse(fmt::format("is neither a file nor a folder (a block device or a socket); refusing to write {} into it",
+                             kind.what));
+  if (const auto file = database_file_kind(destination, db_file)) {
+    if (!file->side_file) throw refuse(fmt::format("is {}; refusing to overwrite it with {}", file->what, kind.what));
+    throw refuse(fmt::format("is {}, which SQLite deletes or replays; refusing to write {} there", file->what, kind.what));
+  }
+  if (is_sqlite_file(destination))
+    throw refuse(fmt::format("is a SQLite database, not {}; refusing to overwrite it", kind.what));
+  return destination;
+}
+
 std::vector<TemplateDesc> load_all_templates(const GlobalOptions& global) {
   std::vector<std::filesystem::path> dirs;
   for (const auto& d : global.template_dirs) dirs.emplace_back(d);

@@ -101,6 +101,18 @@ SpaceChoice load_space_choice(const GlobalOptions& global, const SpaceOptions& o
 
 /// The database chosen by --db, $CMTUNE_DB or the default location.
 std::filesystem::path database_path(const GlobalOptions& global);
+/// What a command writes to --out, as its refusals name it.
+struct OutputKind {
+  std::string what;      // "a header": "refusing to overwrite it with a header"
+  std::string example;   // "the header file to write, e.g. tuned_sgemm.cuh": "is a folder; name ..."
+};
+/// The file --out writes (export, db export): through symbolic links, to their destination, which
+/// must be no folder, no file of the database (itself, or its -wal, -shm or -journal, whether or not
+/// they exist), no side file of another SQLite database, and no SQLite database at all (--out naming
+/// a .db by mistake); each a UsageError naming --out and why. A device or a pipe (/dev/stdout) is
+/// written into as it is.
+std::filesystem::path output_destination(const std::filesystem::path& out, const std::filesystem::path& db_file,
+                                         const OutputKind& kind);
 /// Every template from --templates folders (or the built-in folder).
 std::vector<TemplateDesc> load_all_templates(const GlobalOptions& global);
 /// The descriptor of exported headers' generic default kernel, the one template that declares

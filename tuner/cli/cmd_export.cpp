@@ -39,31 +39,6 @@ std::optional<std::string> read_if_exists(const std::filesystem::path& file) {
   return text.str();
 }
 
-/// The file --out writes: through symbolic links, to their destination, which must be no folder, no
-/// file of the database (itself, or its -wal, -shm or -journal, whether or not they exist), no side
-/// file of another SQLite database, and no SQLite database at all (--out naming a .db by mistake). A device or a
-/// pipe (/dev/stdout) is written into as it is.
-std::filesystem::path output_destination(const std::filesystem::path& out, const std::filesystem::path& db_file) {
-  if (is_stream_file(out)) return out;
-  const std::filesystem::path destination = symlink_destination(out);
-  const std::string through = destination == out ? "" : fmt::format(" (a symbolic link to {})", destination.string());
-  const auto refuse = [&](const std::string& why) {
-    return UsageError(fmt::format("--out {}{}: {}", out.string(), through, why));
-  };
-  std::error_code ec;
-  if (std::filesystem::is_directory(destination, ec))
-    throw refuse("is a folder; name the header file to write, e.g. tuned_sgemm.cuh");
-  if (std::filesystem::exists(destination, ec) && !std::filesystem::is_regular_file(destination, ec))
-    throw refuse("is neither a file nor a folder (a block device or a socket); refusing to write a header into it");
-  if (const auto kind = database_file_kind(destination, db_file)) {
-    if (!kind->side_file) throw refuse(fmt::format("is {}; refusing to overwrite it with a header", kind->what));
-    throw refuse(fmt::format("is {}, which SQLite deletes or replays; refusing to write a header there", kind->what));
-  }
-  if (is_sqlite_file(destination))
-    throw refuse("is a SQLite database, not a header; refusing to overwrite it");
-  return destination;
-}
-
 std::string kernel_label(const ExportModel& model, int kernel) {
   if (kernel < 0) return "(none: no kernel computes it)";
   const ExportKernel& k = model.kernels.at(static_cast<size_t>(kernel));
@@ -174,7 +149,8 @@ int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
   if (!std::filesystem::exists(db_file))
     throw UsageError(fmt::format("database {} does not exist; run cm-tune tune first", db_file.string()));
   const std::filesystem::path out(o.out);
-  const std::filesystem::path destination = output_destination(out, db_file);
+  const std::filesystem::path destination =
+      output_destination(out, db_file, {"a header", "the header file to write, e.g. tuned_sgemm.cuh"});
   if (o.check && is_stream_file(destination))
     throw UsageError(fmt::format("--out {}: is a device or a pipe; --check compares a header file", out.string()));
   Store store(db_file, OpenMode::read);   // only reads: works on a database this user cannot write
