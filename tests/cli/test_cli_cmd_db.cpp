@@ -217,7 +217,7 @@ TEST(DbCommand, MigrateBringsAnOlderDatabaseUpToDate) {
 TEST(DbCommand, WithoutASubcommandListsThem) {
   const test::CommandResult r = test::run_command(test::cmtune_binary() + " db");
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_EQ(r.output, "cm-tune: error: db needs a subcommand: check, info, vacuum, migrate or merge\n");
+  EXPECT_EQ(r.output, "cm-tune: error: db needs a subcommand: check, info, vacuum, migrate, merge or export\n");
 }
 
 }  // namespace

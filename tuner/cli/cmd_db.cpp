@@ -1,12 +1,14 @@
-// cm-tune db check | info | vacuum | migrate | merge: looking after the database. check, info and
-// vacuum --dry-run only read it; vacuum and migrate write it; merge writes its OUT and only reads
-// its inputs.
+// cm-tune db check | info | vacuum | migrate | merge | export: looking after the database. check,
+// info, vacuum --dry-run and export only read it; vacuum and migrate write it; merge writes its OUT
+// and only reads its inputs.
 #include <algorithm>
 #include <fmt/format.h>
 #include <functional>
 
 #include "cli/app.hpp"
+#include "cli/data_export.hpp"
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "record/problem_state.hpp"
 #include "store/maintenance.hpp"
 #include "store/merge.hpp"
@@ -20,6 +22,9 @@ struct DbOptions {
   bool dry_run = false;
   std::string merge_out;                  // db merge OUT
   std::vector<std::string> merge_inputs;  // db merge IN...
+  std::string export_format;              // db export --format: csv or json
+  std::string export_what = "trials";     // db export --what
+  std::string export_out;                 // db export --out; empty: stdout
 };
 
 std::string bytes_text(int64_t bytes) {
@@ -223,15 +228,60 @@ int run_merge(const DbOptions& o) {
   return k_exit_success;
 }
 
+int run_data_export(const GlobalOptions& global, const DbOptions& o) {
+  const ExportWhat what = parse_export_what(o.export_what).value();   // checked while parsing
+  const std::filesystem::path db_file = database_path(global);
+  std::optional<std::filesystem::path> destination;
+  if (!o.export_out.empty())
+    destination = output_destination(o.export_out, db_file, {"a data export", "the file to write, e.g. trials.csv"});
+  Store store(db_file, OpenMode::read);   // only reads: works on a database this user cannot write
+  const output::Table table = export_table(store, what);
+  const size_t rows = table.row_count();
+  const std::string text = o.export_format == "csv" ? output::render_csv(table) : output::render_json_lines(table);
+  if (!destination) {
+    fmt::print("{}", text);
+    return k_exit_success;
+  }
+  write_file_atomically(*destination, text);   // replaces a link's destination, so the link stays
+  if (!is_stream_file(*destination)) {   // /dev/stdout took the data
+    const std::string many(export_what_name(what)), one = many.substr(0, many.size() - 1);
+    fmt::print("wrote {}: {} ({})\n", o.export_out, plural(static_cast<int64_t>(rows), one.c_str(), many.c_str()),
+               o.export_format);
+  }
+  return k_exit_success;
+}
+
+/// --format's check: csv or json.
+CLI::Validator export_format_check() {
+  return CLI::Validator(
+      [](std::string& text) {
+        return text == "csv" || text == "json" ? std::string()
+                                               : fmt::format("'{}' is not an export format: csv or json", text);
+      },
+      "");
+}
+
+/// --what's check: trials, winners, baselines or devices.
+CLI::Validator export_what_check() {
+  return CLI::Validator(
+      [](std::string& text) {
+        return parse_export_what(text) ? std::string()
+                                       : fmt::format("'{}' is not what db export exports: trials, winners, baselines "
+                                                     "or devices",
+                                                     text);
+      },
+      "");
+}
+
 }  // namespace
 
 void add_db_command(CLI::App& app, GlobalOptions& global, Action& action) {
-  auto* db = app.add_subcommand("db", "Check, summarize, migrate or shrink the database");
+  auto* db = app.add_subcommand("db", "Check, summarize, migrate, shrink, merge or export the database");
   db->require_subcommand(0, 1);
   // Runs after the chosen subcommand's callback; without one, says which there are.
   db->callback([&action, db] {
     if (db->get_subcommands().empty())
-      action = []() -> int { throw UsageError("db needs a subcommand: check, info, vacuum, migrate or merge"); };
+      action = []() -> int { throw UsageError("db needs a subcommand: check, info, vacuum, migrate, merge or export"); };
   });
   auto o = std::make_shared<DbOptions>();
   const auto add = [&](const char* name, const char* description, std::function<int()> run) {
@@ -252,6 +302,18 @@ void add_db_command(CLI::App& app, GlobalOptions& global, Action& action) {
   vacuum->add_flag("--json", o->json, "Machine-readable output");
   add("migrate", "Bring the database to this cm-tune's schema (commands that only read never migrate)",
       [&global] { return run_migrate(global); });
+  auto* data = add("export",
+                    "Write the database's trials, winners, cuBLAS baselines or devices as CSV or JSON lines "
+                    "(docs/DATA.md); only reads the database",
+                    [&global, o] { return run_data_export(global, *o); });
+  data->add_option("--format", o->export_format,
+                   "csv (a header row, RFC 4180) or json (JSON lines: an object per row)")
+      ->required()
+      ->check(export_format_check());
+  data->add_option("--what", o->export_what, "trials, winners, baselines or devices")
+      ->capture_default_str()
+      ->check(export_what_check());
+  data->add_option("--out,-o", o->export_out, "File to write (default: stdout)")->check(non_empty_path());
   // Names its databases itself: OUT, then the inputs (no --db).
   auto* merge = db->add_subcommand("merge",
                                    "Merge cm-tune databases into OUT (created if missing, else merged into), in one "
