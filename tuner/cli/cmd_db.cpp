@@ -7,6 +7,7 @@
 
 #include "cli/app.hpp"
 #include "cli/data_export.hpp"
+#include "cli/kernel_tuner_export.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "record/problem_state.hpp"
@@ -22,7 +23,7 @@ struct DbOptions {
   bool dry_run = false;
   std::string merge_out;                  // db merge OUT
   std::vector<std::string> merge_inputs;  // db merge IN...
-  std::string export_format;              // db export --format: csv or json
+  std::string export_format;              // db export --format: csv, json or kernel-tuner
   std::string export_what = "trials";     // db export --what
   std::string export_out;                 // db export --out; empty: stdout
 };
@@ -230,14 +231,27 @@ int run_merge(const DbOptions& o) {
 
 int run_data_export(const GlobalOptions& global, const DbOptions& o) {
   const ExportWhat what = parse_export_what(o.export_what).value();   // checked while parsing
+  const bool t4 = o.export_format == "kernel-tuner";
+  if (t4 && what != ExportWhat::trials)
+    throw UsageError(fmt::format("--what {}: --format kernel-tuner exports trials, a T4 results file's rows; "
+                                 "--format csv or json exports {}",
+                                 o.export_what, o.export_what));
   const std::filesystem::path db_file = database_path(global);
   std::optional<std::filesystem::path> destination;
   if (!o.export_out.empty())
     destination = output_destination(o.export_out, db_file, {"a data export", "the file to write, e.g. trials.csv"});
   Store store(db_file, OpenMode::read);   // only reads: works on a database this user cannot write
-  const output::Table table = export_table(store, what);
-  const size_t rows = table.row_count();
-  const std::string text = o.export_format == "csv" ? output::render_csv(table) : output::render_json_lines(table);
+  std::string text;
+  size_t rows = 0;
+  if (t4) {
+    const output::Record document = t4_document(store);
+    rows = document.at("results").as_list().size();
+    text = output::render_json(document, -1) + "\n";
+  } else {
+    const output::Table table = export_table(store, what);
+    rows = table.row_count();
+    text = o.export_format == "csv" ? output::render_csv(table) : output::render_json_lines(table);
+  }
   if (!destination) {
     fmt::print("{}", text);
     return k_exit_success;
@@ -251,12 +265,13 @@ int run_data_export(const GlobalOptions& global, const DbOptions& o) {
   return k_exit_success;
 }
 
-/// --format's check: csv or json.
+/// --format's check: csv, json or kernel-tuner.
 CLI::Validator export_format_check() {
   return CLI::Validator(
       [](std::string& text) {
-        return text == "csv" || text == "json" ? std::string()
-                                               : fmt::format("'{}' is not an export format: csv or json", text);
+        return text == "csv" || text == "json" || text == "kernel-tuner"
+                   ? std::string()
+                   : fmt::format("'{}' is not an export format: csv, json or kernel-tuner", text);
       },
       "");
 }
@@ -303,14 +318,15 @@ void add_db_command(CLI::App& app, GlobalOptions& global, Action& action) {
   add("migrate", "Bring the database to this cm-tune's schema (commands that only read never migrate)",
       [&global] { return run_migrate(global); });
   auto* data = add("export",
-                    "Write the database's trials, winners, cuBLAS baselines or devices as CSV or JSON lines "
-                    "(docs/DATA.md); only reads the database",
+                    "Write the database's trials, winners, cuBLAS baselines or devices as CSV, JSON lines or Kernel "
+                    "Tuner's T4 JSON (docs/DATA.md); only reads the database",
                     [&global, o] { return run_data_export(global, *o); });
   data->add_option("--format", o->export_format,
-                   "csv (a header row, RFC 4180) or json (JSON lines: an object per row)")
+                   "csv (a header row, RFC 4180), json (JSON lines: an object per row) or kernel-tuner (the trials as "
+                   "one T4 results and metadata document)")
       ->required()
       ->check(export_format_check());
-  data->add_option("--what", o->export_what, "trials, winners, baselines or devices")
+  data->add_option("--what", o->export_what, "trials, winners, baselines or devices (kernel-tuner: trials)")
       ->capture_default_str()
       ->check(export_what_check());
   data->add_option("--out,-o", o->export_out, "File to write (default: stdout)")->check(non_empty_path());
