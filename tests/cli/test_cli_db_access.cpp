@@ -41,11 +41,13 @@ void expect_line(const test::CommandResult& r, const std::string& line) {
   EXPECT_EQ(r.output, "cm-tune: error: " + line + "\n");
 }
 
-/// Every command that only reads, on `db`; the header goes to out_dir.
+/// Every command that only reads, on `db`; the header and the T4 export go to out_dir.
 std::vector<std::string> read_commands(const fs::path& db, const fs::path& out_dir) {
   const std::string at = " --db '" + db.string() + "'";
   return {cmtune("query --size 1024" + at), cmtune("export --out '" + (out_dir / "t.cuh").string() + "'" + at),
-          cmtune("db info" + at), cmtune("db check" + at), cmtune("db vacuum --dry-run" + at)};
+          cmtune("db info" + at), cmtune("db check" + at), cmtune("db vacuum --dry-run" + at),
+          cmtune("db export --format csv" + at),
+          cmtune("db export --format kernel-tuner --out '" + (out_dir / "t.json").string() + "'" + at)};
 }
 
 TEST(DbAccess, ReadCommandsWorkOnAReadOnlyFileAndLeaveNothingBehind) {
@@ -60,6 +62,7 @@ TEST(DbAccess, ReadCommandsWorkOnAReadOnlyFileAndLeaveNothingBehind) {
     EXPECT_EQ(r.exit_code, 0) << command << "\n" << r.output;
     EXPECT_EQ(test::read_file(db), before) << command;
     fs::remove(dir / "t.cuh");
+    fs::remove(dir / "t.json");
     EXPECT_EQ(test::entries(dir.path()), std::vector<std::string>{"tune.db"}) << command << " left files behind";
   }
   CMT_RUN_UNPRIVILEGED(vacuum, cmtune("db vacuum --db " + db.string()));
