@@ -66,8 +66,8 @@ TEST(DbAccess, ReadCommandsWorkOnAReadOnlyFileAndLeaveNothingBehind) {
     EXPECT_EQ(test::entries(dir.path()), std::vector<std::string>{"tune.db"}) << command << " left files behind";
   }
   CMT_RUN_UNPRIVILEGED(vacuum, cmtune("db vacuum --db " + db.string()));
-  expect_line(vacuum, fmt::format("cannot write database {}: Permission denied (query, export, bench, db check and "
-                                  "db info only read it)",
+  expect_line(vacuum, fmt::format("cannot write database {}: Permission denied (query, export, bench, precision, db "
+                                  "check, db info and db export only read it)",
                                   db.string()));
 }
 
