@@ -17,6 +17,7 @@
 #include <sqlite3.h>
 
 #include "compile/nvrtc/nvrtc_compiler.hpp"
+#include "core/device_info.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -247,8 +248,7 @@ ExportModel device_export_model(Store& store, int64_t device_id, const GlobalOpt
   options.device_ids = {device_id};
   if (const auto self = store.find_device(device_id))
     for (const auto& d : store.devices())
-      if (d.id != device_id && d.name == self->name && d.cc_major == self->cc_major && d.cc_minor == self->cc_minor &&
-          d.sm_count == self->sm_count && !store.winners(d.id).empty())
+      if (d.id != device_id && model_identity(d) == model_identity(*self) && !store.winners(d.id).empty())
         options.device_ids.push_back(d.id);
   return build_export_model(store, options, generic_default_template(global));
 }

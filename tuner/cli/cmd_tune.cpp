@@ -238,8 +238,7 @@ std::vector<DeviceGroup> start_devices(const GlobalOptions& global, const TuneOp
   for (auto& w : workers) {
     const DeviceInfo& d = w->device();
     auto it = std::find_if(groups.begin(), groups.end(), [&](const DeviceGroup& g) {
-      return std::tie(g.lead.name, g.lead.cc_major, g.lead.cc_minor, g.lead.sm_count) ==
-             std::tie(d.name, d.cc_major, d.cc_minor, d.sm_count);
+      return model_identity(g.lead) == model_identity(d);
     });
     if (it == groups.end()) {
       groups.emplace_back();

@@ -94,8 +94,7 @@ DeviceRecord resolve_db_device(Store& store, const std::string& spec) {
       // Another GPU of the same model (name, compute capability, SMs) serves, as in the exported
       // header, whose tables are per model: a database tuned on one H100 runs on any.
       for (const auto& d : devices)
-        if (d.name == gpu->name && d.cc_major == gpu->cc_major && d.cc_minor == gpu->cc_minor &&
-            d.sm_count == gpu->sm_count) {
+        if (model_identity(d) == model_identity(*gpu)) {
           spdlog::info("device {} ({}) was not tuned itself; the database's {} of the same model ({}) stands for it",
                        index, gpu->uuid, d.name, d.uuid);
           return d;

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <string>
+#include <tuple>
 
 namespace cmt {
 
@@ -56,5 +57,14 @@ struct DeviceInfo {
   /// Theoretical DRAM bandwidth: 2 (DDR) x memory clock x bus width, in GB/s.
   double memory_bandwidth_gbs() const;
 };
+
+/// A GPU's model, what the exported header tells device tables apart by: its name, compute
+/// capability and SM count. GPUs of one model share a table (export), stand for one another in the
+/// database (bench, query, precision) and share a tune's work (--device all). For DeviceInfo and for
+/// the store's DeviceRecord, which carry the same four fields.
+template <class Device>
+std::tuple<std::string, int, int, int> model_identity(const Device& d) {
+  return {d.name, d.cc_major, d.cc_minor, d.sm_count};
+}
 
 }  // namespace cmt

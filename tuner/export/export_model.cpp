@@ -9,6 +9,7 @@
 #include <set>
 #include <tuple>
 
+#include "core/device_info.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "export/cost_model.hpp"
@@ -322,7 +323,7 @@ ExportModel build_export_model(Store& store, const ExportOptions& options, const
   std::map<Identity, std::pair<std::vector<DeviceRecord>, std::map<Problem, Merged>>> groups;
   std::set<DType> tuned_types;   // of every winner, exported or not: for the error below
   for (const auto& d : devices) {
-    auto& group = groups[Identity{d.name, d.cc_major, d.cc_minor, d.sm_count}];
+    auto& group = groups[model_identity(d)];
     group.first.push_back(d);
     for (const auto& e : dispatch_entries(store, d.id)) {
       tuned_types.insert(e.problem.dtype);

@@ -101,13 +101,6 @@ void record_retime(Store& store, ProblemState& state, int64_t run_id, const Reti
                                    : std::nullopt);
 }
 
-void retime_leaders(Store& store, Measurer& measurer, ProblemState& state, int64_t run_id,
-                    const std::vector<const TrialRecord*>& leads, double kernel_timeout_ms) {
-  RetimeJob job = prepare_retime(store, state, leads, kernel_timeout_ms);
-  job.run(measurer);
-  record_retime(store, state, run_id, job);
-}
-
 TuneCounts& TuneCounts::operator+=(const TuneCounts& other) {
   trials_measured += other.trials_measured;
   trials_reused += other.trials_reused;

@@ -83,7 +83,7 @@ std::vector<const TrialRecord*> leaders(const ProblemState& state, int retime_to
 /// The re-timing stage for one problem: its leaders (from leaders()) timed interleaved with cuBLAS;
 /// records their medians and the cuBLAS baseline of the same rounds (for i32, which has none, the
 /// medians alone, without a ratio). In three steps, so that the measuring runs on a pool's thread
-/// and the recording on the caller's: prepare_retime, RetimeJob::run, record_retime.
+/// and the recording on the driver's: prepare_retime, RetimeJob::run, record_retime.
 struct RetimeJob {
   Problem problem;
   double kernel_timeout_ms = 0;
@@ -96,8 +96,6 @@ struct RetimeJob {
 RetimeJob prepare_retime(Store& store, const ProblemState& state, const std::vector<const TrialRecord*>& leads,
                          double kernel_timeout_ms);
 void record_retime(Store& store, ProblemState& state, int64_t run_id, const RetimeJob& job);
-void retime_leaders(Store& store, Measurer& measurer, ProblemState& state, int64_t run_id,
-                    const std::vector<const TrialRecord*>& leads, double kernel_timeout_ms);
 
 /// The watchdog on one launch for a problem: --kernel-timeout, else derived from cuBLAS's time, or
 /// for a type without a cuBLAS baseline (i32) from peak_time_ms.
