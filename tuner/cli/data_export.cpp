@@ -28,17 +28,6 @@ std::vector<output::Column> columns_of(const std::vector<std::vector<std::string
 
 std::string arch_of(const DeviceRecord& d) { return fmt::format("sm_{}{}", d.cc_major, d.cc_minor); }
 
-/// Bytes a GEMM moves at the least: A and B read once (a broadcast operand, stride 0, once for the
-/// whole batch) and C written once, as the timing runs it (beta = 0).
-int64_t problem_bytes(const Problem& p) {
-  const int64_t element = type_info(p.dtype).bytes;
-  const bool batched = p.batch > 1;
-  const int64_t a = p.m * p.k * (batched && p.stride_a == 0 ? 1 : p.batch);
-  const int64_t b = p.k * p.n * (batched && p.stride_b == 0 ? 1 : p.batch);
-  const int64_t c = p.m * p.n * p.batch;
-  return element * (a + b + c);
-}
-
 /// The CUTLASS columns of one problem, its kernel's label and its time (null where there is none).
 void set_problem(output::Table::Row& row, const Problem& p, std::string_view provider, const std::string& operation,
                  std::optional<double> runtime_ms) {

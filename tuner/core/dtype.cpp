@@ -30,15 +30,28 @@ std::vector<DType> all_types() {
   return out;
 }
 
-double type_peak(const DeviceInfo& device, DType dtype) {
+int64_t problem_bytes(const Problem& p) {
+  const int64_t element = type_info(p.dtype).bytes;
+  const bool batched = p.batch > 1;
+  const int64_t a = p.m * p.k * (batched && p.stride_a == 0 ? 1 : p.batch);
+  const int64_t b = p.k * p.n * (batched && p.stride_b == 0 ? 1 : p.batch);
+  const int64_t c = p.m * p.n * p.batch;
+  return element * (a + b + c);
+}
+
+double type_peak(const DeviceInfo& device, DType dtype) { return type_peak_of(device, dtype).rate; }
+
+Peak type_peak_of(const DeviceInfo& device, DType dtype) {
   switch (type_info(dtype).peak) {
-    case PeakKind::int32: return device.int32_peak_tops();
-    case PeakKind::tf32x3: return device.tf32_tensor_peak_tflops() / 3.0;
+    case PeakKind::int32: return {"INT32 multiply-add, CUDA cores", device.int32_peak_tops(), false};
+    case PeakKind::tf32x3: return {"TF32 tensor cores / 3", device.tf32_tensor_peak_tflops() / 3.0, true};
     case PeakKind::fp64:
-      return device.fp64_tensor_peak_tflops() > 0 ? device.fp64_tensor_peak_tflops() : device.fp64_peak_tflops();
+      if (device.fp64_tensor_peak_tflops() > 0)
+        return {"FP64, tensor cores (DMMA)", device.fp64_tensor_peak_tflops(), true};
+      return {"FP64, CUDA cores", device.fp64_peak_tflops(), false};
     case PeakKind::fp32: break;
   }
-  return device.fp32_peak_tflops();
+  return {"FP32, CUDA cores", device.fp32_peak_tflops(), false};
 }
 
 }  // namespace cmt

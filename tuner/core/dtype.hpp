@@ -76,8 +76,21 @@ std::vector<DType> all_types();
 /// The row of a type.
 const TypeInfo& type_info(DType dtype);
 
+/// Bytes a GEMM moves at the least: A and B read once (a broadcast operand, stride 0, once for the
+/// whole batch) and C written once, as the timing runs it (beta = 0), in elements of the type's size.
+/// Its flops over this are the problem's arithmetic intensity (a roofline's x).
+int64_t problem_bytes(const Problem& p);
+
 /// The peak rate (T/s) a GEMM of the type is held against on the device (TypeInfo::peak); 0 when
 /// the device's clocks are unknown.
 double type_peak(const DeviceInfo& device, DType dtype);
+
+/// That peak with what reaches it, for a report's roofline.
+struct Peak {
+  std::string name;            // "FP32, CUDA cores", "FP64, tensor cores (DMMA)", "TF32 tensor cores / 3"
+  double rate = 0;             // T/s, as type_peak gives it
+  bool tensor_cores = false;   // reached on the tensor cores, not the CUDA cores (SIMT)
+};
+Peak type_peak_of(const DeviceInfo& device, DType dtype);
 
 }  // namespace cmt

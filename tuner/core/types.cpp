@@ -216,7 +216,7 @@ std::optional<int64_t> find_param(const ParamValues& values, std::string_view na
 }
 
 namespace {
-constexpr std::array<std::pair<Outcome, std::string_view>, 8> k_outcome_names{{
+constexpr std::array<std::pair<Outcome, std::string_view>, std::size(k_outcomes)> k_outcome_names{{
     {Outcome::ok, "ok"},
     {Outcome::compile_error, "compile_error"},
     {Outcome::launch_error, "launch_error"},

@@ -97,6 +97,10 @@ std::optional<int64_t> find_param(const ParamValues& values, std::string_view na
 
 /// What happened to one candidate on one problem.
 enum class Outcome { ok, compile_error, launch_error, wrong, abandoned, skipped, crashed, timeout };
+/// Every outcome, in the enum's order (a report's columns, a tally per outcome).
+inline constexpr Outcome k_outcomes[] = {Outcome::ok, Outcome::compile_error, Outcome::launch_error,
+                                         Outcome::wrong, Outcome::abandoned, Outcome::skipped,
+                                         Outcome::crashed, Outcome::timeout};
 
 std::string_view to_string(Outcome outcome);
 /// Throws UsageError for an unknown name.
