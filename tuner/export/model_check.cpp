@@ -2,16 +2,30 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fmt/format.h>
 #include <iterator>
 #include <set>
 #include <stdexcept>
 
+#include "core/dtype.hpp"
 #include "export/cost_model.hpp"
 #include "export/dispatch.hpp"
 
 namespace cmt {
 
 namespace {
+
+/// "NVIDIA H100 80GB HBM3, f64 " where the model has several tables or the table several types or
+/// one other than f32; empty otherwise.
+std::string check_label(const ExportModel& model, const std::vector<HeldOutCheck>& checks, const HeldOutCheck& c) {
+  const bool types = c.dtype != DType::f32 || std::count_if(checks.begin(), checks.end(), [&](const HeldOutCheck& x) {
+                                                 return x.device == c.device;
+                                               }) > 1;
+  std::string label;
+  if (model.devices.size() > 1) label = model.devices[c.device].name;
+  if (types) label += (label.empty() ? "" : ", ") + std::string(dtype_name(c.dtype));
+  return label.empty() ? "" : label + " ";
+}
 
 /// A kernel's measured time at a problem: the fastest of its points there, as the fit keeps it.
 std::optional<double> measured_at(const std::vector<ModelPoint>& points, const Problem& p) {
@@ -160,6 +174,27 @@ std::vector<HeldOutPoint> kernel_held_out(const ExportModel& model, size_t devic
         out.push_back(held_out_point(model, dev, *held, p, *measured_at(dev.model_points[i], p)));
   }
   return out;
+}
+
+std::string held_out_summary(const ExportModel& model, const std::vector<HeldOutCheck>& checks, const HeldOutCheck& c) {
+  if (c.model_error.count == 0 && c.regret.count == 0)
+    return fmt::format("{}held-out check (leave one shape out, {} shape{}): no kernel was measured at two of them, so "
+                       "there is nothing to check",
+                       check_label(model, checks, c), c.problems.size(), c.problems.size() == 1 ? "" : "s");
+  const std::string error =
+      c.model_error.count == 0
+          ? "model error: no kernel was measured at two shapes"
+          : fmt::format("model error median {:.1f}%, 90th pct {:.1f}%, max {:.1f}%", 100 * c.model_error.median,
+                        100 * c.model_error.p90, 100 * c.model_error.max);
+  const std::string regret = c.regret.count == 0 ? "dispatch regret: no chosen kernel was measured where it was chosen"
+                                                 : fmt::format("dispatch regret median {:.2f}, 90th pct {:.2f}, max {:.2f}",
+                                                               c.regret.median, c.regret.p90, c.regret.max);
+  const std::string unmeasured =
+      c.unmeasured_choices == 0 ? ""
+                                : fmt::format(" ({} shape{}: the chosen kernel was not measured there)",
+                                              c.unmeasured_choices, c.unmeasured_choices == 1 ? "" : "s");
+  return fmt::format("{}held-out check (leave one shape out, {} shape{}): {}; {}{}", check_label(model, checks, c),
+                     c.problems.size(), c.problems.size() == 1 ? "" : "s", error, regret, unmeasured);
 }
 
 }  // namespace cmt

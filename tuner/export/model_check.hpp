@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/types.hpp"
@@ -64,6 +65,12 @@ struct HeldOutCheck {
 /// Leave-one-shape-out over every device table of the model, one check per table and element type
 /// (tables in order, types in DType order). Reads only the model (its devices' model_points).
 std::vector<HeldOutCheck> check_held_out(const ExportModel& model);
+
+/// The check's summary line, as `export` prints it and `report` shows it: "held-out check (leave one
+/// shape out, N shapes): model error median ..., 90th pct ..., max ...; dispatch regret median ...",
+/// prefixed by the table's device where the model has several tables, and by the element type where
+/// the table has several checks or its type is not f32.
+std::string held_out_summary(const ExportModel& model, const std::vector<HeldOutCheck>& checks, const HeldOutCheck& c);
 
 /// The held-out points of one kernel on device table `device`: its model refitted without each
 /// problem it was measured on (none where that leaves no points), predicting that problem. What
