@@ -245,11 +245,7 @@ ExportModel device_export_model(Store& store, int64_t device_id, const GlobalOpt
   // name, compute capability and SM count (the same model in other hosts, or a run's shards on
   // other GPUs) merged into one, as export merges them.
   ExportOptions options;
-  options.device_ids = {device_id};
-  if (const auto self = store.find_device(device_id))
-    for (const auto& d : store.devices())
-      if (d.id != device_id && model_identity(d) == model_identity(*self) && !store.winners(d.id).empty())
-        options.device_ids.push_back(d.id);
+  options.device_ids = table_device_ids(store, device_id);
   return build_export_model(store, options, generic_default_template(global));
 }
 

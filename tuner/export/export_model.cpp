@@ -284,6 +284,15 @@ std::optional<ParamValues> generic_default_params(const TemplateDesc& generic, s
                                generic.name, generic.descriptor_path.string(), layout, dtype_name(dtype)));
 }
 
+std::vector<int64_t> table_device_ids(Store& store, int64_t device_id) {
+  std::vector<int64_t> ids = {device_id};
+  if (const auto self = store.find_device(device_id))
+    for (const auto& d : store.devices())
+      if (d.id != device_id && model_identity(d) == model_identity(*self) && !store.winners(d.id).empty())
+        ids.push_back(d.id);
+  return ids;
+}
+
 ExportModel build_export_model(Store& store, const ExportOptions& options, const TemplateDesc& default_tmpl) {
   const auto wanted = [&options](DType d) {
     if (!header_computes(d)) return false;  // its winners stay in the database

@@ -136,6 +136,12 @@ struct ExportOptions {
 std::optional<ParamValues> generic_default_params(const TemplateDesc& generic, std::string_view layout = "nn",
                                                   DType dtype = DType::f32);
 
+/// The database devices of one device table: `device_id`, then every other device of its model
+/// (model_identity: name, compute capability, SM count) that has winners, as export merges them (the
+/// same model in other hosts, or a run's shards on other GPUs). `query`, `bench` and `report` build
+/// the one table they decide from with these as ExportOptions::device_ids.
+std::vector<int64_t> table_device_ids(Store& store, int64_t device_id);
+
 /// Reads the winners, their sources and the devices. UsageError when nothing is tuned (of the types
 /// options.dtypes names), a device id has no winners, a winner's binary or source is missing from the
 /// database, or a winner's kernel computes another element type than its problem.
