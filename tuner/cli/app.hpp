@@ -133,8 +133,9 @@ Target resolve_target(const std::string& requested_arch, std::string* note);
 constexpr const char* k_default_arch = "sm_90";
 /// The database's device for --device SPEC: a CUDA index (matched by UUID when a GPU is present),
 /// else a position in the database's device list, a UUID, or a unique part of a name. A device never
-/// tuned is a UsageError listing the tuned devices.
-DeviceRecord resolve_db_device(Store& store, const std::string& spec);
+/// tuned is a UsageError listing the tuned devices. Without `ask_gpu` no GPU is asked: an index is a
+/// position in the database's device list alone (report, which reads the database only).
+DeviceRecord resolve_db_device(Store& store, const std::string& spec, bool ask_gpu = true);
 /// The present GPU for --device SPEC (tune, bench, compile): a CUDA index, the GPU's UUID, or a unique
 /// part of its name. UsageError for an empty or negative spec (before the driver is asked), for a name
 /// or UUID that matches no GPU or more than one (the line lists the GPUs); NoDeviceError without a

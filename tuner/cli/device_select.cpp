@@ -68,7 +68,7 @@ std::string describe_db_devices(Store& store) {
   return out;
 }
 
-DeviceRecord resolve_db_device(Store& store, const std::string& spec) {
+DeviceRecord resolve_db_device(Store& store, const std::string& spec, bool ask_gpu) {
   // An empty spec is part of every name, so it would pick a device the user never named.
   if (spec.empty() || spec[0] == '-')
     throw UsageError(fmt::format("--device '{}' names no device: give a CUDA index (0, 1, ...), a position in the "
@@ -84,7 +84,7 @@ DeviceRecord resolve_db_device(Store& store, const std::string& spec) {
     // With a GPU present, an index means that GPU, identified by its UUID.
     std::optional<DeviceInfo> gpu;
     try {
-      if (index < device_count()) gpu = query_device(index);
+      if (ask_gpu && index < device_count()) gpu = query_device(index);
     } catch (const std::exception&) {
       gpu.reset();
     }
