@@ -1,5 +1,5 @@
-// The output layer (tuner/output/): values, records and tables, and the four printers: aligned text,
-// JSON, CSV (RFC 4180) and markdown.
+// The output layer (tuner/output/): values, records and tables, and the printers: aligned text,
+// JSON, CSV (RFC 4180), markdown and HTML.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -219,6 +219,24 @@ TEST(OutputMarkdown, EscapesPipesAndMarksAndAlignsNumbersRight) {
             "| a\\|b                  |      12.3 |\n"
             "| x\\*y \\`z\\` \\\\ &lt;br> |         - |\n"
             "| two<br>lines          |           |\n");
+}
+
+// --- HTML ---------------------------------------------------------------------------------------
+
+TEST(OutputHtml, EscapesTextAndMarksNumbersRight) {
+  EXPECT_EQ(html_escaped("a<b>&\"c\"'d'"), "a&lt;b&gt;&amp;&quot;c&quot;&#39;d&#39;");
+  Table t({Column("kernel"), Column("us", "time").unit("us").right().precision(1), Column("hidden").show(Show::data)});
+  t.add_row().set("kernel", "a<b>&c").set("us", 12.34).set("hidden", 1);
+  t.add_row(Show::data).set("kernel", "json only");
+  t.add_row(Show::human).set("kernel", "\"q\"").omit("us");
+  EXPECT_EQ(render_html(t, "data-table=\"t\""),
+            "<table data-table=\"t\">\n"
+            "<thead><tr><th>kernel</th><th class=\"num\">time (us)</th></tr></thead>\n"
+            "<tbody>\n"
+            "<tr><td>a&lt;b&gt;&amp;c</td><td class=\"num\">12.3</td></tr>\n"
+            "<tr><td>&quot;q&quot;</td><td class=\"num\"></td></tr>\n"
+            "</tbody>\n</table>\n");
+  EXPECT_EQ(render_html(Table({Column("a")})), "<table>\n<thead><tr><th>a</th></tr></thead>\n<tbody>\n</tbody>\n</table>\n");
 }
 
 // --- formats ------------------------------------------------------------------------------------

@@ -271,6 +271,45 @@ std::string render_markdown(const Table& table) {
   return out;
 }
 
+std::string html_escaped(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string render_html(const Table& table, std::string_view attributes) {
+  const std::vector<size_t> columns = human_columns(table);
+  const auto cell_class = [&](size_t c) {
+    return table.columns()[c].align() == Align::right ? std::string(" class=\"num\"") : std::string();
+  };
+  std::string out = attributes.empty() ? "<table>\n" : fmt::format("<table {}>\n", attributes);
+  out += "<thead><tr>";
+  for (const size_t c : columns) {
+    const Column& column = table.columns()[c];
+    const std::string title = column.unit().empty() ? column.title() : fmt::format("{} ({})", column.title(), column.unit());
+    out += fmt::format("<th{}>{}</th>", cell_class(c), html_escaped(title));
+  }
+  out += "</tr></thead>\n<tbody>\n";
+  for (size_t r = 0; r < table.row_count(); ++r) {
+    if (!Table::for_humans(table.row_shown(r))) continue;
+    out += "<tr>";
+    for (const size_t c : columns)
+      out += fmt::format("<td{}>{}</td>", cell_class(c), html_escaped(cell_text(table.columns()[c], table.cell(r, c))));
+    out += "</tr>\n";
+  }
+  return out + "</tbody>\n</table>\n";
+}
+
 std::string render(const Table& table, Format format) {
   switch (format) {
     case Format::text: return render_text(table);

@@ -65,6 +65,16 @@ std::string render_csv(const Table& table);
 /// "*", "`" and "<" escaped and line breaks as <br>, padded to line up.
 std::string render_markdown(const Table& table);
 
+/// Text made safe for HTML and XML (an HTML page, an SVG drawing), in content and in quoted attribute
+/// values: &, <, >, " and ' as character references.
+std::string html_escaped(std::string_view text);
+
+/// An HTML table of what humans see (as render_markdown): a <thead> row of the titles (a unit in
+/// parentheses after its title), then a <tbody> row per row, each cell as cell_text gives it,
+/// escaped; a right-aligned column's cells carry class "num". `attributes` (e.g. `class="wide"`,
+/// the caller's, not escaped) go into the <table> tag. Lines end with "\n".
+std::string render_html(const Table& table, std::string_view attributes = {});
+
 /// The table in `format`: render_text with default options, render_json, render_csv or render_markdown.
 std::string render(const Table& table, Format format);
 
