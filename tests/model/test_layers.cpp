@@ -21,7 +21,8 @@ namespace {
 // core, space (templates, presets, the space), store, search (searchers, calibration's plan), compile
 // (the Compiler seam, the compile cache), measure (the protocol, the Measurer seam, the worker
 // transport), record (trials, problem state, ranking), tune (the driver that runs the stages),
-// export; and output (tables of rows and their printers, which the commands report through).
+// export; output (tables of rows and their printers, which the commands report through); and report
+// (cm-tune report's page: its data from the store and the export model, its SVG plots and HTML).
 // CUDA: cuda (thin wrappers), compile/nvrtc (implements the Compiler), measure/gpu (implements the
 // Measurer), export/gpu (an exported header and the exported kernels, loaded and run for bench).
 const std::map<std::string, std::set<std::string>> k_allowed = {
@@ -35,17 +36,18 @@ const std::map<std::string, std::set<std::string>> k_allowed = {
     {"tune", {"core", "space", "store", "search", "compile", "measure", "record"}},
     {"export", {"core", "space", "store", "measure", "record"}},
     {"output", {"core"}},
+    {"report", {"core", "space", "store", "measure", "record", "export", "output"}},
     {"cuda", {"core"}},
     {"compile/nvrtc", {"core", "cuda", "compile"}},
     {"measure/gpu", {"core", "cuda", "space", "store", "measure"}},
     {"export/gpu",
      {"core", "space", "store", "compile", "measure", "record", "export", "cuda", "compile/nvrtc", "measure/gpu"}},
     {"cli",
-     {"core", "space", "store", "search", "compile", "measure", "record", "tune", "export", "output", "cuda",
+     {"core", "space", "store", "search", "compile", "measure", "record", "tune", "export", "output", "report", "cuda",
       "compile/nvrtc", "measure/gpu", "export/gpu"}},
 };
-const std::set<std::string> k_model = {"core",    "space",  "store", "search", "compile",
-                                       "measure", "record", "tune",  "export", "output"};
+const std::set<std::string> k_model = {"core",   "space", "store",  "search", "compile", "measure",
+                                       "record", "tune",  "export", "output", "report"};
 /// The subfolders that hold a stage's CUDA part.
 const std::set<std::string> k_cuda_parts = {"gpu", "nvrtc"};
 

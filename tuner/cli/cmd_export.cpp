@@ -15,6 +15,7 @@
 #include "export/dispatch.hpp"
 #include "export/header_writer.hpp"
 #include "export/model_check.hpp"
+#include "report/held_out_table.hpp"
 
 namespace cmt::cli {
 
@@ -39,39 +40,6 @@ std::optional<std::string> read_if_exists(const std::filesystem::path& file) {
   return text.str();
 }
 
-std::string kernel_label(const ExportModel& model, int kernel) {
-  if (kernel < 0) return "(none: no kernel computes it)";
-  const ExportKernel& k = model.kernels.at(static_cast<size_t>(kernel));
-  return cmt::kernel_label(k.template_name, k.params);
-}
-
-/// One row per left-out problem: the kernel chosen without it, the best measured one, the regret.
-output::Table held_out_table(const ExportModel& model, const HeldOutCheck& c) {
-  using output::Column;
-  const auto label = [&](int kernel) { return kernel >= 0 ? output::Value(kernel_label(model, kernel)) : output::Value(); };
-  const std::string none = kernel_label(model, -1);
-  output::Table table({Column("problem").fit(), Column("chosen", "chosen without it").width(16).fit(1).null_text(none),
-                       Column("chosen_predicted_us").show(output::Show::data),
-                       Column("chosen_us", "its us").right().width(10).precision(1).null_text("not meas."),
-                       Column("chosen_measured").show(output::Show::data),
-                       Column("best", "fastest measured").width(16).fit(1).null_text(none).gap("  "),
-                       Column("best_us", "its us").right().width(10).precision(1),
-                       Column("regret").right().width(7).precision(2),
-                       Column("chosen_error", "model error").right().width(12).scale(100).precision(1).suffix("%")});
-  for (const HeldOutProblem& p : c.problems)
-    table.add_row()
-        .set("problem", p.problem.to_string())
-        .set("chosen", label(p.chosen))
-        .set("chosen_predicted_us", p.chosen_predicted_us)
-        .set("chosen_us", p.chosen_us)
-        .set("chosen_measured", p.chosen_us.has_value())
-        .set("chosen_error", p.chosen_error)
-        .set("best", label(p.best))
-        .set("best_us", p.best_us)
-        .set("regret", p.regret);
-  return table;
-}
-
 output::Record spread_record(const Spread& s) {
   if (s.count == 0) return {{"count", 0}, {"median", nullptr}, {"p90", nullptr}, {"max", nullptr}};
   return {{"count", s.count}, {"median", s.median}, {"p90", s.p90}, {"max", s.max}};
@@ -84,7 +52,7 @@ output::Record check_record(const ExportModel& model, const HeldOutCheck& c) {
           {"model_error", spread_record(c.model_error)},
           {"regret", spread_record(c.regret)},
           {"unmeasured_choices", c.unmeasured_choices},
-          {"problems", output::table_records(held_out_table(model, c))}};
+          {"problems", output::table_records(report::held_out_table(model, c))}};
 }
 
 /// Per device table, the element types and layouts (and batches) that no tuned kernel serves: every
@@ -171,7 +139,7 @@ int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
   fmt::print(unchanged ? "{} unchanged: {}\n" : "wrote {}: {}\n", out.string(), summary);
   for (const HeldOutCheck& c : checks) {
     fmt::print("{}\n", held_out_summary(model, checks, c));
-    if (o.regret) print_text(held_out_table(model, c), {"  "});
+    if (o.regret) print_text(report::held_out_table(model, c), {"  "});
   }
   print_unserved_calls(model);
   return 0;
