@@ -355,6 +355,7 @@ int run(int argc, char** argv) {
   add_export_command(app, global, action);
   add_bench_command(app, global, action);
   add_precision_command(app, global, action);
+  add_report_command(app, global, action);
   add_db_command(app, global, action);
   add_measure_worker_command(app, action);
 

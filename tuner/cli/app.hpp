@@ -56,6 +56,7 @@ void add_query_command(CLI::App& app, GlobalOptions& global, Action& action);
 void add_export_command(CLI::App& app, GlobalOptions& global, Action& action);
 void add_bench_command(CLI::App& app, GlobalOptions& global, Action& action);
 void add_precision_command(CLI::App& app, GlobalOptions& global, Action& action);
+void add_report_command(CLI::App& app, GlobalOptions& global, Action& action);
 void add_db_command(CLI::App& app, GlobalOptions& global, Action& action);
 void add_measure_worker_command(CLI::App& app, Action& action);
 
