@@ -10,6 +10,20 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${CMTUNE_BUILD_DIR:-$root/build}"
 start=$SECONDS
 "$root/scripts/setup.sh"
+# The report's browser test (tests/report/check_report.py, ctest ReportBrowser.*) opens the page in
+# headless Chromium: Debian's chromium, and a font for its text. Installed where missing, as setup.sh
+# installs the build's packages; a machine where that fails stops here, saying so.
+missing=()
+for p in chromium fonts-liberation; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "test: installing ${missing[*]} (the report's browser test)"
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+      "${missing[@]}" >/dev/null; } ||
+    { echo "test: error: apt-get could not install ${missing[*]}, which the report's browser test needs" >&2; exit 1; }
+fi
 cd "$build"
 # The compile caches the tests share (NVRTC builds in a cm-tune database, nvcc outputs by content;
 # test_support.hpp): both runs use the main build's, so each kernel is compiled once per run.

@@ -49,11 +49,12 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$logs/ubsan"
 cd "$build"
 status=0
 # Left out, besides CompilerParity: the checks that run no instrumented C++ of their own (Docs, Layers),
-# the Python checks of db export and the Slurm example (they run cm-tune commands whose code the
-# sanitized TuneShard, DbMerge and DbExport tests run already), and SpaceBuiltin.EveryPresetEnumerates
+# the Python checks of db export, the report's browser test and the Slurm example (they run cm-tune
+# commands whose code the sanitized TuneShard, DbMerge, DbExport and Report tests run already), and
+# SpaceBuiltin.EveryPresetEnumerates
 # (36 s under ASan for full.toml's large space; the other space tests enumerate with the same code).
 ctest --output-on-failure -j"$(nproc)" -L cpu \
-  -E '^(CompilerParity[.].*|Docs[.].*|Layers[.].*|Export[.].*|Slurm[.].*|SpaceBuiltin[.]EveryPresetEnumerates)$' "$@" ||
+  -E '^(CompilerParity[.].*|Docs[.].*|Layers[.].*|Export[.].*|ReportBrowser[.].*|Slurm[.].*|SpaceBuiltin[.]EveryPresetEnumerates)$' "$@" ||
   status=$?
 
 # A log holding nothing but LeakSanitizer's "Unable to get registers from thread N." is not a
