@@ -47,7 +47,8 @@ std::vector<std::string> read_commands(const fs::path& db, const fs::path& out_d
   return {cmtune("query --size 1024" + at), cmtune("export --out '" + (out_dir / "t.cuh").string() + "'" + at),
           cmtune("db info" + at), cmtune("db check" + at), cmtune("db vacuum --dry-run" + at),
           cmtune("db export --format csv" + at),
-          cmtune("db export --format kernel-tuner --out '" + (out_dir / "t.json").string() + "'" + at)};
+          cmtune("db export --format kernel-tuner --out '" + (out_dir / "t.json").string() + "'" + at),
+          cmtune("report --out '" + (out_dir / "t.html").string() + "'" + at)};
 }
 
 TEST(DbAccess, ReadCommandsWorkOnAReadOnlyFileAndLeaveNothingBehind) {
@@ -63,11 +64,12 @@ TEST(DbAccess, ReadCommandsWorkOnAReadOnlyFileAndLeaveNothingBehind) {
     EXPECT_EQ(test::read_file(db), before) << command;
     fs::remove(dir / "t.cuh");
     fs::remove(dir / "t.json");
+    fs::remove(dir / "t.html");
     EXPECT_EQ(test::entries(dir.path()), std::vector<std::string>{"tune.db"}) << command << " left files behind";
   }
   CMT_RUN_UNPRIVILEGED(vacuum, cmtune("db vacuum --db " + db.string()));
-  expect_line(vacuum, fmt::format("cannot write database {}: Permission denied (query, export, bench, precision, db "
-                                  "check, db info and db export only read it)",
+  expect_line(vacuum, fmt::format("cannot write database {}: Permission denied (query, export, bench, precision, "
+                                  "report, db check, db info and db export only read it)",
                                   db.string()));
 }
 

@@ -107,7 +107,7 @@ struct OutputKind {
   std::string what;      // "a header": "refusing to overwrite it with a header"
   std::string example;   // "the header file to write, e.g. tuned_sgemm.cuh": "is a folder; name ..."
 };
-/// The file --out writes (export, db export): through symbolic links, to their destination, which
+/// The file --out writes (export, db export, report): through symbolic links, to their destination, which
 /// must be no folder, no file of the database (itself, or its -wal, -shm or -journal, whether or not
 /// they exist), no side file of another SQLite database, and no SQLite database at all (--out naming
 /// a .db by mistake); each a UsageError naming --out and why. A device or a pipe (/dev/stdout) is

@@ -106,7 +106,7 @@ std::string file_uri(const fs::path& file, std::string_view query) {
 std::string why_not_writable(const fs::path& file, const std::string& sqlite_message) {
   std::error_code ec;
   if (const std::string denied = fs::exists(file, ec) ? write_denied(file) : ""; !denied.empty())
-    return fmt::format("{} (query, export, bench, precision, db check, db info and db export only read it)", denied);
+    return fmt::format("{} (query, export, bench, precision, report, db check, db info and db export only read it)", denied);
   if (const std::string denied = write_denied(folder_of(file)); !denied.empty())
     return fmt::format("its folder {} is not writable ({}), and SQLite keeps its -wal and -shm files there",
                        folder_of(file).string(), denied);
