@@ -324,10 +324,39 @@ def triton_table(folder):
     print()
 
 
+def scale_table(folder):
+    """The README's main command on one GPU and on every GPU of the host (scale.json, scale_compare.py)."""
+    s = load(folder, "scale")
+    if not s:
+        return
+    driver, commit = run_of(folder, {})
+    print("### Tuning on every GPU of a host\n")
+    print(f"The README's main command (`tune --sizes 256..4096`), cold, each into a database of its own, on "
+          f"one host of {s['gpus']} GPUs ({(folder / 'environment.txt').read_text().splitlines()[0].split(',')[0]}, driver "
+          f"{driver}), cm-tune at commit {commit}, both runs on cores {s['cpus']}.\n")
+    print("| run | wall time | winners | exit |")
+    print("|---|---|---|---|")
+    print(f"| `--device 0` | {s['one_gpu_seconds']} s | {s['winners'][0]} | {s['rc'][0]} |")
+    print(f"| `--device all` ({s['gpus']} GPUs) | {s['every_gpu_seconds']} s | {s['winners'][1]} | {s['rc'][1]} |")
+    print()
+    print(f"Speedup {s['speedup']:.2f}x. Of the {s['common']} winners the two runs share (problem, layout, batch, "
+          f"type, scope), {s['same_kernel']} are the same kernel, {s['other_kernel_within_noise']} another kernel "
+          f"within {s['noise']:.0%} of its time, {s['other_kernel_beyond_noise']} another kernel beyond; the winners' "
+          f"times, every GPU over one: geomean {s['time_ratio_geomean']}, from {s['time_ratio_min']} to "
+          f"{s['time_ratio_max']}.\n")
+    if s.get("largest_differences"):
+        print("| problem | one GPU | every GPU | time ratio |")
+        print("|---|---|---|---|")
+        for d in s["largest_differences"][:5]:
+            print(f"| {d['problem']} | `{d['one_gpu']}` | `{d['every_gpu']}` | {d['time_ratio']} |")
+        print()
+
+
 def main():
     folder = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "bench-out")
     print("## Tuning time\n")
     tune_times(folder)
+    scale_table(folder)
     layouts_table(folder, "public-layouts", "README header, public suite, every layout", ["nn", "nt", "tn", "tt"])
     rows_table(folder, "public-batched", "README header, public batched suite")
     rows_table(folder, "squares", "README header, the tuned sizes", floor=0.95)

@@ -33,6 +33,11 @@
 #             data: the error of each against SGEMM's
 #   triton    Triton's tf32x3 (scripts/gpu/triton_tf32x3.py) against cuBLAS SGEMM at 4096^3 and 8192^3, nn
 #             and nt, where the image has Triton and PyTorch
+#   scale-1, scale-all
+#             the README's main command cold on GPU 0 (scale-1), then on every GPU of the host
+#             (`--device all`, scale-all), each into its own database and timed; scale-all then compares
+#             the two runs' winners (scale.json). Each half fits one device call; CMTUNE_SCALE_CPUS (a
+#             taskset list) pins both tunes to the same cores, so another job may use the rest
 #   tables    the markdown tables of every JSON present
 # The phases may run in separate calls of a machine that stays up: they share /tmp. On a fresh
 # machine, CMTUNE_README_DB (an earlier call's readme-nocubins.db.gz, of the same commit) stands for the
@@ -48,7 +53,8 @@ bin="$root/build/cm-tune"
 db="${CMTUNE_BENCH_DB:-/tmp/cm-tune-bench.db}"
 db64="${db%.db}-f64.db"
 db3="${db%.db}-tf32x3.db"
-hdr3=/tmp/cm-tune-bench-tf32x3.cuh
+hdr="${db%.db}.cuh"   # each database its own header, so two benches may run side by side
+hdr3="${db%.db}-tf32x3.cuh"
 shapes="${CMTUNE_SHAPES_DIR:-$root/../shared/shapes}"
 rounds="${CMTUNE_ROUNDS:-50}"
 phases=("$@")
@@ -104,7 +110,7 @@ for phase in "${phases[@]}"; do
   case "$phase" in
     readme)
       log "README command, cold"
-      rm -f "$db"* /tmp/cm-tune-bench.cuh
+      rm -f "$db"* "$hdr"
       SECONDS=0
       "$bin" --db "$db" --log-file "$out/readme-tune.log" tune --device 0 --sizes 256..4096 --json \
         > "$out/readme-tune.json" 2> "$out/readme-tune.err"
@@ -115,18 +121,18 @@ for phase in "${phases[@]}"; do
       "$bin" --db "$db" tune --device 0 --sizes 256..4096 > "$out/readme-tune-warm.txt" 2>&1
       echo "{\"cold_seconds\": $cold, \"warm_seconds\": $SECONDS, \"rc\": $rc}" > "$out/readme-time.json"
       cat "$out/readme-time.json"
-      header "$db" /tmp/cm-tune-bench.cuh
-      cp /tmp/cm-tune-bench.cuh "$out/tuned_sgemm.cuh"
+      header "$db" "$hdr"
+      cp "$hdr" "$out/tuned_sgemm.cuh"
       save_without_cubins "$db" "$out/readme-nocubins.db"
       ;;
     layouts | layouts-nn-nt | layouts-tn-tt)
       # In two halves (each its own bench, about five minutes on an H100), which may run in separate
       # calls; their rows are joined into public-layouts.json once both are there.
-      header "$db" /tmp/cm-tune-bench.cuh
+      header "$db" "$hdr"
       [ "$phase" = layouts-tn-tt ] ||
-        bench public-layouts-nn-nt "$db" /tmp/cm-tune-bench.cuh --sizes "@$shapes/public.txt" --layout nn,nt --regret
+        bench public-layouts-nn-nt "$db" "$hdr" --sizes "@$shapes/public.txt" --layout nn,nt --regret
       [ "$phase" = layouts-nn-nt ] ||
-        bench public-layouts-tn-tt "$db" /tmp/cm-tune-bench.cuh --sizes "@$shapes/public.txt" --layout tn,tt --regret
+        bench public-layouts-tn-tt "$db" "$hdr" --sizes "@$shapes/public.txt" --layout tn,tt --regret
       python3 - "$out" <<'PY'
 import json, pathlib, sys
 out = pathlib.Path(sys.argv[1])
@@ -141,12 +147,12 @@ if all(h.exists() and h.stat().st_size for h in halves):
 PY
       ;;
     batched)
-      header "$db" /tmp/cm-tune-bench.cuh
-      bench public-batched "$db" /tmp/cm-tune-bench.cuh --sizes "@$shapes/public-batched.txt" --regret
+      header "$db" "$hdr"
+      bench public-batched "$db" "$hdr" --sizes "@$shapes/public-batched.txt" --regret
       ;;
     squares)
-      header "$db" /tmp/cm-tune-bench.cuh
-      bench squares "$db" /tmp/cm-tune-bench.cuh --sizes 256..4096
+      header "$db" "$hdr"
+      bench squares "$db" "$hdr" --sizes 256..4096
       ;;
     tuned-all)
       dball="${db%.db}-all.db"
@@ -248,6 +254,29 @@ PY
       python3 "$root/scripts/gpu/triton_tf32x3.py" 4096,8192 nn,nt > "$out/triton-tf32x3.json" 2> "$out/triton-tf32x3.err"
       echo "triton rc=$?"
       cat "$out/triton-tf32x3.json"
+      ;;
+    scale-1 | scale-all)
+      # The README's main command, cold, on one GPU and on every GPU: the wall time of each and whether
+      # the winners agree. Both tunes run on the cores of CMTUNE_SCALE_CPUS (all of them if unset).
+      which=${phase#scale-}
+      devices=$([ "$which" = 1 ] && echo 0 || echo all)
+      dbs="/tmp/cm-tune-scale-$which.db"
+      rm -f "$dbs"*
+      pin=()
+      [ -z "${CMTUNE_SCALE_CPUS:-}" ] || pin=(taskset -c "$CMTUNE_SCALE_CPUS")
+      log "README command on --device $devices, cold${CMTUNE_SCALE_CPUS:+, on cores $CMTUNE_SCALE_CPUS}"
+      SECONDS=0
+      "${pin[@]}" "$bin" --db "$dbs" --log-file "$out/scale-$which.log" tune --device "$devices" --sizes 256..4096 \
+        --json > "$out/scale-$which.json" 2> "$out/scale-$which.err"
+      rc=$?
+      echo "{\"seconds\": $SECONDS, \"rc\": $rc, \"devices\": \"$devices\", \"gpus\": $(nvidia-smi -L | wc -l), \"cpus\": \"${CMTUNE_SCALE_CPUS:-all}\"}" \
+        > "$out/scale-$which-time.json"
+      cat "$out/scale-$which-time.json"
+      tail -3 "$out/scale-$which.err"
+      "$bin" --db "$dbs" db export --what winners --format json --out "$out/scale-$which-winners.jsonl"
+      save_without_cubins "$dbs" "$out/scale-$which-nocubins.db"
+      [ -s "$out/scale-1-winners.jsonl" ] && [ -s "$out/scale-all-winners.jsonl" ] &&
+        python3 "$root/scripts/gpu/scale_compare.py" "$out" > "$out/scale.json" && cat "$out/scale.json"
       ;;
     tables)
       python3 "$root/scripts/gpu/bench_tables.py" "$out" | tee "$out/tables.md"
