@@ -6,6 +6,7 @@
 
 #include "cli/app.hpp"
 #include "cli/sizes.hpp"
+#include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "report/report_data.hpp"
