@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "space/preset.hpp"
@@ -158,6 +159,33 @@ TEST(TuneEndToEnd, TheGenericDefaultTunesF64AndI32) {
                                            " bench --device 0 --sizes 128,257x129x300:tn*3 --dtype all --rounds 5 --json");
   ASSERT_EQ(stripped["rows"].size(), 6u) << stripped.dump(2);
   for (const auto& r : stripped["rows"]) EXPECT_TRUE(r["winner_valid"].get<bool>()) << r.dump();
+}
+
+// A database that tuned f64 alone serves f32 calls with the generic default of each layout, which
+// bench builds with NVRTC (the database holds no build of them). Each layout's must run its own
+// machine code: they once shared one (empty) key in the measurer's kernel cache, so the first
+// layout's kernel ran every later layout's calls (wrong results, or an illegal address where the
+// operands' shapes differ).
+TEST(TuneEndToEnd, BenchRunsEachLayoutsOwnGenericDefault) {
+  CMT_REQUIRE_GPU();
+  test::TempDir dir;
+  const std::string db = (dir / "tune.db").string();
+  run_json(test::cmtune_binary() + " --quiet --db " + db +
+           " tune --device 0 --sizes 128 --dtype f64 --config quick --template blocktile2d --no-calibrate --json --seed 5");
+  const nlohmann::json bench = run_json(test::cmtune_binary() + " --quiet --db " + db +
+                                        " bench --device 0 --sizes 160x96x200,160x96x200:nt,160x96x200:tn,160x96x200:tt"
+                                        " --rounds 5 --json");
+  ASSERT_EQ(bench["rows"].size(), 4u) << bench.dump(2);
+  const std::map<std::string, std::string> transposes{{"nn", "TRANS_A=0,TRANS_B=0"}, {"nt", "TRANS_A=0,TRANS_B=1"},
+                                                      {"tn", "TRANS_A=1,TRANS_B=0"}, {"tt", "TRANS_A=1,TRANS_B=1"}};
+  for (const auto& r : bench["rows"]) {
+    const std::string problem = r["problem"];
+    const auto colon = problem.find(':');
+    const std::string layout = colon == std::string::npos ? "nn" : problem.substr(colon + 1, 2);
+    EXPECT_NE(r["dispatch"].get<std::string>().find("generic default"), std::string::npos) << r.dump();
+    EXPECT_NE(r["winner"].get<std::string>().find(transposes.at(layout)), std::string::npos) << r.dump();
+    EXPECT_TRUE(r["winner_valid"].get<bool>()) << r.dump();
+  }
 }
 
 }  // namespace
