@@ -262,7 +262,7 @@ std::string outcome_plot(const Landscape& l) {
     totals.push_back(total);
   }
   Plot plot("outcomes", fmt::format("Outcomes of the trials of {}, per family", l.problem.to_string()),
-            Axis::linear_from_zero("trials", totals), Axis::category("", families));
+            Axis::linear_from_zero("trials", totals), Axis::category("kernel family", families));
   plot.size(980, static_cast<int>(std::max<size_t>(240, 130 + 26 * families.size())));
   std::vector<int> series;
   for (size_t o = 0; o < std::size(k_outcomes); ++o) {
