@@ -46,6 +46,41 @@ inline void expect_error(const std::string& args, int exit_code, const std::vect
   EXPECT_EQ(contents(dir), std::vector<std::string>{}) << "files were created";
 }
 
+/// A fixture for a command that only reads a database: a tuned database (one device, one problem,
+/// one winning trial) in a fresh folder, the command run there on it, and refusals checked to leave
+/// the folder and the database as they were.
+class ReadingCommand : public ::testing::Test {
+ protected:
+  ReadingCommand(std::string command, std::string uuid) : m_command(std::move(command)), m_uuid(std::move(uuid)) {}
+  void SetUp() override {
+    tuned_database(m_dir / "tune.db", m_uuid);
+    m_db_bytes = read_file(m_dir / "tune.db");
+  }
+
+  /// `cm-tune --quiet COMMAND --db tune.db ARGS` in the folder.
+  SplitResult run_command(const std::string& args) const {
+    return run_split(m_dir, "--quiet " + m_command + " --db tune.db " + args);
+  }
+
+  /// Refused as a usage error with exactly this line, the database and the folder as they were.
+  void expect_refused(const std::string& args, const std::string& line, int exit_code) const {
+    const std::vector<std::string> before = entries(m_dir.path());
+    const SplitResult r = run_command(args);
+    SCOPED_TRACE(m_command + " " + args);
+    expect_line(r, exit_code, line);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(entries(m_dir.path()), before) << "a file was created or removed";
+    EXPECT_EQ(read_file(m_dir / "tune.db"), m_db_bytes) << "the database changed";
+  }
+
+  TempDir m_dir;
+  std::string m_db_bytes;
+
+ private:
+  std::string m_command;
+  std::string m_uuid;
+};
+
 /// A fixture for tunes with the scripted measuring process (tests/worker: no GPU): sets
 /// CMTUNE_MEASURE_WORKER for the test (and what set_env adds), unset again after it, and writes
 /// preset.toml in a fresh folder: the generic default (blocktile2d) at BN 64, BK 8, TM 8, TN 4 and

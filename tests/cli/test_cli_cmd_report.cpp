@@ -22,31 +22,14 @@ namespace fs = std::filesystem;
 namespace cmt::report_cli_tests {
 namespace {
 
-/// A tuned database (one device, one problem, one winning trial) in a fresh folder.
-class Report : public ::testing::Test {
+/// `cm-tune report` on a tuned database in a fresh folder (test::ReadingCommand).
+class Report : public test::ReadingCommand {
  protected:
-  void SetUp() override {
-    test::tuned_database(m_dir / "tune.db", "GPU-report");
-    m_db_bytes = test::read_file(m_dir / "tune.db");
-  }
-
-  test::SplitResult report(const std::string& args) const {
-    return test::run_split(m_dir, "--quiet report --db tune.db " + args);
-  }
-
-  /// Refused as a usage error with exactly this line, the database and the folder as they were.
+  Report() : ReadingCommand("report", "GPU-report") {}
+  test::SplitResult report(const std::string& args) const { return run_command(args); }
   void expect_refused(const std::string& args, const std::string& line) const {
-    const std::vector<std::string> before = test::entries(m_dir.path());
-    const test::SplitResult r = report(args);
-    SCOPED_TRACE("report " + args);
-    test::expect_line(r, cli::k_exit_usage, line);
-    EXPECT_EQ(r.out, "");
-    EXPECT_EQ(test::entries(m_dir.path()), before) << "a file was created or removed";
-    EXPECT_EQ(test::read_file(m_dir / "tune.db"), m_db_bytes) << "the database changed";
+    ReadingCommand::expect_refused(args, line, cli::k_exit_usage);
   }
-
-  test::TempDir m_dir;
-  std::string m_db_bytes;
 };
 
 TEST_F(Report, WritesThePageItNamesAndOnlyReadsTheDatabase) {

@@ -30,32 +30,14 @@ const std::string k_trials_heading =
     "max_error_ratio,simt_error_ratio,registers,smem_bytes,threads,grid_z,problems_per_block,tensor_maps,"
     "align_bytes,ld_multiple,created_at\r\n";
 
-/// A tuned database (one device, one problem, one winning trial) in a fresh folder.
-class DbExport : public ::testing::Test {
+/// `cm-tune db export` on a tuned database in a fresh folder (test::ReadingCommand).
+class DbExport : public test::ReadingCommand {
  protected:
-  void SetUp() override {
-    test::tuned_database(m_dir / "tune.db", "GPU-db-export");
-    m_db_bytes = test::read_file(m_dir / "tune.db");
-  }
-
-  /// `cm-tune db export --db tune.db ARGS` in the folder.
-  test::SplitResult db_export(const std::string& args) const {
-    return test::run_split(m_dir, "--quiet db export --db tune.db " + args);
-  }
-
-  /// Refused as a usage error with exactly this line, the database and the folder as they were.
+  DbExport() : ReadingCommand("db export", "GPU-db-export") {}
+  test::SplitResult db_export(const std::string& args) const { return run_command(args); }
   void expect_refused(const std::string& args, const std::string& line) const {
-    const std::vector<std::string> before = test::entries(m_dir.path());
-    const test::SplitResult r = db_export(args);
-    SCOPED_TRACE("db export " + args);
-    test::expect_line(r, cli::k_exit_usage, line);
-    EXPECT_EQ(r.out, "");
-    EXPECT_EQ(test::entries(m_dir.path()), before) << "a file was created or removed";
-    EXPECT_EQ(test::read_file(m_dir / "tune.db"), m_db_bytes) << "the database changed";
+    ReadingCommand::expect_refused(args, line, cli::k_exit_usage);
   }
-
-  test::TempDir m_dir;
-  std::string m_db_bytes;
 };
 
 TEST_F(DbExport, WritesStdoutAndOnlyReadsTheDatabase) {
