@@ -14,6 +14,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.hpp"
@@ -36,6 +37,17 @@ namespace {
 
 using namespace cmt;
 using namespace cmt::export_fixtures;
+
+/// nvcc's arguments with the device code unoptimized (NVVM and ptxas at -O0), which halves each
+/// compile: these tests check the header's host code (its dispatch, run on the CPU) and that it
+/// compiles and links for each architecture, none of which the device code's optimization changes;
+/// the machine code the header runs is held to the tuned NVRTC build's by CompilerParity.
+std::string unoptimized(const std::string& args) { return args + " -Xcicc -O0 -Xptxas -O0"; }
+
+template <class... Args>
+std::string unoptimized_format(fmt::format_string<Args...> format, Args&&... args) {
+  return unoptimized(fmt::format(format, std::forward<Args>(args)...));
+}
 
 // The header under nvcc: compiles for sm_80 and sm_90, and its selection equals choose_kernel on
 // 315 shapes of every class (tuned or not) x 7 call layouts x 3 tables
@@ -67,7 +79,7 @@ cudaError_t use(float* C, const float* A, const float* B, cudaStream_t s) {
   return app::gemm::sgemm(100, 200, 300, 1.0f, A, 300, B, 200, 0.5f, C, 200);
 }
 )");
-  const auto r = test::nvcc_cached("-arch=sm_90 -c", dir / "use.cu", dir / "use.o", {dir / "a.cuh", dir / "b.cuh"});
+  const auto r = test::nvcc_cached(unoptimized("-arch=sm_90 -c"), dir / "use.cu", dir / "use.o", {dir / "a.cuh", dir / "b.cuh"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
@@ -84,7 +96,7 @@ TEST(ExportNvcc, ExampleAndHarnessCompileAgainstAnExportedHeader) {
   }
   const fs::path root = default_templates_dir().parent_path();
   for (const fs::path source : {root / "examples" / "consumer" / "main.cu", root / "tests" / "consumer" / "harness.cu"}) {
-    const auto r = test::nvcc_cached(fmt::format("-arch=sm_90 -c '-DCMTUNE_HEADER_PATH=\"{}\"' -DCMTUNE_NS=cmtune",
+    const auto r = test::nvcc_cached(unoptimized_format("-arch=sm_90 -c '-DCMTUNE_HEADER_PATH=\"{}\"' -DCMTUNE_NS=cmtune",
                                                  (dir / "tuned_sgemm.cuh").string()),
                                      source, dir / "out.o", {dir / "tuned_sgemm.cuh"});
     EXPECT_EQ(r.exit_code, 0) << source << ":\n" << r.output;
@@ -138,7 +150,7 @@ int main(int argc, char**) {
   program += tail;
   program += "  return 0;\n}\n";
   test::write_file(dir / "select.cu", program);
-  const auto build = test::nvcc_cached(fmt::format("-arch={} -Xcompiler -Wall,-Wextra -I {}", arch, quoted(dir.path())),
+  const auto build = test::nvcc_cached(unoptimized_format("-arch={} -Xcompiler -Wall,-Wextra -I {}", arch, quoted(dir.path())),
                                        dir / "select.cu", dir / "select", {dir / "tuned.cuh"});
   EXPECT_EQ(build.exit_code, 0) << build.output;
   if (build.exit_code != 0) return {};
@@ -405,7 +417,7 @@ cudaError_t use(double* dc, const double* da, const double* db, int* ic, const i
   return e;
 }
 )");
-  const auto sm90 = test::nvcc_cached(fmt::format("-arch=sm_90 -c -I {}", quoted(dir.path())), dir / "use.cu",
+  const auto sm90 = test::nvcc_cached(unoptimized_format("-arch=sm_90 -c -I {}", quoted(dir.path())), dir / "use.cu",
                                       dir / "use.o", {dir / "tuned.cuh"});
   EXPECT_EQ(sm90.exit_code, 0) << sm90.output;
 }
@@ -515,7 +527,7 @@ cudaError_t use(float* c, const float* a, const float* b, cudaStream_t s) {
 )";
   test::write_file(dir / "use.cu", "#include \"tuned.cuh\"\n" + calls);
   for (const std::string flags : {"-arch=sm_80", "-arch=sm_90 -DCMTUNE_SGEMM_TF32X3"}) {
-    const auto r = test::nvcc_cached(fmt::format("{} -c -Xcompiler -Wall,-Wextra -I {}", flags, quoted(dir.path())),
+    const auto r = test::nvcc_cached(unoptimized_format("{} -c -Xcompiler -Wall,-Wextra -I {}", flags, quoted(dir.path())),
                                      dir / "use.cu", dir / "use.o", {dir / "tuned.cuh"});
     EXPECT_EQ(r.exit_code, 0) << flags << ":\n" << r.output;
   }
@@ -540,7 +552,7 @@ int main() {
 }
 )");
   for (const char* name : {"ieee", "opted"}) {
-    const auto r = test::nvcc_cached(fmt::format("-arch=sm_80 -rdc=true -c -I {}", quoted(dir.path())),
+    const auto r = test::nvcc_cached(unoptimized_format("-arch=sm_80 -rdc=true -c -I {}", quoted(dir.path())),
                                      dir / (std::string(name) + ".cu"), dir / (std::string(name) + ".o"),
                                      {dir / "tuned.cuh"});
     ASSERT_EQ(r.exit_code, 0) << name << ":\n" << r.output;
@@ -580,7 +592,7 @@ cudaError_t use(float* C, const float* A, const float* B, cudaStream_t s) {
 }
 )");
   for (const std::string arch : {"sm_90a", "sm_80"}) {
-    const auto r = test::nvcc_cached(fmt::format("-arch={} -c -I {}", arch, quoted(dir.path())), dir / "use.cu",
+    const auto r = test::nvcc_cached(unoptimized_format("-arch={} -c -I {}", arch, quoted(dir.path())), dir / "use.cu",
                                      dir / ("use_" + arch + ".o"), {dir / "tuned.cuh"});
     EXPECT_EQ(r.exit_code, 0) << arch << ":\n" << r.output;
   }
