@@ -26,7 +26,7 @@ if [ ! -x "$cuda_root/bin/nvcc" ]; then
 fi
 export PATH="$cuda_root/bin:$PATH"
 
-# A unity build (CMake merges a target's files into batches of eight): a fresh build takes about 40%
+# A unity build (CMake merges a target's files into batches of sixteen): a fresh build takes about 40%
 # less time, as each batch parses and instantiates the shared headers (fmt, spdlog, json, gtest)
 # once. CMTUNE_UNITY_BUILD=OFF builds file by file, which rebuilds less after a one-file change.
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-Release}" \
