@@ -16,7 +16,8 @@
 
 namespace fs = std::filesystem;
 
-namespace cmt {
+// Its own namespace: a unity build compiles this file with other tests' file-local helpers.
+namespace cmt::cmd_db_tests {
 namespace {
 
 constexpr int64_t k_cubin_bytes = 1024 * 1024;
@@ -221,4 +222,4 @@ TEST(DbCommand, WithoutASubcommandListsThem) {
 }
 
 }  // namespace
-}  // namespace cmt
+}  // namespace cmt::cmd_db_tests

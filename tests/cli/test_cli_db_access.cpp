@@ -24,7 +24,8 @@ namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
-namespace cmt {
+// Its own namespace: a unity build compiles this file with other tests' file-local helpers.
+namespace cmt::db_access_tests {
 namespace {
 
 
@@ -237,4 +238,4 @@ TEST(DbAccess, BadLockTimeoutIsOneLine) {
 }
 
 }  // namespace
-}  // namespace cmt
+}  // namespace cmt::db_access_tests

@@ -16,7 +16,8 @@
 
 namespace fs = std::filesystem;
 
-namespace cmt {
+// Its own namespace: a unity build compiles this file with other tests' file-local helpers.
+namespace cmt::db_damage_tests {
 namespace {
 
 constexpr const char* k_advice = "; restore it from a backup, or remove it and tune again\n";
@@ -199,4 +200,4 @@ TEST(DbDamage, EmptyFileLeftByAKilledRunIsSetUpByTheNextRun) {
 }
 
 }  // namespace
-}  // namespace cmt
+}  // namespace cmt::db_damage_tests

@@ -21,7 +21,8 @@
 #include "store/store.hpp"
 #include "test_support.hpp"
 
-namespace cmt {
+// Its own namespace: a unity build compiles this file with other tests' file-local helpers.
+namespace cmt::call_recorder_tests {
 namespace {
 
 std::string shell_quoted(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
@@ -209,4 +210,4 @@ TEST_F(RecordCalls, ThreadsForksAndExitFromAnotherThreadRecordEachCallOnce) {
 }
 
 }  // namespace
-}  // namespace cmt
+}  // namespace cmt::call_recorder_tests
