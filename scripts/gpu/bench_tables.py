@@ -332,7 +332,7 @@ def scale_table(folder):
     driver, commit = run_of(folder, {})
     print("### Tuning on every GPU of a host\n")
     print(f"The README's main command (`tune --sizes 256..4096`), cold, each into a database of its own, on "
-          f"one host of {s['gpus']} GPUs ({(folder / 'environment.txt').read_text().splitlines()[0].split(',')[0]}, driver "
+          f"one host of {s['gpus']} GPUs ({s['device']}, driver "
           f"{driver}), cm-tune at commit {commit}, both runs on cores {s['cpus']}.\n")
     print("| run | wall time | winners | exit |")
     print("|---|---|---|---|")

@@ -19,22 +19,23 @@ NOISE = 0.03
 
 def winners(path):
     best = {}
-    devices = set()
+    devices, names = set(), set()
     for line in path.read_text().splitlines():
         if not line.strip():
             continue
         w = json.loads(line)
         devices.add(w["device_uuid"])
+        names.add(w["device"])
         key = (w["Problem"], w["layout"], w["batch_count"], w["dtype"], w["scope"])
         if key not in best or w["Runtime"] < best[key]["Runtime"]:
             best[key] = w
-    return best, devices
+    return best, devices, names
 
 
 def main():
     out = pathlib.Path(sys.argv[1])
-    one, one_devices = winners(out / "scale-1-winners.jsonl")
-    every, every_devices = winners(out / "scale-all-winners.jsonl")
+    one, one_devices, _ = winners(out / "scale-1-winners.jsonl")
+    every, every_devices, models = winners(out / "scale-all-winners.jsonl")
     t1 = json.loads((out / "scale-1-time.json").read_text())
     ta = json.loads((out / "scale-all-time.json").read_text())
     same = within = beyond = 0
@@ -55,7 +56,7 @@ def main():
     differ.sort(key=lambda d: -abs(d["time_ratio"] - 1))
     print(json.dumps({
         "one_gpu_seconds": t1["seconds"], "every_gpu_seconds": ta["seconds"], "gpus": ta["gpus"],
-        "cpus": ta.get("cpus"), "rc": [t1["rc"], ta["rc"]],
+        "cpus": ta.get("cpus"), "device": ", ".join(sorted(models)), "rc": [t1["rc"], ta["rc"]],
         "speedup": round(t1["seconds"] / ta["seconds"], 3) if ta["seconds"] else None,
         "devices": [len(one_devices), len(every_devices)],
         "winners": [len(one), len(every)], "common": len(ratios), "same_kernel": same,
