@@ -1,6 +1,11 @@
 // `--device` as cm-tune's commands take it, on a GPU that is present: its CUDA index, its UUID and
-// its name select it; a name that matches none, or an index past the last, is one line naming the
-// GPUs present. (Without a GPU, tests/cli/test_cli_device_select.cpp checks the refusals.)
+// its name select it (the name only where no other GPU of the host has it: on a host of two GPUs of one
+// model, the name is refused as ambiguous); a name that matches none, or an index past the last, is one
+// line naming the GPUs present. (Without a GPU, tests/cli/test_cli_device_select.cpp checks the refusals.)
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -26,15 +31,28 @@ TEST(DeviceOption, ResolvesIndexUuidAndNameOfAPresentGpu) {
   test::TempDir dir;
   const Split devices = run_split(dir, "devices --json");
   ASSERT_EQ(devices.exit_code, 0) << devices.err;
-  const nlohmann::json gpu = nlohmann::json::parse(devices.out).at("devices").at(0);
+  const nlohmann::json all = nlohmann::json::parse(devices.out).at("devices");
+  const nlohmann::json gpu = all.at(0);
   const std::string name = gpu.at("name"), uuid = gpu.at("uuid");
+  const auto same_name = std::count_if(all.begin(), all.end(), [&](const nlohmann::json& d) { return d.at("name") == name; });
   test::write_file(dir / "preset.toml", "[templates.compile_error]\nV = [1]\n");
-  for (const std::string& spec : {std::string("0"), uuid, name}) {
-    const Split r = run_split(dir, fmt::format("--quiet --templates '{}' compile --config preset.toml --db c.db --json "
-                                               "--device '{}'",
-                                               k_fixture_templates.string(), spec));
+  const auto compile_on = [&](const std::string& spec) {
+    return run_split(dir, fmt::format("--quiet --templates '{}' compile --config preset.toml --db c.db --json --device '{}'",
+                                      k_fixture_templates.string(), spec));
+  };
+  std::vector<std::string> specs = {"0", uuid};
+  if (same_name == 1) specs.push_back(name);
+  for (const std::string& spec : specs) {
+    const Split r = compile_on(spec);
     ASSERT_EQ(r.exit_code, 0) << spec << ": " << r.err;
     EXPECT_EQ(nlohmann::json::parse(r.out).at("arch"), gpu.at("arch")) << spec;
+  }
+  if (same_name > 1) {
+    const Split ambiguous = compile_on(name);
+    EXPECT_EQ(ambiguous.exit_code, k_usage) << ambiguous.err;
+    EXPECT_NE(ambiguous.err.find(fmt::format("--device '{}' matches more than one GPU: give its index or UUID", name)),
+              std::string::npos)
+        << ambiguous.err;
   }
   const Split none = run_split(dir, "compile --config quick --db c.db --device 'no such GPU'");
   EXPECT_EQ(none.exit_code, k_usage) << none.err;
