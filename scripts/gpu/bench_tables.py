@@ -64,11 +64,13 @@ def cuda_version(v):
 
 def run_of(folder, data):
     """The driver (nvidia-smi's, else the JSON's CUDA driver version) and the commit of a run, from
-    environment.txt (benchmarks.sh writes it: nvidia-smi's line, cm-tune --version, the commit)."""
+    environment.txt (benchmarks.sh writes it: nvidia-smi's line per GPU, cm-tune --version, the
+    commit)."""
     env = (folder / "environment.txt").read_text().split("\n") if (folder / "environment.txt").exists() else []
     smi = env[0].split(",") if env else []
     driver = smi[1].strip() if len(smi) > 1 else cuda_version(data.get("driver"))
-    commit = env[2].strip() if len(env) > 2 else "unknown"
+    version = next((i for i, line in enumerate(env) if line.startswith("cm-tune ")), None)
+    commit = env[version + 1].strip() if version is not None and version + 1 < len(env) else "unknown"
     return driver, commit
 
 
@@ -333,7 +335,8 @@ def scale_table(folder):
     print("### Tuning on every GPU of a host\n")
     print(f"The README's main command (`tune --sizes 256..4096`), cold, each into a database of its own, on "
           f"one host of {s['gpus']} GPUs ({s['device']}, driver "
-          f"{driver}), cm-tune at commit {commit}, both runs on cores {s['cpus']}.\n")
+          f"{driver}), cm-tune at commit {commit}, both runs on "
+          f"{'all cores' if s['cpus'] == 'all' else 'cores ' + s['cpus']}.\n")
     print("| run | wall time | winners | exit |")
     print("|---|---|---|---|")
     print(f"| `--device 0` | {s['one_gpu_seconds']} s | {s['winners'][0]} | {s['rc'][0]} |")
@@ -344,10 +347,31 @@ def scale_table(folder):
           f"within {s['noise']:.0%} of its time, {s['other_kernel_beyond_noise']} another kernel beyond; the winners' "
           f"times, every GPU over one: geomean {s['time_ratio_geomean']}, from {s['time_ratio_min']} to "
           f"{s['time_ratio_max']}.\n")
-    if s.get("largest_differences"):
-        print("| problem | one GPU | every GPU | time ratio |")
+    if s.get("passes"):
+        print("| pass | one GPU | every GPU | speedup | trials | measured in one run only |")
+        print("|---|---|---|---|---|---|")
+        for p in s["passes"]:
+            a, b = p["one_gpu_seconds"], p["every_gpu_seconds"]
+            speedup = f"{a / b:.2f}x" if a and b else "-"   # a pass of under a second (the runs' times are whole seconds)
+            print(f"| {p['pass']} | {a:.0f} s | {b:.0f} s | {speedup} | {p['trials'][0]} / {p['trials'][1]} | "
+                  f"{p['only_one_gpu']} / {p['only_every_gpu']} |")
+        print()
+    if s.get("by_kind"):
+        print("| winners | shared | same kernel | other kernel, within noise | beyond | time ratio (geomean, range) |")
+        print("|---|---|---|---|---|---|")
+        for k in s["by_kind"]:
+            print(f"| {k['kind']} | {k['common']} | {k['same_kernel']} | {k['other_kernel_within_noise']} | "
+                  f"{k['other_kernel_beyond_noise']} | {k['time_ratio_geomean']} ({k['time_ratio_min']}-"
+                  f"{k['time_ratio_max']}) |")
+        print()
+    overall = [d for k in s.get("by_kind", []) if k["kind"] != "family and portable winners"
+               for d in k["largest_differences"]]
+    differences = sorted(overall, key=lambda d: -abs(d["time_ratio"] - 1)) if s.get("by_kind") else s.get(
+        "largest_differences", [])
+    if differences:
+        print("| problem (overall winner) | one GPU | every GPU | time ratio |")
         print("|---|---|---|---|")
-        for d in s["largest_differences"][:5]:
+        for d in differences[:5]:
             print(f"| {d['problem']} | `{d['one_gpu']}` | `{d['every_gpu']}` | {d['time_ratio']} |")
         print()
 

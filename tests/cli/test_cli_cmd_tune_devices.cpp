@@ -12,8 +12,10 @@
 #include <csignal>
 #include <sys/wait.h>
 #include <thread>
+#include <tuple>
 #include <fstream>
 #include <map>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -198,3 +200,54 @@ TEST_F(TuneDevices, ABadListIsOneLine) {
 
 }  // namespace
 }  // namespace cmt
+
+// scripts/gpu/scale_compare.py and bench_tables.py, which turn the GPU machine's scale-1 and scale-all
+// runs into docs/BENCHMARKS.md's table, on the files the same commands write here with scripted
+// GPUs: the speedup from the two times, the requested problems told from the rest, every winner the
+// same kernel (the scripted times are the same in both runs), and each pass's trials measured in both.
+TEST_F(TuneDevices, ScaleComparisonReadsWhatTheTwoRunsWrite) {
+  const std::filesystem::path out = m_dir / "out";
+  std::filesystem::create_directories(out);
+  for (const auto& [which, device, seconds] : {std::tuple{"1", "0", 10}, std::tuple{"all", "all", 5}}) {
+    const std::string db = std::string("scale-") + which + ".db";
+    const auto run = tune(db, device, "--json");
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    test::write_file(out / fmt::format("scale-{}.json", which), run.out);
+    test::write_file(out / fmt::format("scale-{}-time.json", which),
+                     fmt::format(R"({{"seconds": {}, "rc": 0, "devices": "{}", "gpus": 2, "cpus": "all"}})", seconds,
+                                 device));
+    const auto exported = test::run_split(m_dir, fmt::format("--db {} db export --what winners --format json --out '{}'",
+                                                             db, (out / fmt::format("scale-{}-winners.jsonl", which)).string()));
+    ASSERT_EQ(exported.exit_code, 0) << exported.err;
+    const auto zipped = test::run_command(fmt::format("gzip -c '{}' > '{}'", (m_dir / db).string(),
+                                                      (out / fmt::format("scale-{}-nocubins.db.gz", which)).string()));
+    ASSERT_EQ(zipped.exit_code, 0) << zipped.output;
+  }
+  const std::filesystem::path scripts = std::filesystem::path(CMTUNE_SOURCE_DIR) / "scripts" / "gpu";
+  const auto compared = test::run_command(fmt::format("python3 '{}' '{}' > '{}'", (scripts / "scale_compare.py").string(),
+                                                      out.string(), (out / "scale.json").string()));
+  ASSERT_EQ(compared.exit_code, 0) << compared.output;
+  const std::string written = test::read_file(out / "scale.json");
+  const nlohmann::json s = nlohmann::json::parse(written);
+  EXPECT_EQ(s["speedup"], 2.0);
+  EXPECT_EQ(s["devices"], nlohmann::json::array({1, 1})) << "one device record for the model in each run";
+  ASSERT_EQ(s["by_kind"].size(), 3u) << written;
+  const nlohmann::json requested = s["by_kind"][0];
+  EXPECT_EQ(requested["kind"], "requested problems");
+  EXPECT_EQ(requested["common"], 3);
+  EXPECT_EQ(requested["same_kernel"], 3);
+  EXPECT_EQ(s["by_kind"][1]["common"], 0) << "no calibration (--no-calibrate)";
+  EXPECT_EQ(s["other_kernel_beyond_noise"], 0);
+  EXPECT_EQ(s["same_kernel"], s["common"]);
+  ASSERT_EQ(s["passes"].size(), 1u) << written;
+  EXPECT_EQ(s["passes"][0]["trials"][0], s["passes"][0]["trials"][1]);
+  EXPECT_GT(s["passes"][0]["trials"][0], 0);
+  EXPECT_EQ(s["passes"][0]["only_one_gpu"], 0);
+  EXPECT_EQ(s["passes"][0]["only_every_gpu"], 0);
+
+  const auto tables = test::run_command(fmt::format("python3 '{}' '{}'", (scripts / "bench_tables.py").string(),
+                                                    out.string()));
+  ASSERT_EQ(tables.exit_code, 0) << tables.output;
+  EXPECT_NE(tables.output.find("Speedup 2.00x."), std::string::npos) << tables.output;
+  EXPECT_NE(tables.output.find("| requested problems | 3 | 3 | 0 | 0 |"), std::string::npos) << tables.output;
+}
