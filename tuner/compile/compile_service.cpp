@@ -10,14 +10,21 @@
 
 namespace cmt {
 
-std::string compile_cache_key(const Candidate& candidate, const std::string& source_hash, const std::string& arch,
+std::string compile_cache_key(const std::string& template_name, const std::string& name_expression,
+                              const std::string& params, const std::string& source_hash, const std::string& arch,
                               const std::string& compiler_version, const std::vector<std::string>& options) {
   Hasher h;
-  h.field("cm-tune-compile-v1").field(source_hash).field(candidate.tmpl->name);
-  h.field(candidate.tmpl->name_expression(candidate.values)).field(params_to_string(candidate.values));
+  h.field("cm-tune-compile-v1").field(source_hash).field(template_name);
+  h.field(name_expression).field(params);
   h.field(arch).field(compiler_version).field(static_cast<int64_t>(options.size()));
   for (const auto& o : options) h.field(o);
   return h.hex();
+}
+
+std::string compile_cache_key(const Candidate& candidate, const std::string& source_hash, const std::string& arch,
+                              const std::string& compiler_version, const std::vector<std::string>& options) {
+  return compile_cache_key(candidate.tmpl->name, candidate.tmpl->name_expression(candidate.values),
+                           params_to_string(candidate.values), source_hash, arch, compiler_version, options);
 }
 
 namespace {

@@ -35,8 +35,14 @@ struct CompileStats {
   double cpu_seconds = 0.0;          // summed compile time of fresh compiles
 };
 
-/// The compile cache key of one candidate: the source bundle's hash, the template and its
-/// instantiation, the arch, the compiler version and every option, each field delimited.
+/// The compile cache key of one build: the source bundle's hash, the template, its instantiation
+/// (name expression and params_to_string), the arch, the compiler version and every option, each
+/// field delimited. Every producer of builds keys them with it (the compile service, and export's
+/// kernel cache for the kernels a database holds no build of).
+std::string compile_cache_key(const std::string& template_name, const std::string& name_expression,
+                              const std::string& params, const std::string& source_hash, const std::string& arch,
+                              const std::string& compiler_version, const std::vector<std::string>& options);
+/// The key of a candidate's build.
 std::string compile_cache_key(const Candidate& candidate, const std::string& source_hash, const std::string& arch,
                               const std::string& compiler_version, const std::vector<std::string>& options);
 

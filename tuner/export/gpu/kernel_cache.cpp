@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "compile/compile_service.hpp"
 #include "compile/nvrtc/nvrtc_compiler.hpp"
 #include "core/error.hpp"
-#include "core/hash.hpp"
 #include "core/source_bundle.hpp"
 #include "core/types.hpp"
 
@@ -19,13 +19,12 @@ BinaryRecord build(const ExportKernel& k, const SourceBundle& bundle, const std:
   CompileOutput out = compiler.compile(request);
   if (!out.ok) throw InfraError("NVRTC", "build " + what + " " + k.name_expression, out.log, __FILE__, __LINE__);
   BinaryRecord b;
-  // Its own key: the measurer loads each kernel once per key, so two generic defaults (every layout
-  // has one) must not share the empty key of a build the compile cache never saw, or the second runs
-  // the first's machine code. A rebuilt database binary takes the database's key instead.
-  Hasher key;
-  key.field("cm-tune-kernel-cache-v1").field(source_bundle_hash(bundle)).field(k.name_expression).field(arch);
-  for (const auto& option : request.options) key.field(option);
-  b.key = key.hex();
+  // The compile cache's key of this build: the measurer loads each kernel once per key, so two
+  // generic defaults (every layout has one) must not share the empty key of a build the compile
+  // cache never saw, or the second runs the first's machine code. A rebuilt database binary takes
+  // the database's key instead.
+  b.key = compile_cache_key(k.template_name, k.name_expression, k.params, source_bundle_hash(bundle), arch,
+                            compiler.version(), request.options);
   b.template_name = k.template_name;
   b.params = k.params;
   b.arch = arch;
