@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli/app.hpp"
 #include "test_support.hpp"
 
 namespace cmt::test {
@@ -63,11 +64,11 @@ class ReadingCommand : public ::testing::Test {
   }
 
   /// Refused as a usage error with exactly this line, the database and the folder as they were.
-  void expect_refused(const std::string& args, const std::string& line, int exit_code) const {
+  void expect_refused(const std::string& args, const std::string& line) const {
     const std::vector<std::string> before = entries(m_dir.path());
     const SplitResult r = run_command(args);
     SCOPED_TRACE(m_command + " " + args);
-    expect_line(r, exit_code, line);
+    expect_line(r, cli::k_exit_usage, line);
     EXPECT_EQ(r.out, "");
     EXPECT_EQ(entries(m_dir.path()), before) << "a file was created or removed";
     EXPECT_EQ(read_file(m_dir / "tune.db"), m_db_bytes) << "the database changed";

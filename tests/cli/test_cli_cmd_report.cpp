@@ -27,9 +27,6 @@ class Report : public test::ReadingCommand {
  protected:
   Report() : ReadingCommand("report", "GPU-report") {}
   test::SplitResult report(const std::string& args) const { return run_command(args); }
-  void expect_refused(const std::string& args, const std::string& line) const {
-    ReadingCommand::expect_refused(args, line, cli::k_exit_usage);
-  }
 };
 
 TEST_F(Report, WritesThePageItNamesAndOnlyReadsTheDatabase) {

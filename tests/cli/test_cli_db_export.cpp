@@ -35,9 +35,6 @@ class DbExport : public test::ReadingCommand {
  protected:
   DbExport() : ReadingCommand("db export", "GPU-db-export") {}
   test::SplitResult db_export(const std::string& args) const { return run_command(args); }
-  void expect_refused(const std::string& args, const std::string& line) const {
-    ReadingCommand::expect_refused(args, line, cli::k_exit_usage);
-  }
 };
 
 TEST_F(DbExport, WritesStdoutAndOnlyReadsTheDatabase) {
