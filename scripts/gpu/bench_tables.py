@@ -364,14 +364,10 @@ def scale_table(folder):
                   f"{k['other_kernel_beyond_noise']} | {k['time_ratio_geomean']} ({k['time_ratio_min']}-"
                   f"{k['time_ratio_max']}) |")
         print()
-    overall = [d for k in s.get("by_kind", []) if k["kind"] != "family and portable winners"
-               for d in k["largest_differences"]]
-    differences = sorted(overall, key=lambda d: -abs(d["time_ratio"] - 1)) if s.get("by_kind") else s.get(
-        "largest_differences", [])
-    if differences:
+    if s.get("largest_overall_differences"):
         print("| problem (overall winner) | one GPU | every GPU | time ratio |")
         print("|---|---|---|---|")
-        for d in differences[:5]:
+        for d in s["largest_overall_differences"]:
             print(f"| {d['problem']} | `{d['one_gpu']}` | `{d['every_gpu']}` | {d['time_ratio']} |")
         print()
 

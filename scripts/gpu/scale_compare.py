@@ -119,20 +119,22 @@ def main():
     t1 = json.loads((out / "scale-1-time.json").read_text())
     ta = json.loads((out / "scale-all-time.json").read_text())
     common = one.keys() & every.keys()
-    overall, differ = agreement(one, every, common)
+    counts, differ = agreement(one, every, common)
+    _, overall_differ = agreement(one, every, {k for k in common if k[4] == "overall"})
     requested = requested_problems(out)
     by_kind = []
     if requested is not None:
         for kind in ("requested problems", "calibration shapes", "family and portable winners"):
-            counts, kind_differ = agreement(one, every, {k for k in common if kind_of(k, requested) == kind})
-            by_kind.append({"kind": kind, **counts, "largest_differences": kind_differ[:5]})
+            kind_counts, kind_differ = agreement(one, every, {k for k in common if kind_of(k, requested) == kind})
+            by_kind.append({"kind": kind, **kind_counts, "largest_differences": kind_differ[:5]})
     print(json.dumps({
         "one_gpu_seconds": t1["seconds"], "every_gpu_seconds": ta["seconds"], "gpus": ta["gpus"],
         "cpus": ta.get("cpus"), "device": ", ".join(sorted(models)), "rc": [t1["rc"], ta["rc"]],
         "speedup": round(t1["seconds"] / ta["seconds"], 3) if ta["seconds"] else None,
         "devices": [len(one_devices), len(every_devices)],
-        "winners": [len(one), len(every)], **overall, "noise": NOISE,
+        "winners": [len(one), len(every)], **counts, "noise": NOISE,
         "largest_differences": differ[:10],
+        "largest_overall_differences": overall_differ[:5],
         "by_kind": by_kind,
         "passes": passes(out),
     }, indent=1))
