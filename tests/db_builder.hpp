@@ -114,7 +114,7 @@ class DbBuilder {
     t.smem_bytes = k.shape.dynamic_smem;
     t.shape = k.shape;
     t.requirements = k.requirements;
-    return m_store.insert_trial(t);
+    return m_store.insert_trial(t).id;
   }
 
   void add_winner(const std::string& uuid, const Problem& p, const std::string& scope, const KernelSpec& k, double ms) {

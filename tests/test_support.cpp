@@ -289,7 +289,7 @@ std::string add_synthetic_winner(Store& store, int64_t run, int64_t device, cons
   w.device_id = device;
   w.problem = p;
   w.scope = "overall";
-  w.trial_id = store.insert_trial(t);
+  w.trial_id = store.insert_trial(t).id;
   w.template_name = tmpl;
   w.params = t.params;
   w.name_expression = t.name_expression;

@@ -231,7 +231,7 @@ FusedRows fused_rows(Store& store, int64_t device, int64_t run, int64_t per_bloc
   r.winner.device_id = device;
   r.winner.problem = p;
   r.winner.scope = "overall";
-  r.winner.trial_id = store.insert_trial(r.trial);
+  r.winner.trial_id = store.insert_trial(r.trial).id;
   r.winner.template_name = "fused_batch";
   r.winner.params = r.trial.params;
   r.winner.name_expression = r.trial.name_expression;

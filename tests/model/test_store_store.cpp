@@ -393,7 +393,7 @@ TEST_F(StoreTest, RunLifecycle) {
 TEST_F(StoreTest, TrialRoundTripEveryField) {
   add_device_and_run();
   const TrialRecord trial = make_trial("trial-full", m_device, m_run, Problem{1024, 512, 256});
-  const int64_t id = store().insert_trial(trial);
+  const int64_t id = store().insert_trial(trial).id;
   EXPECT_GT(id, 0);
   reopen();
   const auto found = store().find_trial("trial-full");
@@ -457,40 +457,57 @@ TEST_F(StoreTest, EveryOutcomeIsStorable) {
   EXPECT_THROW(store().db().exec("UPDATE trials SET outcome = 'fast' WHERE trial_key = 'o-ok'"), cmt::InfraError);
 }
 
-TEST_F(StoreTest, InsertTrialReplacesSameKeyAndDropsItsWinners) {
+TEST_F(StoreTest, ReMeasuringAKeyUpdatesItInPlaceAndDropsWinnersOfAFailure) {
   add_device_and_run();
   const Problem problem{256, 256, 256};
-  const int64_t first = store().insert_trial(make_trial("same-key", m_device, m_run, problem));
-  const int64_t other = store().insert_trial(make_trial("other-key", m_device, m_run, problem));
+  const int64_t first = store().insert_trial(make_trial("same-key", m_device, m_run, problem)).id;
+  const int64_t other = store().insert_trial(make_trial("other-key", m_device, m_run, problem)).id;
   store().put_winner(make_winner(m_device, problem, "overall", first));
   store().put_winner(make_winner(m_device, problem, "portable", other));
 
-  TrialRecord retuned = make_trial("same-key", m_device, m_run, problem);
-  retuned.median_ms = 0.05;
-  retuned.outcome = Outcome::wrong;
-  const int64_t second = store().insert_trial(retuned);
-  EXPECT_NE(second, first);
-  EXPECT_GT(second, other) << "a replacement gets a fresh id";
+  TrialRecord faster = make_trial("same-key", m_device, m_run, problem);
+  faster.median_ms = 0.05;
+  EXPECT_EQ(store().insert_trial(faster).id, first) << "the id stays";
+  EXPECT_EQ(store().find_trial("same-key")->median_ms, 0.05);
+  EXPECT_EQ(store().winners(m_device, problem).size(), 2u) << "a passing re-measurement keeps the winners";
 
+  TrialRecord retuned = make_trial("same-key", m_device, m_run, problem);
+  retuned.outcome = Outcome::wrong;
+  retuned.median_ms.reset();
+  const TrialRecord stored = store().insert_trial(retuned);
+  EXPECT_EQ(stored.id, first);
+  EXPECT_EQ(stored.outcome, Outcome::wrong);
   const auto found = store().find_trial("same-key");
   ASSERT_TRUE(found);
-  EXPECT_EQ(found->id, second);
-  EXPECT_EQ(found->median_ms, 0.05);
+  EXPECT_EQ(found->id, first);
   EXPECT_EQ(found->outcome, Outcome::wrong);
   EXPECT_EQ(store().trials(m_device).size(), 2u);
 
-  // The winner derived from the replaced measurement is gone; the other one stays.
+  // The winner derived from the failed measurement is gone; the other one stays.
   const auto winners = store().winners(m_device, problem);
   ASSERT_EQ(winners.size(), 1u);
   EXPECT_EQ(winners[0].scope, "portable");
   EXPECT_EQ(winners[0].trial_id, other);
 }
 
-TEST_F(StoreTest, ReplacingTheNewestTrialDoesNotReuseItsId) {
+TEST_F(StoreTest, APassingTrialIsKeptOverAnAbandonedOrSkippedOne) {
   add_device_and_run();
-  const int64_t first = store().insert_trial(make_trial("k", m_device, m_run, Problem{8, 8, 8}));
-  const int64_t second = store().insert_trial(make_trial("k", m_device, m_run, Problem{8, 8, 8}));
-  EXPECT_GT(second, first);
+  const Problem problem{8, 8, 8};
+  TrialRecord timed = make_trial("k", m_device, m_run, problem);
+  timed.median_ms = 0.25;
+  const int64_t id = store().insert_trial(timed).id;
+  store().put_winner(make_winner(m_device, problem, "overall", id));
+  for (const Outcome slower : {Outcome::abandoned, Outcome::skipped}) {
+    TrialRecord late = make_trial("k", m_device, m_run, problem);
+    late.outcome = slower;
+    late.median_ms.reset();
+    const TrialRecord stored = store().insert_trial(late);
+    EXPECT_EQ(stored.id, id);
+    EXPECT_EQ(stored.outcome, Outcome::ok) << "the row as stored comes back";
+    EXPECT_EQ(stored.median_ms, 0.25);
+    EXPECT_EQ(store().find_trial("k")->outcome, Outcome::ok);
+  }
+  EXPECT_EQ(store().winners(m_device, problem).size(), 1u);
 }
 
 TEST_F(StoreTest, TrialsNeedAnExistingDeviceAndRun) {
@@ -509,9 +526,9 @@ TEST_F(StoreTest, TrialsFilterByProblemAndTunedProblemsAreSorted) {
   const Problem big{4096, 4096, 4096};
   const Problem small{128, 256, 64};
   const Problem tall{4096, 128, 64};
-  const int64_t t1 = store().insert_trial(make_trial("t1", m_device, m_run, big));
-  const int64_t t2 = store().insert_trial(make_trial("t2", m_device, m_run, small));
-  const int64_t t3 = store().insert_trial(make_trial("t3", m_device, m_run, big));
+  const int64_t t1 = store().insert_trial(make_trial("t1", m_device, m_run, big)).id;
+  const int64_t t2 = store().insert_trial(make_trial("t2", m_device, m_run, small)).id;
+  const int64_t t3 = store().insert_trial(make_trial("t3", m_device, m_run, big)).id;
   store().insert_trial(make_trial("t4", m_device, m_run, tall));
   store().insert_trial(make_trial("t5", other_device, m_run, Problem{1, 2, 3}));
 
@@ -533,7 +550,7 @@ TEST_F(StoreTest, TrialsFilterByProblemAndTunedProblemsAreSorted) {
 
 TEST_F(StoreTest, SetRetimeUpdatesOneTrial) {
   add_device_and_run();
-  const int64_t id = store().insert_trial(make_trial("r", m_device, m_run, Problem{8, 8, 8}));
+  const int64_t id = store().insert_trial(make_trial("r", m_device, m_run, Problem{8, 8, 8})).id;
   store().set_retime(id, 0.75, 1.25);
   const auto found = store().find_trial("r");
   ASSERT_TRUE(found);
@@ -595,10 +612,10 @@ TEST_F(StoreTest, WinnersRoundTripReplaceFilterAndClear) {
   const int64_t other_device = store().upsert_device(make_device("GPU-other"));
   const Problem p1{512, 512, 512};
   const Problem p2{1024, 1024, 1024};
-  const int64_t t1 = store().insert_trial(make_trial("w1", m_device, m_run, p1));
-  const int64_t t2 = store().insert_trial(make_trial("w2", m_device, m_run, p1));
-  const int64_t t3 = store().insert_trial(make_trial("w3", m_device, m_run, p2));
-  const int64_t t4 = store().insert_trial(make_trial("w4", other_device, m_run, p1));
+  const int64_t t1 = store().insert_trial(make_trial("w1", m_device, m_run, p1)).id;
+  const int64_t t2 = store().insert_trial(make_trial("w2", m_device, m_run, p1)).id;
+  const int64_t t3 = store().insert_trial(make_trial("w3", m_device, m_run, p2)).id;
+  const int64_t t4 = store().insert_trial(make_trial("w4", other_device, m_run, p1)).id;
 
   WinnerRecord overall = make_winner(m_device, p1, "overall", t1);
   WinnerRecord portable = make_winner(m_device, p1, "portable", t2);
@@ -635,7 +652,7 @@ TEST_F(StoreTest, WinnersRoundTripReplaceFilterAndClear) {
 TEST_F(StoreTest, ContentHashIsStableAndFollowsWinners) {
   add_device_and_run();
   const Problem problem{512, 256, 128};
-  const int64_t trial = store().insert_trial(make_trial("h", m_device, m_run, problem));
+  const int64_t trial = store().insert_trial(make_trial("h", m_device, m_run, problem)).id;
   store().put_winner(make_winner(m_device, problem, "overall", trial));
   BaselineRecord b;
   b.device_id = m_device;
@@ -706,7 +723,7 @@ TEST(StoreFile, SameContentHashesTheSameWhateverTheRowIds) {
     const int64_t run_id = store.begin_run(run);
     if (extra_first) store.insert_trial(make_trial("padding", device, run_id, Problem{1, 1, 1}));
     const Problem problem{64, 64, 64};
-    const int64_t trial = store.insert_trial(make_trial("x", device, run_id, problem));
+    const int64_t trial = store.insert_trial(make_trial("x", device, run_id, problem)).id;
     store.put_winner(make_winner(device, problem, "overall", trial));
   };
   fill(a, false);
@@ -729,7 +746,7 @@ TEST(StoreFile, TrialsPersistAcrossReopen) {
     for (int i = 0; i < 5; ++i) {
       TrialRecord t = make_trial("persist-" + std::to_string(i), device, run_id, Problem{128 * (i + 1), 64, 32});
       t.median_ms = 0.01 * (i + 1);
-      t.id = store.insert_trial(t);
+      t.id = store.insert_trial(t).id;
       written.push_back(t);
     }
     store.end_run(run_id, "done");
@@ -759,7 +776,7 @@ TEST(StoreFile, Version1DatabaseGainsGridZAndKeepsItsRows) {
     run.device_id = device;
     const int64_t run_id = store.begin_run(run);
     trial = make_trial("v1-trial", device, run_id, Problem{256, 256, 256});
-    trial.id = store.insert_trial(trial);
+    trial.id = store.insert_trial(trial).id;
     winner = make_winner(device, trial.problem, "overall", trial.id);
     store.put_winner(winner);
   }
@@ -799,7 +816,7 @@ TEST(StoreFile, ADatabaseWithoutThePrecisionClassKeepsItsRowsAndThenTakesTf32x3)
   TrialRecord t = make_trial("tf32x3-trial", device, run, p);
   t.max_error_ratio = 0.01;
   t.simt_error_ratio = 0.03;
-  t.id = store.insert_trial(t);
+  t.id = store.insert_trial(t).id;
   EXPECT_GT(t.id, m.after.back().id);
   const auto found = store.find_trial("tf32x3-trial");
   ASSERT_TRUE(found);

@@ -47,22 +47,24 @@ void ProblemState::record_baseline(Store& store, int64_t run_id, const SampleSta
 }
 
 void ProblemState::record(Store& store, TrialRecord trial) {
-  trial.id = store.insert_trial(trial);
-  if (!m_keys.insert(trial.trial_key).second) {
-    // Replaced: the store dropped the old row and, with it, the winners chosen from it.
-    const auto old = std::find_if(m_trials.begin(), m_trials.end(),
-                                  [&](const TrialRecord& t) { return t.trial_key == trial.trial_key; });
-    const int64_t old_id = old->id;
-    m_winners.erase(std::remove_if(m_winners.begin(), m_winners.end(),
-                                   [&](const WinnerRecord& w) { return w.trial_id == old_id; }),
-                    m_winners.end());
-    m_trials.erase(old);
-  }
+  trial = store.insert_trial(trial);   // as stored: another process may have measured it first
   if (passed(trial))
     m_best_ms = m_best_ms > 0 || type_info(m_problem.dtype).cublas_baseline ? std::min(m_best_ms, *trial.median_ms)
                                                                       : *trial.median_ms;
-  m_trials.push_back(std::move(trial));
   m_changed = true;
+  if (m_keys.insert(trial.trial_key).second) {
+    m_trials.push_back(std::move(trial));
+    return;
+  }
+  // Re-measured in place: the store kept the id and, unless the trial still passes, dropped the
+  // winners chosen from it.
+  const auto old = std::find_if(m_trials.begin(), m_trials.end(),
+                                [&](const TrialRecord& t) { return t.trial_key == trial.trial_key; });
+  if (!passed(trial))
+    m_winners.erase(std::remove_if(m_winners.begin(), m_winners.end(),
+                                   [&](const WinnerRecord& w) { return w.trial_id == old->id; }),
+                    m_winners.end());
+  *old = std::move(trial);
 }
 
 void ProblemState::record_retime(Store& store, int64_t trial_id, double median_ms,
@@ -76,8 +78,16 @@ void ProblemState::record_retime(Store& store, int64_t trial_id, double median_m
 }
 
 void ProblemState::store_winners(Store& store) {
+  // From every trial the database holds now, in one transaction: a tune running beside this one
+  // may have measured the problem too, and its measurements count.
+  WriteScope transaction(store.db());
+  m_trials = store.trials(m_device_id, m_problem);
+  m_keys.clear();
+  for (const auto& t : m_trials) m_keys.insert(t.trial_key);
+  if (!m_baseline) m_baseline = store.find_baseline(m_device_id, m_problem);
   m_winners = choose_winners(m_trials, m_baseline);
   store.replace_winners(m_device_id, m_problem, m_winners);
+  transaction.commit();
 }
 
 ProblemSummary ProblemState::summary() const {

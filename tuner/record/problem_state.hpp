@@ -1,5 +1,6 @@
-// What the pipeline knows of one problem during a run: read from the store once when the run
-// starts, then kept in step with every trial, baseline and re-timing it records.
+// What the pipeline knows of one problem during a run: read from the store when the run starts,
+// kept in step with every trial, baseline and re-timing it records, and read again when its
+// winners are chosen.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +28,7 @@ class ProblemState {
   ProblemState(Store& store, int64_t device_id, const Problem& problem);
 
   const Problem& problem() const { return m_problem; }
-  /// Trials in the order they were stored (a re-measured trial moves to the end, as in the store).
+  /// Trials in the order they were first stored (a re-measured trial keeps its place and id).
   const std::vector<TrialRecord>& trials() const { return m_trials; }
   bool has_trial(const std::string& trial_key) const { return m_keys.count(trial_key) > 0; }
   /// Whether a trial was recorded in this run (the leaders must then be re-timed).
@@ -47,11 +48,12 @@ class ProblemState {
   /// Stores cuBLAS's timing as the problem's baseline; the first one of a run also sets cublas_ms()
   /// and the best time.
   void record_baseline(Store& store, int64_t run_id, const SampleStats& stats);
-  /// Stores a trial, replacing a stored one with the same key.
+  /// Stores a trial (Store::insert_trial) and keeps the row as stored.
   void record(Store& store, TrialRecord trial);
   /// Stores a re-timing of the trial with this id; no ratio without a cuBLAS baseline.
   void record_retime(Store& store, int64_t trial_id, double median_ms, std::optional<double> ratio_to_cublas);
-  /// Chooses the winners from the trials (record/ranking.hpp) and stores them in place of the old ones.
+  /// Chooses the winners (record/ranking.hpp) from the problem's trials as the database holds them
+  /// now, other processes' included, and stores them in place of the old ones, in one transaction.
   void store_winners(Store& store);
 
   ProblemSummary summary() const;

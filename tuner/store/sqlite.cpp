@@ -347,6 +347,10 @@ Transaction::~Transaction() {
   if (!sqlite3_get_autocommit(m_db.handle())) sqlite3_exec(m_db.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
 }
 
+WriteScope::WriteScope(Database& db) {
+  if (sqlite3_get_autocommit(db.handle())) m_transaction.emplace(db);
+}
+
 void Transaction::commit() {
   m_db.exec("COMMIT");
   m_done = true;

@@ -127,6 +127,19 @@ class Transaction {
   bool m_done = false;
 };
 
+/// A transaction for a multi-statement write, unless the caller already holds one (then the
+/// caller's transaction makes the statements atomic, and SQLite cannot nest BEGIN).
+class WriteScope {
+ public:
+  explicit WriteScope(Database& db);
+  void commit() {
+    if (m_transaction) m_transaction->commit();
+  }
+
+ private:
+  std::optional<Transaction> m_transaction;
+};
+
 /// A prepared statement. bind() indices start at 1; column() indices at 0.
 class Statement {
  public:

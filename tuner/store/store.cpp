@@ -105,21 +105,6 @@ class ForeignKeysOff {
   bool m_was_on;
 };
 
-/// A transaction for a multi-statement write, unless the caller already holds one (then the
-/// caller's transaction makes the statements atomic, and SQLite cannot nest BEGIN).
-class WriteScope {
- public:
-  explicit WriteScope(Database& db) {
-    if (sqlite3_get_autocommit(db.handle())) m_transaction.emplace(db);
-  }
-  void commit() {
-    if (m_transaction) m_transaction->commit();
-  }
-
- private:
-  std::optional<Transaction> m_transaction;
-};
-
 /// "?, ?, ?" with one placeholder per comma-separated column in columns.
 std::string placeholders(std::string_view columns) {
   std::string out = "?";
@@ -479,6 +464,12 @@ void migrate(Database& db, const std::vector<Migration>& migrations) {
       try {
         db.exec(m.sql);
       } catch (const InfraError& e) {
+        // On a file that says it has an earlier schema, the step fails when the tables are not what
+        // that version says (a later column already there): the file's condition, not cm-tune's.
+        if (found > 0)
+          throw UsageError(fmt::format("database {} says schema version {}, but its tables are not that version's: "
+                                       "migration {:04}_{} fails on it ({}); nothing was changed",
+                                       db.file().string(), found, m.version, m.name, e.library_message()));
         throw InfraError(e.library(), fmt::format("migration {:04}_{}: {}", m.version, m.name, e.call()),
                          e.library_message(), __FILE__, __LINE__);
       }
@@ -751,20 +742,54 @@ std::optional<TrialRecord> Store::find_trial(int64_t id) {
   return read_trial(s);
 }
 
-int64_t Store::insert_trial(const TrialRecord& trial) {
-  // Delete-then-insert rather than INSERT OR REPLACE: an explicit DELETE reliably fires the
-  // ON DELETE CASCADE that removes winners derived from the old measurement.
+namespace {
+/// "trial_key = ?, run_id = ?, ...": the SET list of an UPDATE of every trial column.
+std::string trial_assignments() {
+  std::string out;
+  for (std::string_view rest = k_trial_columns; !rest.empty();) {
+    const size_t comma = rest.find(',');
+    std::string_view column = rest.substr(0, comma);
+    while (!column.empty() && column.front() == ' ') column.remove_prefix(1);
+    out += fmt::format("{}{} = ?", out.empty() ? "" : ", ", column);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+  }
+  return out;
+}
+
+bool passes(const TrialRecord& t) { return t.outcome == Outcome::ok && t.median_ms.has_value(); }
+/// An abandoned or skipped measurement says only that the kernel was slower than one run's bar.
+bool says_only_slower(const TrialRecord& t) { return t.outcome == Outcome::abandoned || t.outcome == Outcome::skipped; }
+}  // namespace
+
+TrialRecord Store::insert_trial(const TrialRecord& trial) {
   WriteScope scope(m_db);
-  Statement remove = m_db.prepare("DELETE FROM trials WHERE trial_key = ?");
-  remove.bind(1, trial.trial_key);
-  remove.run();
-  Statement insert = m_db.prepare(
-      fmt::format("INSERT INTO trials ({}) VALUES ({})", k_trial_columns, placeholders(k_trial_columns)));
-  bind_trial(insert, trial, trial.created_at.empty() ? utc_now() : trial.created_at);
-  insert.run();
-  const int64_t id = m_db.last_insert_rowid();
+  TrialRecord stored_as = trial;
+  const std::optional<TrialRecord> existing = find_trial(trial.trial_key);
+  if (!existing) {
+    Statement insert = m_db.prepare(
+        fmt::format("INSERT INTO trials ({}) VALUES ({})", k_trial_columns, placeholders(k_trial_columns)));
+    bind_trial(insert, trial, trial.created_at.empty() ? utc_now() : trial.created_at);
+    insert.run();
+    stored_as.id = m_db.last_insert_rowid();
+  } else if (passes(*existing) && says_only_slower(trial)) {
+    stored_as = *existing;   // the stored time is the better-informed measurement
+  } else {
+    // In place: the id stays, so the winners and re-times that name it (another process's too)
+    // stay valid. A measurement that does not pass drops the winners chosen from the old one.
+    static const std::string update = fmt::format("UPDATE trials SET {} WHERE id = ?", trial_assignments());
+    Statement s = m_db.prepare(update);
+    bind_trial(s, trial, trial.created_at.empty() ? utc_now() : trial.created_at);
+    s.bind(static_cast<int>(std::count(k_trial_columns.begin(), k_trial_columns.end(), ',')) + 2, existing->id);
+    s.run();
+    stored_as.id = existing->id;
+    if (!passes(trial)) {
+      Statement drop = m_db.prepare("DELETE FROM winners WHERE trial_id = ?");
+      drop.bind(1, existing->id);
+      drop.run();
+    }
+  }
   scope.commit();
-  return id;
+  return stored_as;
 }
 
 void Store::set_retime(int64_t trial_id, double retime_median_ms, std::optional<double> ratio_to_cublas) {

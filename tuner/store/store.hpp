@@ -99,10 +99,15 @@ class Store {
   void end_run(int64_t run_id, const std::string& status);
   std::optional<RunRecord> find_run(int64_t run_id);
 
-  // Trials. insert_trial replaces an existing row with the same trial_key.
+  // Trials.
   std::optional<TrialRecord> find_trial(const std::string& trial_key);
   std::optional<TrialRecord> find_trial(int64_t id);
-  int64_t insert_trial(const TrialRecord& trial);
+  /// Records a measurement and returns the row as stored. A new trial_key gets a new id. A stored
+  /// key is updated in place and keeps its id, so that what names it (winners, another process's
+  /// re-time) stays valid; a replacement that does not pass drops the winners that named it. A
+  /// stored passing measurement is kept over an abandoned or skipped one, which says only that
+  /// the kernel was slower than one run's bar.
+  TrialRecord insert_trial(const TrialRecord& trial);
   /// Records a trial's interleaved re-timing; ratio_to_cublas is NULL for a problem without a cuBLAS
   /// baseline (i32).
   void set_retime(int64_t trial_id, double retime_median_ms, std::optional<double> ratio_to_cublas);
