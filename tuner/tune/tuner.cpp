@@ -165,6 +165,20 @@ PassResult run_pass(Store& store, const Compiler& compiler, MeasurerPool& pool, 
   run.preset_hash = req.preset.content_hash;
   run.device_id = device_id;
   result.run_id = store.begin_run(run);
+  // A pass that throws (the database, the measuring process) is closed as failed, not left running.
+  struct CloseAsFailed {
+    Store& store;
+    int64_t run_id;
+    bool closed = false;
+    ~CloseAsFailed() {
+      if (closed) return;
+      try {
+        store.end_run(run_id, "failed");
+      } catch (const std::exception& e) {
+        spdlog::warn("run {} could not be closed as failed: {}", run_id, e.what());
+      }
+    }
+  } close_as_failed{store, result.run_id};
   const TrialContext context{result.run_id, device_id, req.device.uuid};
   const Target target = target_of(req.device);
 
@@ -387,6 +401,7 @@ PassResult run_pass(Store& store, const Compiler& compiler, MeasurerPool& pool, 
     result.trials.push_back(state.trials());
   }
   store.end_run(result.run_id, run_status);
+  close_as_failed.closed = true;
   return result;
 }
 
