@@ -55,9 +55,11 @@ status=0
 # RecordCalls (most of its time is nvcc building the recording program, and the @file size lists
 # it tunes are parsed by code the sanitized Sizes and SizesFuzz tests run), and
 # SpaceBuiltin.EveryPresetEnumerates
-# (36 s under ASan for full.toml's large space; the other space tests enumerate with the same code).
+# (36 s under ASan for full.toml's large space; the other space tests enumerate with the same code),
+# and the forty rounds of ConcurrentTunes on an existing database (a minute without ASan; the
+# sanitized ConcurrentTunes.FourCalibratingTunesOfANewDatabaseAllSucceed runs the same code).
 ctest --output-on-failure -j"$(nproc)" -L cpu \
-  -E '^(Docs[.].*|Layers[.].*|Export[.].*|ReportBrowser[.].*|Slurm[.].*|RecordCalls[.].*|SpaceBuiltin[.]EveryPresetEnumerates)$' "$@" ||
+  -E '^(Docs[.].*|Layers[.].*|Export[.].*|ReportBrowser[.].*|Slurm[.].*|RecordCalls[.].*|SpaceBuiltin[.]EveryPresetEnumerates|ConcurrentTunes[.]TwoAndFourCalibratingTunesOfAnExistingDatabaseAllSucceed)$' "$@" ||
   status=$?
 
 # A log holding nothing but LeakSanitizer's "Unable to get registers from thread N." is not a
