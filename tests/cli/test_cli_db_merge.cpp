@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <sys/wait.h>
 #include <vector>
 
 #include "cli_support.hpp"
@@ -139,6 +140,15 @@ TEST(DbMergeRefusals, AreOneLineUsageErrorsAndCreateNothing) {
   fs::copy_file(dir / "a.db", dir / "old.db");
   test::downgrade_schema(dir / "old.db", 8);
   fs::create_symlink("a.db", dir / "link.db");
+  fs::copy_file(dir / "a.db", dir / "damaged.db");
+  std::string damaged_source, damaged_template;
+  {
+    Database damaged(dir / "damaged.db");
+    damaged.exec("UPDATE sources SET main_text = main_text || ' '");
+    Statement first = damaged.prepare("SELECT hash, template_name FROM sources ORDER BY hash LIMIT 1");
+    ASSERT_TRUE(first.step());
+    damaged_source = first.column_text(0), damaged_template = first.column_text(1);
+  }
   const auto refused = [&](const std::string& args, const std::string& line) {
     const test::SplitResult r = test::run_split(dir, "db merge " + args);
     SCOPED_TRACE(args);
@@ -155,10 +165,39 @@ TEST(DbMergeRefusals, AreOneLineUsageErrorsAndCreateNothing) {
           fmt::format("merge input old.db has schema version 8, older than this cm-tune's {}; merge never migrates an "
                       "input: copy it, run cm-tune db migrate --db COPY and merge the copy",
                       latest_schema_version()));
+  refused("out.db a.db damaged.db",
+          fmt::format("merge input damaged.db is damaged: the source {} (template {}) does not match its hash; cm-tune "
+                      "db check --db damaged.db lists what else",
+                      damaged_source.substr(0, 16), damaged_template));
   const test::SplitResult no_inputs = test::run_split(dir, "db merge out.db");
   EXPECT_EQ(no_inputs.exit_code, 2) << no_inputs.err;
   EXPECT_EQ(std::count(no_inputs.err.begin(), no_inputs.err.end(), '\n'), 1) << no_inputs.err;
-  EXPECT_EQ(test::entries(dir.path()), (std::vector<std::string>{"a.db", "link.db", "old.db"}));
+  EXPECT_EQ(test::entries(dir.path()), (std::vector<std::string>{"a.db", "damaged.db", "link.db", "old.db"}));
+}
+
+// Two merges into one new OUT at once: the one that finds OUT being set up by the other waits for
+// it and merges into it. Both succeed, and OUT holds both inputs.
+TEST(DbMergeConcurrent, TwoMergesIntoOneNewOutBothSucceed) {
+  test::TempDir dir;
+  test::tuned_database(dir / "a.db", "GPU-merge-a");
+  test::tuned_database(dir / "b.db", "GPU-merge-b");
+  for (int round = 0; round < 10; ++round) {
+    const std::string out = (dir / fmt::format("out-{}.db", round)).string();
+    const pid_t a = test::spawn_cmtune({"db", "merge", out, (dir / "a.db").string()}, dir / "a.out", dir / "a.err");
+    const pid_t b = test::spawn_cmtune({"db", "merge", out, (dir / "b.db").string()}, dir / "b.out", dir / "b.err");
+    for (const auto& [pid, err] : {std::pair{a, "a.err"}, std::pair{b, "b.err"}}) {
+      int status = 0;
+      waitpid(pid, &status, 0);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "round " << round << ": " << test::read_file(dir / err);
+    }
+    Database merged(out, OpenMode::read);
+    Statement devices = merged.prepare("SELECT count(*) FROM devices");
+    ASSERT_TRUE(devices.step());
+    EXPECT_EQ(devices.column_int(0), 2) << "round " << round;
+    const auto check = test::run_command(fmt::format("{} --db '{}' db check 2>&1", test::cmtune_binary(), out));
+    EXPECT_EQ(check.exit_code, 0) << check.output;
+    if (HasFailure()) return;
+  }
 }
 
 }  // namespace

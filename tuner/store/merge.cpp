@@ -159,7 +159,29 @@ std::unique_ptr<Store> open_input(const fs::path& file) {
         fmt::format("merge input {} has schema version {}, older than this cm-tune's {}; merge never "
                     "migrates an input: copy it, run cm-tune db migrate --db COPY and merge the copy",
                     file.string(), version, latest_schema_version()));
+  // A source whose text no longer matches its hash would give OUT trials of a kernel it cannot show.
+  Statement sources = store->db().prepare("SELECT hash FROM sources ORDER BY hash");
+  while (sources.step()) {
+    const std::string hash = sources.column_text(0);
+    const auto source = store->find_source(hash);
+    if (source && !Store::matches_its_hash(*source))
+      throw UsageError(fmt::format("merge input {} is damaged: the source {} (template {}) does not match its hash; "
+                                   "cm-tune db check --db {} lists what else",
+                                   file.string(), hash.substr(0, 16), source->template_name, file.string()));
+  }
   return store;
+}
+
+/// OUT's schema version, or nullopt while it holds nothing yet: a new file, or one that another
+/// merge (or tune) is setting up this moment, which the Store then waits for.
+std::optional<int> existing_schema_version(const fs::path& out) {
+  Database db(out, OpenMode::read);
+  Statement s = db.prepare(
+      "SELECT (SELECT application_id FROM pragma_application_id), (SELECT user_version FROM pragma_user_version), "
+      "(SELECT count(*) FROM sqlite_master)");
+  s.step();
+  if (s.column_int(0) == 0 && s.column_int(1) == 0 && s.column_int(2) == 0) return std::nullopt;
+  return static_cast<int>(s.column_int(1));
 }
 
 /// An input being merged: its store, what it brought, and its row ids mapped to OUT's.
@@ -587,13 +609,14 @@ MergeResult merge_databases(const fs::path& out, const std::vector<fs::path>& in
   std::error_code ec;
   const bool exists = identity_of(out).has_value();
   const bool empty = exists && fs::is_regular_file(out, ec) && fs::file_size(out, ec) == 0 && !ec;
+  std::optional<int> version;
   if (exists && !empty) {
-    const int version = Store(out, OpenMode::read, OlderSchema::accept).schema_version();
-    if (version < latest_schema_version())
+    version = existing_schema_version(out);
+    if (version && *version < latest_schema_version())
       throw UsageError(
           fmt::format("the output {} has schema version {}, older than this cm-tune's {}; merge migrates "
                       "nothing: run cm-tune db migrate --db {} first",
-                      out.string(), version, latest_schema_version(), out.string()));
+                      out.string(), *version, latest_schema_version(), out.string()));
   }
 
   MergeResult result;
@@ -601,7 +624,7 @@ MergeResult merge_databases(const fs::path& out, const std::vector<fs::path>& in
   result.created = !exists || empty;
   bool opened_out = false;
   try {
-    Store store(out, exists && !empty ? OpenMode::write : OpenMode::create);
+    Store store(out, version ? OpenMode::write : OpenMode::create);
     opened_out = true;
     {
       Transaction transaction(store.db());
