@@ -56,6 +56,20 @@ TEST(ExportGuards, NamespaceRefusesMacrosOfTheHeadersIncludes) {
   for (const char* name : {"Null", "eof", "cudart_version", "app::Stdout"}) EXPECT_EQ(problem_of(name), "<accepted>") << name;
 }
 
+// The global names come from nvcc at build time too (tuner/header_globals.py): threadIdx is the
+// device pass's, cudaMalloc and dim3 the runtime's, printf and std the C++ library's. Nested, they
+// would hide the global name from the kernels.
+TEST(ExportGuards, NamespaceRefusesNamesTheHeadersIncludesDeclareGlobally) {
+  const std::string global =
+      "is declared at global scope where the header is compiled (by nvcc, or <cuda_runtime.h> or another of the "
+      "header's includes)";
+  for (const char* name : {"threadIdx", "blockIdx", "dim3", "printf", "cudaMalloc", "std", "min", "memcpy"}) {
+    EXPECT_EQ(problem_of(name), fmt::format("'{}' {}", name, global));
+    EXPECT_EQ(problem_of(fmt::format("app::{}", name)), fmt::format("'{}' {}", name, global));
+  }
+  for (const char* name : {"ThreadIdx", "gemm", "app::kernels", "mylib::blas"}) EXPECT_EQ(problem_of(name), "<accepted>") << name;
+}
+
 TEST(ExportGuards, NamespaceRefusesWhatIsNoIdentifier) {
   EXPECT_EQ(problem_of(""), "'' is empty");
   EXPECT_EQ(problem_of("a::"), "ends with '::'");
@@ -125,7 +139,7 @@ TEST(ExportGuards, SourceEditedInTheDatabaseIsRefusedNamingHashAndTemplate) {
   Database(dir / "t.db").exec("UPDATE sources SET main_text = main_text || '// edited' WHERE template_name = 'fast'");
   EXPECT_EQ(export_error(dir / "t.db"),
             fmt::format("the database's source for template fast does not match its hash {} (the database was "
-                        "modified outside cm-tune); nothing was exported",
+                        "modified outside cm-tune); refusing to use it",
                         db.fast_hash));
 }
 
@@ -136,7 +150,7 @@ TEST(ExportGuards, IncludedFileEditedInTheDatabaseIsRefused) {
       fmt::format("UPDATE source_headers SET text = '#define CMT_COMMON 2\n' WHERE source_hash = '{}'", db.port_hash));
   EXPECT_EQ(export_error(dir / "t.db"),
             fmt::format("the database's source for template port does not match its hash {} (the database was "
-                        "modified outside cm-tune); nothing was exported",
+                        "modified outside cm-tune); refusing to use it",
                         db.port_hash));
 }
 
@@ -152,7 +166,7 @@ TEST(ExportGuards, SourceSharedByTemplatesNamesEveryTemplate) {
   }
   EXPECT_EQ(export_error(file),
             fmt::format("the database's source for templates fast, port does not match its hash {} (the database was "
-                        "modified outside cm-tune); nothing was exported",
+                        "modified outside cm-tune); refusing to use it",
                         db.port_hash));
 }
 

@@ -16,8 +16,9 @@ struct EmbeddedFile {
 const std::vector<EmbeddedFile>& embedded_migrations();
 /// tuner/export/runtime/*, sorted by name.
 const std::vector<EmbeddedFile>& embedded_header_runtime();
-/// One file, header_macros.txt: the sorted names of the macros that the exported header's includes
-/// define as nvcc sees them, one per line (tuner/header_macros.cmake); empty when the build had no nvcc.
+/// Two files, one name per line, each empty when the build had no nvcc: header_macros.txt, the
+/// macros the exported header's includes define as nvcc sees them (tuner/header_macros.cmake), and
+/// header_globals.txt, the names they declare at global scope (tuner/header_globals.py).
 const std::vector<EmbeddedFile>& embedded_header_macros();
 
 }  // namespace cmt

@@ -122,22 +122,31 @@ std::string header_include_names() {
   return lines.size() == 1 ? first : first + " or another of the header's includes";
 }
 
-/// The macros the header's includes define (embedded_header_macros), sorted.
-const std::vector<std::string_view>& header_include_macros() {
-  static const std::vector<std::string_view> k_macros = [] {
-    std::vector<std::string_view> out;
-    for (const EmbeddedFile& f : embedded_header_macros()) {
-      std::string_view text = f.text;
-      while (!text.empty()) {
-        const size_t end = std::min(text.find('\n'), text.size());
-        if (end > 0) out.push_back(text.substr(0, end));
-        text.remove_prefix(std::min(end + 1, text.size()));
-      }
+/// The lines of one list of embedded_header_macros (header_macros.txt: the macros the header's
+/// includes define; header_globals.txt: the names they declare at global scope), sorted.
+std::vector<std::string_view> embedded_name_list(std::string_view file) {
+  std::vector<std::string_view> out;
+  for (const EmbeddedFile& f : embedded_header_macros()) {
+    if (f.name != file) continue;
+    std::string_view text = f.text;
+    while (!text.empty()) {
+      const size_t end = std::min(text.find('\n'), text.size());
+      if (end > 0) out.push_back(text.substr(0, end));
+      text.remove_prefix(std::min(end + 1, text.size()));
     }
-    std::sort(out.begin(), out.end());
-    return out;
-  }();
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+const std::vector<std::string_view>& header_include_macros() {
+  static const std::vector<std::string_view> k_macros = embedded_name_list("header_macros.txt");
   return k_macros;
+}
+
+const std::vector<std::string_view>& header_include_globals() {
+  static const std::vector<std::string_view> k_globals = embedded_name_list("header_globals.txt");
+  return k_globals;
 }
 
 /// Why one ::-separated part cannot name a namespace, or nullopt when it can. `global`: the part is
@@ -154,6 +163,11 @@ std::optional<std::string> namespace_part_problem(const std::string& part, bool 
   if (global && part[0] == '_') return std::string("is reserved to the compiler (_ at global scope)");
   if (std::binary_search(header_include_macros().begin(), header_include_macros().end(), std::string_view(part)))
     return fmt::format("is a macro where the header is compiled (nvcc's own, or from {})", header_include_names());
+  // At global scope it would clash with the declaration; nested, the kernels would find the
+  // namespace where they mean the global name (threadIdx, min).
+  if (std::binary_search(header_include_globals().begin(), header_include_globals().end(), std::string_view(part)))
+    return fmt::format("is declared at global scope where the header is compiled (by nvcc, or {})",
+                       header_include_names());
   return std::nullopt;
 }
 
