@@ -4,7 +4,14 @@
 #include "cli/sizes.hpp"
 #include "test_support.hpp"
 
+#include <csignal>
+#include <fcntl.h>
+#include <fmt/format.h>
 #include <fstream>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
 
 namespace cmt {
 namespace {
@@ -94,6 +101,65 @@ TEST(Sizes, BadFilesNameTheFileAndLine) {
   write(dir / "nested.txt", "@other.txt\n");
   EXPECT_NE(test::usage_error([&] { parse_sizes("@" + (dir / "nested.txt").string()); }).find("may not name another"),
             std::string::npos);
+}
+
+// A large file, each line once, then every line again: each kept once, in order. (The time it takes
+// is the benchmark's business; the dedup is by a set, not a scan of what was kept.)
+TEST(Sizes, ALargeFileKeepsEachSizeOnceInOrder) {
+  test::TempDir dir;
+  std::string text;
+  for (int pass = 0; pass < 2; ++pass)
+    for (int i = 1; i <= 50000; ++i) text += fmt::format("{}x{}x7\n", i % 1000 + 1, i / 1000 + 1);
+  write(dir / "big.txt", text);
+  const auto problems = parse_sizes("@" + (dir / "big.txt").string());
+  ASSERT_EQ(problems.size(), 50000u);
+  EXPECT_EQ(problems.front().to_string(), "2x1x7");
+  EXPECT_EQ(problems.back().to_string(), "1x51x7");
+}
+
+// A FIFO: read as its writer writes, however late the writer comes.
+TEST(Sizes, AFifoIsReadWhenItsWriterComes) {
+  test::TempDir dir;
+  const std::string fifo = (dir / "sizes.fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::ofstream(fifo) << "64\n96x80x72\n";
+  });
+  const auto problems = parse_sizes("@" + fifo);
+  writer.join();
+  EXPECT_EQ(as_strings(problems), (std::vector<std::string>{"64x64x64", "96x80x72"}));
+}
+
+// A FIFO that no writer opens: SIGINT and SIGTERM still stop the tune, with 128 + the signal.
+TEST(Sizes, ASignalStopsATuneWaitingForItsSizesFile) {
+  test::TempDir dir;
+  const std::string fifo = (dir / "sizes.fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const int sig : {SIGINT, SIGTERM}) {
+    const pid_t pid = test::spawn_cmtune({"--db", (dir / "t.db").string(), "tune", "--sizes", "@" + fifo},
+                                         dir / "out.txt", dir / "err.txt");
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    ::kill(pid, sig);
+    // A tune that ignored the signal would wait for ever: the test gives up after 60 s.
+    int status = 0;
+    pid_t done = 0;
+    for (int i = 0; i < 600 && (done = ::waitpid(pid, &status, WNOHANG)) == 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (done != pid) {
+      ADD_FAILURE() << "the tune still runs 60 s after signal " << sig;
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      continue;
+    }
+    ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+    EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
+    EXPECT_NE(test::read_file(dir / "err.txt").find(fmt::format("stopped by {} while reading --sizes @{}",
+                                                              sig == SIGINT ? "SIGINT" : "SIGTERM", fifo)),
+              std::string::npos)
+        << test::read_file(dir / "err.txt");
+    EXPECT_FALSE(std::filesystem::exists(dir / "t.db")) << "nothing was written";
+  }
 }
 
 }  // namespace

@@ -5,12 +5,16 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <string>
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
+#include <set>
+#include <string>
+#include <unistd.h>
 
 #include "core/dtype.hpp"
 #include "core/error.hpp"
+#include "core/stop_signal.hpp"
 
 namespace cmt {
 
@@ -20,23 +24,74 @@ namespace {
   throw UsageError(fmt::format("bad size '{}' in --sizes: {}", printable(token), printable(why)));
 }
 
-/// The longest line a sizes file may have. Lines are read whole, so without a bound a file with no
-/// line break (@/dev/zero, a binary named by mistake) was read into memory until it ran out.
+/// The longest line a sizes file may have. Without a bound, a file with no line break
+/// (@/dev/zero, a binary named by mistake) was read into memory until it ran out.
 constexpr size_t k_max_line = 4096;
 
-/// Reads one line, without its '\n', into `line`; false at the end of the file.
-bool read_line(std::istream& in, std::string& line, const std::string& path, int number) {
-  line.clear();
-  char c = 0;
-  while (in.get(c)) {
-    if (c == '\n') return true;
-    if (line.size() == k_max_line)
-      throw UsageError(fmt::format("{}:{}: the line is longer than {} characters (is it a sizes file?)", printable(path),
-                                   number, k_max_line));
-    line += c;
+/// A sizes file read in blocks through poll(), which wakes every 100 ms to look for a stop signal:
+/// a pipe or FIFO whose writer is slow, or never comes, still stops on SIGINT or SIGTERM.
+class SizesFile {
+ public:
+  explicit SizesFile(const std::string& path) : m_path(path) {
+    // O_NONBLOCK: opening a FIFO that has no writer returns at once instead of blocking.
+    m_fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (m_fd < 0) throw UsageError(fmt::format("--sizes @{}: cannot read it: {}", printable(path), std::strerror(errno)));
   }
-  return !line.empty();
-}
+  ~SizesFile() { ::close(m_fd); }
+  SizesFile(const SizesFile&) = delete;
+  SizesFile& operator=(const SizesFile&) = delete;
+
+  /// Reads one line, without its '\n', into `line`; false at the end of the file.
+  bool line(std::string& line, int number) {
+    line.clear();
+    for (;;) {
+      const size_t end = m_buffer.find('\n', m_pos);
+      const size_t stop = end == std::string::npos ? m_buffer.size() : end;
+      if (stop - m_pos > k_max_line)
+        throw UsageError(fmt::format("{}:{}: the line is longer than {} characters (is it a sizes file?)",
+                                     printable(m_path), number, k_max_line));
+      if (end != std::string::npos || m_eof) {
+        line.assign(m_buffer, m_pos, stop - m_pos);
+        const bool any = end != std::string::npos || stop > m_pos;
+        m_pos = end == std::string::npos ? m_buffer.size() : end + 1;
+        return any;
+      }
+      m_buffer.erase(0, m_pos);
+      m_pos = 0;
+      fill();
+    }
+  }
+
+ private:
+  void fill() {
+    for (;;) {
+      if (stop_signal()) throw StoppedBySignal(fmt::format("while reading --sizes @{}", printable(m_path)));
+      pollfd p{m_fd, POLLIN, 0};
+      const int ready = ::poll(&p, 1, 100);
+      if (ready < 0 && errno != EINTR)
+        throw UsageError(fmt::format("--sizes @{}: read error: {}", printable(m_path), std::strerror(errno)));
+      if (ready <= 0) continue;
+      char block[65536];
+      const ssize_t got = ::read(m_fd, block, sizeof block);
+      if (got > 0) {
+        m_buffer.append(block, static_cast<size_t>(got));
+        return;
+      }
+      if (got == 0) {   // poll() said ready: the end (a FIFO with no writer yet is not ready)
+        m_eof = true;
+        return;
+      }
+      if (errno == EAGAIN || errno == EINTR) continue;
+      throw UsageError(fmt::format("--sizes @{}: read error: {}", printable(m_path), std::strerror(errno)));
+    }
+  }
+
+  std::string m_path;
+  int m_fd = -1;
+  std::string m_buffer;
+  size_t m_pos = 0;
+  bool m_eof = false;
+};
 
 int64_t parse_dim(std::string_view text, std::string_view token, std::string_view what = "sizes") {
   int64_t value = 0;
@@ -74,12 +129,12 @@ std::vector<Problem> read_sizes_file(const std::string& path) {
   const std::string shown = printable(path);
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw UsageError(fmt::format("--sizes @{}: is a directory, not a file", shown));
-  std::ifstream in(path);
-  if (!in) throw UsageError(fmt::format("--sizes @{}: cannot read it: {}", shown, std::strerror(errno)));
+  SizesFile in(path);
   std::vector<Problem> out;
+  std::set<Problem> seen;
   std::string line;
   int number = 0;
-  while (read_line(in, line, path, number + 1)) {
+  while (in.line(line, number + 1)) {
     ++number;
     std::string_view item = line;
     if (const size_t hash = item.find('#'); hash != std::string_view::npos) item = item.substr(0, hash);
@@ -92,20 +147,20 @@ std::vector<Problem> read_sizes_file(const std::string& path) {
       throw UsageError(fmt::format("{}:{}: a sizes file may not name another (@)", shown, number));
     try {
       for (const Problem& p : parse_sizes(item))
-        if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+        if (seen.insert(p).second) out.push_back(p);
     } catch (const UsageError& e) {
       throw UsageError(fmt::format("{}:{}: {}", shown, number, e.what()));
     }
   }
-  if (in.bad()) throw UsageError(fmt::format("--sizes @{}: read error", shown));
   if (out.empty()) throw UsageError(fmt::format("--sizes @{}: holds no sizes (only comments or blank lines)", shown));
   return out;
 }
 
 std::vector<Problem> parse_sizes(std::string_view text) {
   std::vector<Problem> out;
+  std::set<Problem> seen;
   const auto add = [&](Problem p) {
-    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+    if (seen.insert(p).second) out.push_back(p);
   };
   if (trim(text).empty()) throw UsageError("--sizes is empty");
 
@@ -183,12 +238,13 @@ std::vector<Problem> expand_problems(const std::vector<Problem>& problems, std::
     throw UsageError(fmt::format("--broadcast: '{}' is not a or b (the operand whose stride is 0)", printable(b)));
 
   std::vector<Problem> out;
+  std::set<Problem> seen;
   const auto add = [&](Problem p) {
     if (!b.empty()) {
       if (p.batch < 2) throw UsageError(fmt::format("--broadcast {} needs a batch above 1 ({})", b, p.to_string()));
       (b == "a" ? p.stride_a : p.stride_b) = 0;
     }
-    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+    if (seen.insert(p).second) out.push_back(p);
   };
   for (const Problem& given : problems) {
     const std::vector<std::pair<bool, bool>> lay = ops.empty() ? std::vector{std::make_pair(given.trans_a, given.trans_b)} : ops;

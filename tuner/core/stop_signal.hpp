@@ -10,7 +10,17 @@
 // own code changes the two with the functions below (sigaction), never with signal().
 #pragma once
 
+#include <stdexcept>
+#include <string>
+
 namespace cmt {
+
+/// Thrown by a wait that saw a stop signal before the command started its work (reading a sizes
+/// file from a pipe); the command line ends with 128 + the signal, as shells report.
+class StoppedBySignal : public std::runtime_error {
+ public:
+  explicit StoppedBySignal(const std::string& what) : std::runtime_error(what) {}
+};
 
 /// Installs the handlers that note the first SIGINT or SIGTERM (the second takes the default
 /// action). cm-tune calls it first thing, before the command line is parsed.
