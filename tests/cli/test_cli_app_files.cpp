@@ -232,12 +232,63 @@ TEST(BadInputMore, LogFileNamingASideFileOfTheDatabaseIsRefusedWhetherOrNotItExi
   EXPECT_FALSE(fs::exists(dir / "new.db-wal"));
 }
 
+// --db naming a side file of another SQLite database: the tune would write its trials into x.db-wal,
+// which SQLite deletes, or replays into x.db, the next time x.db is opened.
+TEST(BadInputMore, DbNamingASideFileOfAnotherDatabaseIsRefused) {
+  test::TempDir dir;
+  build_tuned_database(dir / "x.db");
+  const std::string before = test::read_file(dir / "x.db");
+  for (const std::string suffix : {"-wal", "-shm", "-journal"}) {
+    SCOPED_TRACE(suffix);
+    const std::vector<std::string> entries = test::entries(dir.path());
+    for (const std::string& command : {"tune --sizes 64", "query --size 64", "db check"})
+      expect_line(run_split(dir, fmt::format("--db x.db{} {}", suffix, command)), cli::k_exit_usage,
+                  fmt::format("--db x.db{0}: is the {0} file of the SQLite database x.db, which SQLite deletes or "
+                              "replays; name the database itself",
+                              suffix));
+    expect_line(run_split(dir, fmt::format("tune --db ./x.db{} --sizes 64", suffix)), cli::k_exit_usage,
+                fmt::format("--db ./x.db{0}: is the {0} file of the SQLite database ./x.db, which SQLite deletes or "
+                            "replays; name the database itself",
+                            suffix));
+    EXPECT_EQ(test::entries(dir.path()), entries) << "a file was created or removed";
+  }
+  EXPECT_EQ(test::read_file(dir / "x.db"), before);
+  // A name that merely ends so, with no database beside it, is a database like any other.
+  const auto lone = run_split(dir, "--db lone.db-wal db info");
+  EXPECT_NE(lone.err.find("lone.db-wal does not exist"), std::string::npos) << lone.err;
+}
+
 // --- Empty values that used to read as "not given" --------------------------------------------
 
 TEST(BadInputMore, EmptyArchAndHeaderAreErrors) {
   expect_error("list --arch ''", cli::k_exit_usage, {"--arch", "the architecture is empty"});
   expect_error("compile --config quick --arch '' --db c.db", cli::k_exit_usage, {"--arch", "the architecture is empty"});
   expect_error("bench --header '' --sizes 64 --db c.db", cli::k_exit_usage, {"--header", "the file name is empty"});
+  // report's empty --device and --problem are refused, as query's and export's are.
+  expect_error("report --out r.html --device '' --db c.db", cli::k_exit_usage, {"--device", "is empty"});
+  expect_error("report --out r.html --problem '' --db c.db", cli::k_exit_usage, {"--problem", "is empty (give MxNxK)"});
+}
+
+TEST(BadInputMore, CompileHelpNamesEveryElementType) {
+  const auto r = test::run_command(test::cmtune_binary() + " compile --help");
+  EXPECT_NE(r.output.find("f32, f64, i32, tf32x3 (default f32)"), std::string::npos) << r.output;
+}
+
+// The measuring process cannot start: one line, naming it, without a source location.
+TEST(BadInputMore, AMeasuringProcessThatCannotStartIsOneLine) {
+  for (const auto& [worker, needle] : {std::pair<std::string, std::string>{"/nonexistent/worker",
+                                                                           "cannot start the measuring process "
+                                                                           "/nonexistent/worker: No such file or directory"},
+                                       {"/bin/false", "the measuring process /bin/false died (exited with status 1) "
+                                                      "before it answered"}}) {
+    test::TempDir dir;
+    setenv("CMTUNE_MEASURE_WORKER", worker.c_str(), 1);
+    const test::SplitResult r = run_split(dir, "tune --sizes 64 --config quick --db t.db");
+    unsetenv("CMTUNE_MEASURE_WORKER");
+    SCOPED_TRACE(r.err);
+    EXPECT_EQ(r.exit_code, cli::k_exit_infra);
+    EXPECT_EQ(r.err, "cm-tune: error: " + needle + "\n");
+  }
 }
 
 }  // namespace

@@ -215,6 +215,31 @@ TEST(DbCommand, MigrateBringsAnOlderDatabaseUpToDate) {
   EXPECT_EQ(db_command(db, "check").exit_code, 0);
 }
 
+// A file whose header says schema 2 while its tables are a later version's (its user_version
+// rewritten): the next migration step fails on it, which db migrate says in one line, changing nothing.
+TEST(DbCommand, MigrateOfAFileWhoseTablesAreNotItsVersionsIsOneLine) {
+  test::TempDir dir;
+  const fs::path db = dir / "t.db";
+  build_database(db);
+  Database(db).exec("PRAGMA user_version = 2");
+  const std::string before = test::read_file(db);
+  const test::CommandResult migrate = db_command(db, "migrate");
+  EXPECT_EQ(migrate.exit_code, 2) << migrate.output;
+  EXPECT_EQ(migrate.output.rfind(fmt::format("cm-tune: error: database {} says schema version 2, but its tables are not "
+                                             "that version's: migration 0003_layout_batch fails on it (",
+                                             db.string()),
+                                 0),
+            0u)
+      << migrate.output;
+  EXPECT_NE(migrate.output.find("); nothing was changed\n"), std::string::npos) << migrate.output;
+  EXPECT_EQ(std::count(migrate.output.begin(), migrate.output.end(), '\n'), 1) << migrate.output;
+  EXPECT_EQ(migrate.output.find(".cpp"), std::string::npos) << "no source path: " << migrate.output;
+  Database after(db, OpenMode::read);
+  Statement version = after.prepare("PRAGMA user_version");
+  ASSERT_TRUE(version.step());
+  EXPECT_EQ(version.column_int(0), 2) << "the failed step was rolled back";
+}
+
 TEST(DbCommand, WithoutASubcommandListsThem) {
   const test::CommandResult r = test::run_command(test::cmtune_binary() + " db");
   EXPECT_EQ(r.exit_code, 2) << r.output;

@@ -231,7 +231,7 @@ TEST_F(ExportSafety, SourceEditedInTheDatabaseIsRefusedAndNothingWritten) {
   db_bytes = test::read_file(db);
   const std::string line = fmt::format(
       "the database's source for template fast does not match its hash {} (the database was modified outside "
-      "cm-tune); nothing was exported",
+      "cm-tune); refusing to use it",
       source_hash);
   expect_refused(export_with("--out tuned.cuh"), line);
   expect_refused(export_with("--check --out tuned.cuh"), line);

@@ -198,9 +198,6 @@ TEST_F(TuneDevices, ABadListIsOneLine) {
   }
 }
 
-}  // namespace
-}  // namespace cmt
-
 // scripts/gpu/scale_compare.py and bench_tables.py, which turn the GPU machine's scale-1 and scale-all
 // runs into docs/BENCHMARKS.md's table, on the files the same commands write here with scripted
 // GPUs: the speedup from the two times, the requested problems told from the rest, every winner the
@@ -251,3 +248,6 @@ TEST_F(TuneDevices, ScaleComparisonReadsWhatTheTwoRunsWrite) {
   EXPECT_NE(tables.output.find("Speedup 2.00x."), std::string::npos) << tables.output;
   EXPECT_NE(tables.output.find("| requested problems | 3 | 3 | 0 | 0 |"), std::string::npos) << tables.output;
 }
+
+}  // namespace
+}  // namespace cmt

@@ -256,6 +256,16 @@ SWIZZLE = [1]
   }
 };
 
+// A space with no candidate for the problems (blocktile2d computes no tf32x3) is one line, exit 2.
+TEST_F(TuneTf32x3, ASpaceWithoutACandidateIsOneLine) {
+  const auto r = test::run_split(m_dir, "--db t.db tune --sizes 64 --dtype tf32x3 --template blocktile2d --config " +
+                                            preset() + " --no-calibrate");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err,
+            "cm-tune: error: preset 'tf32x3' with --template blocktile2d has no candidate for tf32x3 in nn on Scripted "
+            "H100 (sm_90); `cm-tune list` shows its space and what prunes it\n");
+}
+
 TEST_F(TuneTf32x3, TuneReportsTheWinnersErrorNextToSimtsAndExportServesTheClass) {
   const std::string base = "--quiet --db t.db tune --sizes 64:tf32x3,64 --config " + preset() + " --no-calibrate --seed 3 --jobs 2";
   const auto r = test::run_split(m_dir, base + " --json");

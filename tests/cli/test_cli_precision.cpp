@@ -144,6 +144,8 @@ TEST(PrecisionCommand, BadOptionsAreOneLineBeforeAnyGpu) {
                {"--energy-seconds: '0.5' is under 1 second"});
   expect_error("precision --sizes 1024 --energy-seconds nan --db p.db", cli::k_exit_usage,
                {"--energy-seconds: 'nan' is not a finite number of seconds"});
+  expect_error("precision --sizes 1024 --energy-seconds 1e308 --db p.db", cli::k_exit_usage,
+               {"--energy-seconds: '1e308' is over 600 seconds"});
   expect_error("precision --sizes 1024 --rounds 2 --db p.db", cli::k_exit_usage, {"--rounds", "'2'", "at least 5"});
   expect_error("precision --sizes 1024 --seed -1 --db p.db", cli::k_exit_usage, {"--seed", "'-1'"});
   expect_error("precision --sizes 1024,12x --db p.db", cli::k_exit_usage, {"'12x'"});

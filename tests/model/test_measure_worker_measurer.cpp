@@ -161,7 +161,7 @@ TEST_F(WorkerMeasurerTest, HelloErrorsKeepTheirKind) {
   EXPECT_THROW(WorkerMeasurer w(options("7")), UsageError);
   WorkerOptions missing = options();
   missing.command = {(m_dir / "no-such-worker").string()};
-  EXPECT_THROW(WorkerMeasurer w(missing), InfraError);
+  EXPECT_THROW(WorkerMeasurer w(missing), StartError);
 }
 
 TEST_F(WorkerMeasurerTest, EachFaultCostsOneTrialAndARestart) {

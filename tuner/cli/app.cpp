@@ -172,6 +172,10 @@ CLI::Validator non_empty_path() {
   return CLI::Validator([](std::string& text) { return text.empty() ? std::string("the file name is empty") : std::string(); }, "");
 }
 
+CLI::Validator non_empty_value(const std::string& example) {
+  return CLI::Validator([example](std::string& text) { return text.empty() ? fmt::format("is empty (give {})", example) : std::string(); }, "");
+}
+
 CLI::Validator non_empty_arch() {
   return CLI::Validator(
       [](std::string& text) { return text.empty() ? std::string("the architecture is empty (e.g. sm_90)") : std::string(); }, "");
@@ -259,8 +263,9 @@ void add_operand_options(CLI::App& sub, OperandOptions& options, bool single) {
                         : "Batch counts of strided-batched problems, a comma list (default: as the sizes say, 1)");
   sub.add_option("--broadcast", options.broadcast, "a or b: that operand is shared by the whole batch (stride 0)");
   sub.add_option("--dtype", options.dtype,
-                 single ? "Element type: f32 (default), f64 or i32"
-                        : "Element types: f32, f64, i32, a comma list, or all (default: as the sizes say, f32)");
+                 single ? fmt::format("Element type: {} (default f32)", type_names())
+                        : fmt::format("Element types: {}, a comma list, or all (default: as the sizes say, f32)",
+                                      type_names(",")));
 }
 
 std::vector<Problem> apply_operand_options(const std::vector<Problem>& problems, const OperandOptions& options) {
@@ -320,6 +325,21 @@ void check_log_file(const GlobalOptions& global) {
                                  kind->side_file ? ", which SQLite deletes or replays" : ""));
 }
 
+/// --db (or $CMTUNE_DB) must not name a side file of another SQLite database: the tune would go
+/// into x.db-wal, which SQLite deletes, or replays into x.db, when x.db is next opened.
+void check_database_file(const GlobalOptions& global) {
+  std::filesystem::path db_file;
+  try {
+    db_file = database_path(global);
+  } catch (const UsageError&) {   // no default database (no HOME): the command says so itself
+    return;
+  }
+  const auto kind = database_file_kind(db_file, {});
+  if (kind && kind->side_file)
+    throw UsageError(fmt::format("--db {}: is {}, which SQLite deletes or replays; name the database itself",
+                                 db_file.string(), kind->what));
+}
+
 }  // namespace
 
 // fmt: a failed write throws with its errno.
@@ -374,10 +394,14 @@ int run(int argc, char** argv) {
   }
   if (!global.stops_on_signal) release_stop_signals();
   try {
+    check_database_file(global);
     check_log_file(global);
     setup_logging(global.verbose ? Verbosity::verbose : global.quiet ? Verbosity::quiet : Verbosity::normal,
                   global.log_file);
     return flushed_stdout(action ? action() : 0);
+  } catch (const StoppedBySignal& e) {
+    spdlog::warn("stopped by {} {}", stop_signal_name(), e.what());
+    return 128 + stop_signal();
   } catch (const UsageError& e) {
     fmt::print(stderr, "cm-tune: error: {}\n", e.what());
     return k_exit_usage;
@@ -385,6 +409,9 @@ int run(int argc, char** argv) {
     fmt::print(stderr, "cm-tune: error: {}\n", e.what());
     return k_exit_no_device;
   } catch (const InfraError& e) {
+    fmt::print(stderr, "cm-tune: error: {}\n", e.what());
+    return k_exit_infra;
+  } catch (const StartError& e) {
     fmt::print(stderr, "cm-tune: error: {}\n", e.what());
     return k_exit_infra;
   } catch (const std::system_error& e) {

@@ -72,6 +72,8 @@ CLI::Validator positive_seconds();
 CLI::Validator non_empty_path();
 /// Rejects an empty --arch (which would otherwise read as "no --arch given").
 CLI::Validator non_empty_arch();
+/// Refuses an empty value ("is empty (give EXAMPLE)"), where empty would otherwise mean the default.
+CLI::Validator non_empty_value(const std::string& example);
 /// Most compiler threads --jobs accepts.
 constexpr int k_max_jobs = 1024;
 

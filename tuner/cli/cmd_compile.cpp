@@ -10,6 +10,7 @@
 #include "compile/compile_service.hpp"
 #include "compile/nvrtc/nvrtc_compiler.hpp"
 #include "core/error.hpp"
+#include "core/dtype.hpp"
 #include "core/stop_signal.hpp"
 #include "cuda/device.hpp"
 #include "space/space.hpp"
@@ -144,7 +145,8 @@ void add_compile_command(CLI::App& app, GlobalOptions& global, Action& action) {
   sub->add_option("--layout", opts->layout,
                   "Compile the candidates of these layouts: nn (default), nt, tn, tt, a comma list, or all");
   sub->add_option("--dtype", opts->dtype,
-                  "Compile the candidates of these element types: f32 (default), f64, i32, a comma list, or all");
+                  fmt::format("Compile the candidates of these element types: {} (default f32), a comma list, or all",
+                              type_names(",")));
   auto* arch = sub->add_option("--arch", opts->arch, "Target architecture, e.g. sm_90 (default: the arch of --device)")
                    ->check(non_empty_arch());
   // --device only chooses the target's arch: with --arch as well, one of them would be ignored.

@@ -42,6 +42,7 @@ struct PrecisionOptions {
 
 /// NVML's counter steps a few times a second at most: a shorter loop would measure the steps.
 constexpr double k_min_energy_seconds = 1.0;
+constexpr double k_max_energy_seconds = 600.0;   // a longer loop is a typo (1e308), not a measurement
 
 CLI::Validator distribution_name_check() {
   return CLI::Validator(
@@ -63,6 +64,9 @@ CLI::Validator energy_seconds_check() {
         if (value < k_min_energy_seconds)
           return fmt::format("'{}' is under {:g} second: NVML's energy counter needs a loop of at least that", text,
                              k_min_energy_seconds);
+        if (value > k_max_energy_seconds)
+          return fmt::format("'{}' is over {:g} seconds, the longest energy loop (one per implementation and size)",
+                             text, k_max_energy_seconds);
         return "";
       },
       "");
@@ -220,7 +224,7 @@ void add_precision_command(CLI::App& app, GlobalOptions& global, Action& action)
       ->capture_default_str()
       ->check(whole_number(5, std::numeric_limits<int>::max()));
   sub->add_option("--energy-seconds", o->energy_seconds,
-                  "Least length of each implementation's energy loop, at least 1 second")
+                  "Least length of each implementation's energy loop, from 1 to 600 seconds")
       ->capture_default_str()
       ->check(energy_seconds_check());
   sub->add_flag("--winners", o->winners, "Also measure the database's f32 and tf32x3 winners of each size on this GPU");

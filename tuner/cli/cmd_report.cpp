@@ -79,11 +79,13 @@ void add_report_command(CLI::App& app, GlobalOptions& global, Action& action) {
   sub->add_option("--out,-o", o->out, "HTML file to write, e.g. report.html")->required()->check(non_empty_path());
   sub->add_option("--device,-d", o->device,
                   "One database device: position in the database, UUID or unique part of its name (default: the first "
-                  "one tuned)");
+                  "one tuned)")
+      ->check(non_empty_value("a database position, a UUID or part of a name"));
   sub->add_option("--dtype", o->dtype, "Element types to show: f32, f64, i32, tf32x3, a comma list, or all (every one tuned)")
       ->capture_default_str();
   sub->add_option("--problem", o->problem,
-                  "The problem whose search landscape to show, MxNxK[:LAYOUT][:DTYPE] (default: the largest tuned one)");
+                  "The problem whose search landscape to show, MxNxK[:LAYOUT][:DTYPE] (default: the largest tuned one)")
+      ->check(non_empty_value("MxNxK"));
   sub->add_option("--k", o->k, "K of the dispatch map (default: the most common K of the tuned problems)")
       ->check(whole_number(1, k_max_dimension));
   add_db_option(*sub, global);

@@ -214,12 +214,18 @@ std::vector<DeviceGroup> start_devices(const GlobalOptions& global, const TuneOp
   }
   std::vector<std::unique_ptr<WorkerMeasurer>> workers;
   const auto add = [&](const std::string& spec) {
+    // A GPU that cannot even start its measuring process: the others tune without it.
+    const auto leave_out = [&](const std::exception& e) {
+      spdlog::warn("GPU {}: its measuring process does not start ({}); it is left out of the run", spec, e.what());
+    };
     try {
       workers.push_back(start(spec));
     } catch (const InfraError& e) {
-      // A GPU that cannot even start its measuring process: the others tune without it.
       if (specs.size() == 1 && !all) throw;
-      spdlog::warn("GPU {}: its measuring process does not start ({}); it is left out of the run", spec, e.what());
+      leave_out(e);
+    } catch (const StartError& e) {
+      if (specs.size() == 1 && !all) throw;
+      leave_out(e);
     }
   };
   for (const auto& spec : specs) add(spec);
@@ -289,6 +295,16 @@ GroupOutcome tune_group(const GlobalOptions& global, const TuneOptions& opts, co
     if (std::find(target.dtypes.begin(), target.dtypes.end(), p.dtype) == target.dtypes.end())
       target.dtypes.push_back(p.dtype);
   const SearchSpace space = enumerate_space(templates, preset, target, only);
+  if (space.candidates.empty()) {
+    std::string what;
+    for (const DType d : target.dtypes) what += (what.empty() ? "" : ", ") + std::string(dtype_name(d));
+    std::string layouts;
+    for (const auto& l : target.layouts) layouts += (layouts.empty() ? "" : ", ") + std::string(l);
+    throw UsageError(fmt::format("preset '{}'{} has no candidate for {} in {} on {} ({}); `cm-tune list` shows its "
+                                 "space and what prunes it",
+                                 preset.name, only ? " with --template " + *only : "", what, layouts, device.name,
+                                 device.arch()));
+  }
   // Every problem's buffers stay resident for the whole run: check they fit before allocating.
   const size_t flush = std::max<size_t>(2 * static_cast<size_t>(device.l2_bytes), 64u << 20);
   // Calibration measures its shapes after the requested ones have released their buffers.

@@ -29,6 +29,14 @@ class InfraError : public std::runtime_error {
   std::string m_message;
 };
 
+/// A process cm-tune needs could not start (the measuring process named by CMTUNE_MEASURE_WORKER
+/// is missing, or exits before it answers): a condition of the machine, not of cm-tune's code.
+/// Printed as one line without a source location, exit code 4.
+class StartError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 /// No usable GPU (no driver, no device, wrong index). Printed as one line, exit code 3.
 class NoDeviceError : public std::runtime_error {
  public:

@@ -173,7 +173,7 @@ void check_source_hashes(const KernelCollector& collector, const std::vector<Exp
     for (const auto& t : templates) names += (names.empty() ? "" : ", ") + t;
     throw UsageError(fmt::format(
         "the database's source for template{} {} does not match its hash {} (the database was modified outside "
-        "cm-tune); nothing was exported",
+        "cm-tune); refusing to use it",
         templates.size() == 1 ? "" : "s", names, hash));
   }
 }

@@ -96,8 +96,8 @@ void WorkerMeasurer::start() {
   if (spawned != 0) {
     ::close(to_worker[1]);
     ::close(from_worker[0]);
-    throw InfraError("posix", fmt::format("posix_spawn({})", m_options.command.front()), std::strerror(spawned),
-                     __FILE__, __LINE__);
+    throw StartError(fmt::format("cannot start the measuring process {}: {}", m_options.command.front(),
+                                 std::strerror(spawned)));
   }
   m_pid = pid;
   m_to_worker = to_worker[1];
@@ -109,8 +109,8 @@ void WorkerMeasurer::start() {
   hello.hello = m_options.hello;
   const Exchange ex = exchange(hello, 0.0);
   if (!ex.reply) {
-    throw InfraError("worker", fmt::format("start {}", m_options.command.front()),
-                     fmt::format("the measuring process {}", ex.failure), __FILE__, __LINE__);
+    throw StartError(fmt::format("the measuring process {} {} before it answered", m_options.command.front(),
+                                 ex.failure));
   }
   if (!ex.reply->error.empty()) {
     stop(false);
