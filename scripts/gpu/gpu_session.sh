@@ -10,6 +10,8 @@
 #   bench       export the header, then cm-tune bench of winner, header and cuBLAS on $CMTUNE_BENCH_SIZES
 #   shapes      export the header, then cm-tune bench --header on the shapes file $CMTUNE_SHAPES (default
 #               ../shared/shapes/public.txt): every shape, tuned or not, through the header's dispatch
+#   concurrent  two `tune --config quick` runs of different sizes (256 and 384), with calibration, into one
+#               new database at once, three times; each must exit 0 and `db check` pass
 #   consumer    export the header, build tests/consumer (the exported-header correctness harness) against it, run it
 #   example     export the header, build examples/consumer against it, run it
 #   rawmetrics  summarize ncu reports carried in .devstage-x/ (no new profiling)
@@ -90,6 +92,22 @@ for phase in "${phases[@]}"; do
       "$bin" --db "$db" export --out "$out/tuned_sgemm.cuh"
       "$bin" --db "$db" bench --device 0 --sizes "@$shapes_file" --header "$out/tuned_sgemm.cuh" \
         --rounds "${CMTUNE_ROUNDS:-100}" 2>&1 | tee "$out/shapes-bench.txt"
+      ;;
+    concurrent)
+      log "two calibrating tunes into one new database at once, three times"
+      for round in 1 2 3; do
+        cdb="/tmp/cm-tune-concurrent-$round.db"
+        rm -f "$cdb"*
+        "$bin" --db "$cdb" tune --config quick --sizes 256 > "$out/concurrent-$round-a.txt" 2>&1 &
+        a=$!
+        "$bin" --db "$cdb" tune --config quick --sizes 384 > "$out/concurrent-$round-b.txt" 2>&1 &
+        b=$!
+        wait $a; ra=$?
+        wait $b; rb=$?
+        "$bin" --db "$cdb" db check > "$out/concurrent-$round-check.txt" 2>&1; rc=$?
+        echo "round $round: tune 256 rc=$ra, tune 384 rc=$rb, db check rc=$rc" | tee -a "$out/concurrent.txt"
+        tail -n 2 "$out/concurrent-$round-a.txt" "$out/concurrent-$round-b.txt" | grep -i error | tee -a "$out/concurrent.txt"
+      done
       ;;
     consumer)
       log "exported-header correctness harness (tests/consumer)"
