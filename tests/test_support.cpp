@@ -132,6 +132,18 @@ void write_file(const fs::path& file, const std::string& text) {
   if (!out) throw std::runtime_error("cannot write " + file.string());
 }
 
+std::string cheap_preset(const std::string& name) {
+  return fmt::format(R"(name = "{}"
+description = "naive and coalesced: cheap to compile"
+[tune]
+retime_top = 2
+[templates.naive]
+[templates.coalesced]
+BLOCK = [8, 16, 32]
+)",
+                     name);
+}
+
 std::string read_file(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read " + file.string());

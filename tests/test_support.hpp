@@ -99,6 +99,9 @@ void write_file(const std::filesystem::path& file, const std::string& text);
 std::filesystem::path write_v_template(const std::filesystem::path& dir, const std::string& name,
                                        const std::string& top, const std::string& launch = "");
 std::string read_file(const std::filesystem::path& file);
+/// A preset of naive and coalesced (BLOCK 8, 16, 32), cheap to compile, with retime_top 2, named
+/// `name`: the tests that run whole tunes with the scripted measuring process.
+std::string cheap_preset(const std::string& name);
 /// Copies the built-in templates folder into dest (for tests that edit a template).
 void copy_builtin_templates(const std::filesystem::path& dest);
 /// The Hopper target (sm_90, 227 KiB of shared memory per block) the presets are tuned for.

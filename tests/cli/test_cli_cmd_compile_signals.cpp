@@ -90,12 +90,7 @@ TEST(CompileSignals, SigintOrSigtermAtAnyMomentEndsTheRunCleanlyKeepingWhatCompi
   // Cheap kernels on two threads: start-up and a whole compile fit in about 0.7 s (Release), so
   // the moments below cover both, the compiles included (NVRTC's front end used to install its
   // own handler around each).
-  test::write_file(dir / "cheap.toml", R"(name = "cheap"
-description = "naive and coalesced: cheap to compile"
-[templates.naive]
-[templates.coalesced]
-BLOCK = [8, 16, 32]
-)");
+  test::write_file(dir / "cheap.toml", test::cheap_preset("cheap"));
   const std::vector<int> moments_ms{0, 5, 10, 20, 35, 50, 75, 100, 130, 170, 220, 280, 350, 450, 600, 800};
   int interrupted = 0, finished = 0;
   for (size_t i = 0; i < moments_ms.size() * 2; ++i) {

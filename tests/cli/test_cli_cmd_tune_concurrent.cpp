@@ -47,14 +47,7 @@ class ConcurrentTunes : public ::testing::Test {
  protected:
   void SetUp() override {
     setenv("CMTUNE_MEASURE_WORKER", CMTUNE_SCRIPTED_WORKER, 1);
-    test::write_file(m_dir / "small.toml", R"(name = "small"
-description = "naive and coalesced: cheap to compile"
-[tune]
-retime_top = 2
-[templates.naive]
-[templates.coalesced]
-BLOCK = [8, 16, 32]
-)");
+    test::write_file(m_dir / "small.toml", test::cheap_preset("small"));
   }
   void TearDown() override { unsetenv("CMTUNE_MEASURE_WORKER"); }
 

@@ -90,14 +90,7 @@ class TuneInterruptions : public ::testing::Test {
   void SetUp() override {
     setenv("CMTUNE_MEASURE_WORKER", CMTUNE_SCRIPTED_WORKER, 1);
     setenv("CMTUNE_SCRIPT_LOG", (m_dir / "worker.log").c_str(), 1);
-    test::write_file(m_dir / "preset.toml", R"(name = "interruptions"
-description = "naive and coalesced: cheap to compile"
-[tune]
-retime_top = 2
-[templates.naive]
-[templates.coalesced]
-BLOCK = [8, 16, 32]
-)");
+    test::write_file(m_dir / "preset.toml", test::cheap_preset("interruptions"));
   }
   void TearDown() override {
     unsetenv("CMTUNE_MEASURE_WORKER");
