@@ -256,14 +256,17 @@ SWIZZLE = [1]
   }
 };
 
-// A space with no candidate for the problems (blocktile2d computes no tf32x3) is one line, exit 2.
-TEST_F(TuneTf32x3, ASpaceWithoutACandidateIsOneLine) {
-  const auto r = test::run_split(m_dir, "--db t.db tune --sizes 64 --dtype tf32x3 --template blocktile2d --config " +
-                                            preset() + " --no-calibrate");
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_EQ(r.err,
-            "cm-tune: error: preset 'tf32x3' with --template blocktile2d has no candidate for tf32x3 in nn on Scripted "
-            "H100 (sm_90); `cm-tune list` shows its space and what prunes it\n");
+// A problem no candidate computes (blocktile2d computes no tf32x3) is one line, exit 2: alone, and
+// beside one the space serves.
+TEST_F(TuneTf32x3, AProblemWithoutACandidateIsOneLine) {
+  for (const std::string sizes : {"64:tf32x3", "64,64:tf32x3"}) {
+    const auto r = test::run_split(m_dir, "--db t.db tune --sizes " + sizes + " --template blocktile2d --config " +
+                                              preset() + " --no-calibrate");
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.err,
+              "cm-tune: error: preset 'tf32x3' with --template blocktile2d has no candidate for 64x64x64:tf32x3 on "
+              "Scripted H100 (sm_90); `cm-tune list` shows its space and what prunes it\n");
+  }
 }
 
 TEST_F(TuneTf32x3, TuneReportsTheWinnersErrorNextToSimtsAndExportServesTheClass) {

@@ -295,14 +295,19 @@ GroupOutcome tune_group(const GlobalOptions& global, const TuneOptions& opts, co
     if (std::find(target.dtypes.begin(), target.dtypes.end(), p.dtype) == target.dtypes.end())
       target.dtypes.push_back(p.dtype);
   const SearchSpace space = enumerate_space(templates, preset, target, only);
-  if (space.candidates.empty()) {
-    std::string what;
-    for (const DType d : target.dtypes) what += (what.empty() ? "" : ", ") + std::string(dtype_name(d));
-    std::string layouts;
-    for (const auto& l : target.layouts) layouts += (layouts.empty() ? "" : ", ") + std::string(l);
-    throw UsageError(fmt::format("preset '{}'{} has no candidate for {} in {} on {} ({}); `cm-tune list` shows its "
-                                 "space and what prunes it",
-                                 preset.name, only ? " with --template " + *only : "", what, layouts, device.name,
+  // A problem no candidate computes (its layout, type or batch) can get no winner: say so first.
+  std::vector<std::string> unserved;
+  for (const Problem& p : problems)
+    if (std::none_of(space.candidates.begin(), space.candidates.end(),
+                     [&](const Candidate& c) { return c.tmpl->serves(c.values, p); }))
+      unserved.push_back(p.to_string());
+  if (!unserved.empty()) {
+    std::string list;
+    for (size_t i = 0; i < unserved.size() && i < 5; ++i) list += (i ? ", " : "") + unserved[i];
+    if (unserved.size() > 5) list += fmt::format(" and {} more", unserved.size() - 5);
+    throw UsageError(fmt::format("preset '{}'{} has no candidate for {} on {} ({}); `cm-tune list` shows its space "
+                                 "and what prunes it",
+                                 preset.name, only ? " with --template " + *only : "", list, device.name,
                                  device.arch()));
   }
   // Every problem's buffers stay resident for the whole run: check they fit before allocating.
