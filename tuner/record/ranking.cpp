@@ -29,8 +29,6 @@ WinnerRecord make_winner(const TrialRecord& t, const std::string& scope, double 
 
 }  // namespace
 
-bool passed(const TrialRecord& t) { return t.outcome == Outcome::ok && t.median_ms.has_value(); }
-
 double rank_time(const TrialRecord& t) { return t.retime_median_ms.value_or(t.median_ms.value_or(1e30)); }
 
 bool ranks_before(const TrialRecord& a, const TrialRecord& b) {

@@ -13,8 +13,7 @@
 
 namespace cmt {
 
-/// Whether a trial passed: validated and timed (outcome ok, with a median).
-bool passed(const TrialRecord& trial);
+// passed(trial), whether a trial was validated and timed, is store/records.hpp's.
 /// The time a trial ranks by, in ms (+huge for a trial without one).
 double rank_time(const TrialRecord& trial);
 /// True when a ranks strictly before b; equal times rank by the trial's id (the first recorded

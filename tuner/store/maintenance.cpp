@@ -148,17 +148,11 @@ CheckResult check_cubins(Database& db) {
 }
 
 CheckResult check_sources(Store& store) {
-  Statement s = store.db().prepare("SELECT hash FROM sources ORDER BY hash");
+  const int64_t sources = query_count(store.db(), "SELECT count(*) FROM sources");
   std::vector<std::string> problems;
-  int64_t sources = 0;
-  while (s.step()) {
-    ++sources;
-    const std::string hash = s.column_text(0);
-    const auto source = store.find_source(hash);
-    // export refuses such a source too: it would paste a text other than the one measured.
-    if (!Store::matches_its_hash(*source))
-      problems.push_back(fmt::format("source {} (template {}) does not match its hash", hash, source->template_name));
-  }
+  // export refuses such a source too: it would paste a text other than the one measured.
+  for (const SourceRecord& source : store.mismatched_sources())
+    problems.push_back(fmt::format("source {} (template {}) does not match its hash", source.hash, source.template_name));
   return verdict("sources", problems,
                  sources == 1 ? "1 source bundle matches its hash"
                               : fmt::format("{} source bundles match their hashes", sources));

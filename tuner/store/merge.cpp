@@ -160,15 +160,11 @@ std::unique_ptr<Store> open_input(const fs::path& file) {
                     "migrates an input: copy it, run cm-tune db migrate --db COPY and merge the copy",
                     file.string(), version, latest_schema_version()));
   // A source whose text no longer matches its hash would give OUT trials of a kernel it cannot show.
-  Statement sources = store->db().prepare("SELECT hash FROM sources ORDER BY hash");
-  while (sources.step()) {
-    const std::string hash = sources.column_text(0);
-    const auto source = store->find_source(hash);
-    if (source && !Store::matches_its_hash(*source))
-      throw UsageError(fmt::format("merge input {} is damaged: the source {} (template {}) does not match its hash; "
-                                   "cm-tune db check --db {} lists what else",
-                                   file.string(), hash.substr(0, 16), source->template_name, file.string()));
-  }
+  if (const auto damaged = store->mismatched_sources(); !damaged.empty())
+    throw UsageError(fmt::format("merge input {} is damaged: the source {} (template {}) does not match its hash; "
+                                 "cm-tune db check --db {} lists what else",
+                                 file.string(), damaged.front().hash.substr(0, 16), damaged.front().template_name,
+                                 file.string()));
   return store;
 }
 
@@ -176,12 +172,9 @@ std::unique_ptr<Store> open_input(const fs::path& file) {
 /// merge (or tune) is setting up this moment, which the Store then waits for.
 std::optional<int> existing_schema_version(const fs::path& out) {
   Database db(out, OpenMode::read);
-  Statement s = db.prepare(
-      "SELECT (SELECT application_id FROM pragma_application_id), (SELECT user_version FROM pragma_user_version), "
-      "(SELECT count(*) FROM sqlite_master)");
-  s.step();
-  if (s.column_int(0) == 0 && s.column_int(1) == 0 && s.column_int(2) == 0) return std::nullopt;
-  return static_cast<int>(s.column_int(1));
+  const DatabaseIdentity id = read_identity(db);
+  if (id.empty()) return std::nullopt;
+  return static_cast<int>(id.version);
 }
 
 /// An input being merged: its store, what it brought, and its row ids mapped to OUT's.

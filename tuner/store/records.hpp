@@ -105,6 +105,9 @@ struct TrialRecord {
   std::string created_at;
 };
 
+/// Whether a trial passed: validated and timed (outcome ok, with a median).
+inline bool passed(const TrialRecord& trial) { return trial.outcome == Outcome::ok && trial.median_ms.has_value(); }
+
 /// cuBLAS on one problem on one device (table baselines).
 struct BaselineRecord {
   int64_t device_id = 0;

@@ -19,6 +19,14 @@ namespace fs = std::filesystem;
 
 namespace cmt {
 
+DatabaseIdentity read_identity(Database& db) {
+  Statement s = db.prepare(
+      "SELECT (SELECT application_id FROM pragma_application_id), (SELECT user_version FROM pragma_user_version), "
+      "(SELECT count(*) FROM sqlite_master)");
+  s.step();
+  return DatabaseIdentity{s.column_int(0), s.column_int(1), s.column_int(2)};
+}
+
 namespace {
 
 /// Now as ISO 8601 UTC with second resolution: "2025-01-31T12:34:56Z".
@@ -37,28 +45,15 @@ int64_t pragma_int(Database& db, const char* name) {
   return statement.step() ? statement.column_int(0) : 0;
 }
 
-/// What identifies a cm-tune database, read in one snapshot.
-struct Identity {
-  int64_t application_id = 0;
-  int64_t version = 0;
-  int64_t objects = 0;   // tables, indexes, ...
-};
-
 /// Refuses files that are not cm-tune databases, cm-tune databases newer than known_version, and,
 /// unless allow_empty, files with nothing in them yet. Only reads, so a refused file is left
 /// exactly as it was. A file that is not SQLite at all fails with DatabaseError (SQLITE_NOTADB), a
 /// damaged one with DamagedDatabaseError.
-Identity check_identity(Database& db, int known_version, bool allow_empty) {
+DatabaseIdentity check_identity(Database& db, int known_version, bool allow_empty) {
   const std::string file = db.file().string();
-  // One statement, so one snapshot: another process may be creating the schema meanwhile, and
-  // separate reads could see its tables without its application_id.
-  Statement s = db.prepare(
-      "SELECT (SELECT application_id FROM pragma_application_id), (SELECT user_version FROM pragma_user_version), "
-      "(SELECT count(*) FROM sqlite_master)");
-  s.step();
-  const Identity id{s.column_int(0), s.column_int(1), s.column_int(2)};
+  const DatabaseIdentity id = read_identity(db);
   // A brand-new (empty) file is ours to initialise; anything else must carry our application_id.
-  const bool empty = id.application_id == 0 && id.version == 0 && id.objects == 0;
+  const bool empty = id.empty();
   if (empty && !allow_empty)
     throw DatabaseError(fmt::format("database {} is empty (no cm-tune data yet); run cm-tune tune first", file), 0);
   if (id.application_id != k_application_id && !empty)
@@ -509,7 +504,7 @@ fs::path default_database_path() {
 Store::Store(const fs::path& file, OpenMode mode, OlderSchema older) : m_db(file, mode) {
   const int latest = latest_schema_version();
   if (mode == OpenMode::read) {
-    const Identity id = check_identity(m_db, latest, false);
+    const DatabaseIdentity id = check_identity(m_db, latest, false);
     if (id.version < latest && older == OlderSchema::refuse)
       throw DatabaseError(fmt::format("database {} has schema version {}, older than this cm-tune's {}, and a command "
                                       "that only reads does not migrate it; run cm-tune db migrate --db {} once",
@@ -523,7 +518,7 @@ Store::Store(const fs::path& file, OpenMode mode, OlderSchema older) : m_db(file
   bool checked_pages = false;
   m_db.retry_while_busy([&] {
     // Check before anything writes: switching to WAL would already modify a foreign file.
-    const Identity id = check_identity(m_db, latest, mode == OpenMode::create);
+    const DatabaseIdentity id = check_identity(m_db, latest, mode == OpenMode::create);
     // A write into a damaged file can spread the damage (a page written over another, the free
     // list corrupted), and its own commit may succeed: once per open for writing, it is checked
     // first. A new file has no pages to check.
@@ -658,6 +653,16 @@ bool Store::matches_its_hash(const SourceRecord& source) {
   return source_bundle_hash(SourceBundle{source.main_name, source.main_text, source.headers}) == source.hash;
 }
 
+std::vector<SourceRecord> Store::mismatched_sources() {
+  std::vector<std::string> hashes;
+  Statement s = m_db.prepare("SELECT hash FROM sources ORDER BY hash");
+  while (s.step()) hashes.push_back(s.column_text(0));
+  std::vector<SourceRecord> out;
+  for (const std::string& hash : hashes)
+    if (auto source = find_source(hash); source && !matches_its_hash(*source)) out.push_back(std::move(*source));
+  return out;
+}
+
 int64_t Store::upsert_device(const DeviceRecord& device) {
   WriteScope scope(m_db);
   const std::string now = utc_now();
@@ -756,7 +761,6 @@ std::string trial_assignments() {
   return out;
 }
 
-bool passes(const TrialRecord& t) { return t.outcome == Outcome::ok && t.median_ms.has_value(); }
 /// An abandoned or skipped measurement says only that the kernel was slower than one run's bar.
 bool says_only_slower(const TrialRecord& t) { return t.outcome == Outcome::abandoned || t.outcome == Outcome::skipped; }
 }  // namespace
@@ -771,7 +775,7 @@ TrialRecord Store::insert_trial(const TrialRecord& trial) {
     bind_trial(insert, trial, trial.created_at.empty() ? utc_now() : trial.created_at);
     insert.run();
     stored_as.id = m_db.last_insert_rowid();
-  } else if (passes(*existing) && says_only_slower(trial)) {
+  } else if (passed(*existing) && says_only_slower(trial)) {
     stored_as = *existing;   // the stored time is the better-informed measurement
   } else {
     // In place: the id stays, so the winners and re-times that name it (another process's too)
@@ -782,7 +786,7 @@ TrialRecord Store::insert_trial(const TrialRecord& trial) {
     s.bind(static_cast<int>(std::count(k_trial_columns.begin(), k_trial_columns.end(), ',')) + 2, existing->id);
     s.run();
     stored_as.id = existing->id;
-    if (!passes(trial)) {
+    if (!passed(trial)) {
       Statement drop = m_db.prepare("DELETE FROM winners WHERE trial_id = ?");
       drop.bind(1, existing->id);
       drop.run();

@@ -23,6 +23,18 @@ struct Migration {
 /// PRAGMA application_id of every cm-tune database: 'CMTU'.
 constexpr int32_t k_application_id = 0x434D5455;
 
+/// What identifies a cm-tune database: its application_id, schema version and object count.
+struct DatabaseIdentity {
+  int64_t application_id = 0;
+  int64_t version = 0;
+  int64_t objects = 0;   // tables, indexes, ...
+  /// A file with nothing in it yet: new, or being set up by another process this moment.
+  bool empty() const { return application_id == 0 && version == 0 && objects == 0; }
+};
+/// The identity, read in one statement, so in one snapshot: another process may be creating the
+/// schema meanwhile, and separate reads could see its tables without its application_id.
+DatabaseIdentity read_identity(Database& db);
+
 /// All migrations compiled into this binary, ascending by version.
 const std::vector<Migration>& builtin_migrations();
 /// Highest schema version this binary knows.
@@ -88,6 +100,8 @@ class Store {
   /// Whether a stored source still hashes to the hash it is stored under (a file edited outside
   /// cm-tune may not, while SQLite still finds it sound).
   static bool matches_its_hash(const SourceRecord& source);
+  /// Every stored source that no longer matches its hash, by hash.
+  std::vector<SourceRecord> mismatched_sources();
 
   // Devices: insert by uuid or update the other columns; returns the id.
   int64_t upsert_device(const DeviceRecord& device);
