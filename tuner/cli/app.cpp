@@ -310,14 +310,20 @@ namespace {
 /// --log-file must not name a file of the database in use or a side file of any SQLite database,
 /// whether or not it exists: log lines appended to the database damage it, and SQLite deletes a
 /// -wal or -shm file (losing the log) or replays a -journal (damaging the database).
+/// The database in use, or nullopt where none can be chosen (no --db, $CMTUNE_DB or HOME): the
+/// command that needs one says so itself.
+std::optional<std::filesystem::path> database_path_if_any(const GlobalOptions& global) {
+  try {
+    return database_path(global);
+  } catch (const UsageError&) {
+    return std::nullopt;
+  }
+}
+
 void check_log_file(const GlobalOptions& global) {
   if (global.log_file.empty() || is_stream_file(global.log_file)) return;   // /dev/stderr
-  std::filesystem::path db_file;
-  try {
-    db_file = database_path(global);
-  } catch (const UsageError&) {   // no default database (no HOME): only the side-file rule applies
-  }
-  const auto kind = database_file_kind(global.log_file, db_file);
+  // Without a database in use, only the side-file rule applies.
+  const auto kind = database_file_kind(global.log_file, database_path_if_any(global).value_or(std::filesystem::path()));
   if (!kind) return;
   std::error_code ec;   // an existing database: setup_logging says "is a SQLite database, not a log"
   if (!kind->side_file && std::filesystem::is_regular_file(global.log_file, ec) && is_sqlite_file(global.log_file)) return;
@@ -328,16 +334,12 @@ void check_log_file(const GlobalOptions& global) {
 /// --db (or $CMTUNE_DB) must not name a side file of another SQLite database: the tune would go
 /// into x.db-wal, which SQLite deletes, or replays into x.db, when x.db is next opened.
 void check_database_file(const GlobalOptions& global) {
-  std::filesystem::path db_file;
-  try {
-    db_file = database_path(global);
-  } catch (const UsageError&) {   // no default database (no HOME): the command says so itself
-    return;
-  }
-  const auto kind = database_file_kind(db_file, {});
+  const auto db_file = database_path_if_any(global);
+  if (!db_file) return;
+  const auto kind = database_file_kind(*db_file, {});
   if (kind && kind->side_file)
     throw UsageError(fmt::format("--db {}: is {}, which SQLite deletes or replays; name the database itself",
-                                 db_file.string(), kind->what));
+                                 db_file->string(), kind->what));
 }
 
 }  // namespace

@@ -24,6 +24,21 @@ namespace {
   throw UsageError(fmt::format("bad size '{}' in --sizes: {}", printable(token), printable(why)));
 }
 
+/// Problems in the order first given, each once (a set beside the list: a file of 100,000 lines
+/// was quadratic when each was looked up in the list).
+class UniqueProblems {
+ public:
+  void add(const Problem& p) {
+    if (m_seen.insert(p).second) m_list.push_back(p);
+  }
+  bool empty() const { return m_list.empty(); }
+  std::vector<Problem> take() { return std::move(m_list); }
+
+ private:
+  std::vector<Problem> m_list;
+  std::set<Problem> m_seen;
+};
+
 /// The longest line a sizes file may have. Without a bound, a file with no line break
 /// (@/dev/zero, a binary named by mistake) was read into memory until it ran out.
 constexpr size_t k_max_line = 4096;
@@ -68,8 +83,7 @@ class SizesFile {
       if (stop_signal()) throw StoppedBySignal(fmt::format("while reading --sizes @{}", printable(m_path)));
       pollfd p{m_fd, POLLIN, 0};
       const int ready = ::poll(&p, 1, 100);
-      if (ready < 0 && errno != EINTR)
-        throw UsageError(fmt::format("--sizes @{}: read error: {}", printable(m_path), std::strerror(errno)));
+      if (ready < 0 && errno != EINTR) throw read_error();
       if (ready <= 0) continue;
       char block[65536];
       const ssize_t got = ::read(m_fd, block, sizeof block);
@@ -82,8 +96,11 @@ class SizesFile {
         return;
       }
       if (errno == EAGAIN || errno == EINTR) continue;
-      throw UsageError(fmt::format("--sizes @{}: read error: {}", printable(m_path), std::strerror(errno)));
+      throw read_error();
     }
+  }
+  UsageError read_error() const {
+    return UsageError(fmt::format("--sizes @{}: read error: {}", printable(m_path), std::strerror(errno)));
   }
 
   std::string m_path;
@@ -130,8 +147,7 @@ std::vector<Problem> read_sizes_file(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw UsageError(fmt::format("--sizes @{}: is a directory, not a file", shown));
   SizesFile in(path);
-  std::vector<Problem> out;
-  std::set<Problem> seen;
+  UniqueProblems out;
   std::string line;
   int number = 0;
   while (in.line(line, number + 1)) {
@@ -146,22 +162,18 @@ std::vector<Problem> read_sizes_file(const std::string& path) {
     if (item.find('@') != std::string_view::npos)
       throw UsageError(fmt::format("{}:{}: a sizes file may not name another (@)", shown, number));
     try {
-      for (const Problem& p : parse_sizes(item))
-        if (seen.insert(p).second) out.push_back(p);
+      for (const Problem& p : parse_sizes(item)) out.add(p);
     } catch (const UsageError& e) {
       throw UsageError(fmt::format("{}:{}: {}", shown, number, e.what()));
     }
   }
   if (out.empty()) throw UsageError(fmt::format("--sizes @{}: holds no sizes (only comments or blank lines)", shown));
-  return out;
+  return out.take();
 }
 
 std::vector<Problem> parse_sizes(std::string_view text) {
-  std::vector<Problem> out;
-  std::set<Problem> seen;
-  const auto add = [&](Problem p) {
-    if (seen.insert(p).second) out.push_back(p);
-  };
+  UniqueProblems out;
+  const auto add = [&](const Problem& p) { out.add(p); };
   if (trim(text).empty()) throw UsageError("--sizes is empty");
 
   for (const std::string_view token : split_list(text)) {
@@ -197,7 +209,7 @@ std::vector<Problem> parse_sizes(std::string_view text) {
     const int64_t n = parse_dim(token, token);
     add({n, n, n});
   }
-  return out;
+  return out.take();
 }
 
 std::vector<DType> parse_dtype_list(std::string_view dtypes) {
@@ -237,14 +249,13 @@ std::vector<Problem> expand_problems(const std::vector<Problem>& problems, std::
   if (!b.empty() && b != "a" && b != "b")
     throw UsageError(fmt::format("--broadcast: '{}' is not a or b (the operand whose stride is 0)", printable(b)));
 
-  std::vector<Problem> out;
-  std::set<Problem> seen;
+  UniqueProblems out;
   const auto add = [&](Problem p) {
     if (!b.empty()) {
       if (p.batch < 2) throw UsageError(fmt::format("--broadcast {} needs a batch above 1 ({})", b, p.to_string()));
       (b == "a" ? p.stride_a : p.stride_b) = 0;
     }
-    if (seen.insert(p).second) out.push_back(p);
+    out.add(p);
   };
   for (const Problem& given : problems) {
     const std::vector<std::pair<bool, bool>> lay = ops.empty() ? std::vector{std::make_pair(given.trans_a, given.trans_b)} : ops;
@@ -261,7 +272,7 @@ std::vector<Problem> expand_problems(const std::vector<Problem>& problems, std::
       }
     }
   }
-  return out;
+  return out.take();
 }
 
 }  // namespace cmt
