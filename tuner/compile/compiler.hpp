@@ -12,15 +12,18 @@ namespace cmt {
 struct CompileRequest {
   std::string name_expression;       // e.g. "cmt_sgemm_blocktile2d<128, 64, 8, 8, 8>"
   const SourceBundle* source = nullptr;
-  std::string arch;                  // "sm_90"
+  std::string arch;                  // "sm_90" (CUBIN), or "compute_75" (PTX, for the driver to compile)
   std::vector<std::string> options;  // the full option list (Compiler::options)
+  /// More instantiations of the same source to build into the same binary (export's runtime library).
+  std::vector<std::string> more_names;
 };
 
 struct CompileOutput {
   bool ok = false;
   std::string log;                   // compiler and assembler messages
-  std::vector<char> cubin;
+  std::vector<char> cubin;           // the CUBIN; for a compute_XY arch, the PTX text (NUL-terminated)
   std::string lowered_name;          // the kernel's symbol in the cubin
+  std::vector<std::string> more_lowered;  // the symbols of CompileRequest::more_names, in order
   int registers = -1;                // -1 when not reported
   int spill_stores = -1;
   int spill_loads = -1;

@@ -44,6 +44,7 @@ std::vector<std::string> NvrtcCompiler::options(const std::string& arch) const {
   // correlation, 58% of the bytes, plus the line tables) without changing the machine code, and
   // nothing reads it: measuring needs none, and the profiling scripts (scripts/gpu, scripts/diag)
   // read ncu's metrics, not its source page.
+  if (arch.rfind("compute_", 0) == 0) return {"--gpu-architecture=" + arch, "--std=c++17"};   // PTX: no ptxas
   return {"--gpu-architecture=" + arch, "--std=c++17", "--ptxas-options=-v"};
 }
 
@@ -93,6 +94,7 @@ CompileOutput NvrtcCompiler::compile(const CompileRequest& request) const {
   CMT_NVRTC_CHECK(nvrtcCreateProgram(prog.get(), src.main_text.c_str(), src.main_name.c_str(),
                                      static_cast<int>(header_texts.size()), header_texts.data(), header_names.data()));
   CMT_NVRTC_CHECK(nvrtcAddNameExpression(*prog, request.name_expression.c_str()));
+  for (const auto& name : request.more_names) CMT_NVRTC_CHECK(nvrtcAddNameExpression(*prog, name.c_str()));
 
   std::vector<const char*> options;
   for (const auto& o : request.options) options.push_back(o.c_str());
@@ -102,10 +104,20 @@ CompileOutput NvrtcCompiler::compile(const CompileRequest& request) const {
     const char* lowered = nullptr;
     CMT_NVRTC_CHECK(nvrtcGetLoweredName(*prog, request.name_expression.c_str(), &lowered));
     out.lowered_name = lowered;
+    for (const auto& name : request.more_names) {
+      CMT_NVRTC_CHECK(nvrtcGetLoweredName(*prog, name.c_str(), &lowered));
+      out.more_lowered.emplace_back(lowered);
+    }
     size_t size = 0;
-    CMT_NVRTC_CHECK(nvrtcGetCUBINSize(*prog, &size));
-    out.cubin.resize(size);
-    CMT_NVRTC_CHECK(nvrtcGetCUBIN(*prog, out.cubin.data()));
+    if (request.arch.rfind("compute_", 0) == 0) {   // a virtual arch: PTX, which the driver compiles
+      CMT_NVRTC_CHECK(nvrtcGetPTXSize(*prog, &size));
+      out.cubin.resize(size);
+      CMT_NVRTC_CHECK(nvrtcGetPTX(*prog, out.cubin.data()));
+    } else {
+      CMT_NVRTC_CHECK(nvrtcGetCUBINSize(*prog, &size));
+      out.cubin.resize(size);
+      CMT_NVRTC_CHECK(nvrtcGetCUBIN(*prog, out.cubin.data()));
+    }
     out.ok = size > 0;
     if (!out.ok) out.log += "\nNVRTC produced no CUBIN (is the arch a real sm_XY?)";
     parse_ptxas_resources(out.log, out.registers, out.spill_stores, out.spill_loads);
