@@ -7,7 +7,7 @@ build="${CMTUNE_BUILD_DIR:-$root/build}"
 
 # python3-pip: the db export tests install jsonschema from PyPI with it (tests/db_export).
 packages=(build-essential cmake pkg-config libspdlog-dev libfmt-dev libcli11-dev libsqlite3-dev
-          libtomlplusplus-dev libgtest-dev nlohmann-json3-dev libxxhash-dev libzstd-dev python3 python3-pip)
+          libtomlplusplus-dev libgtest-dev nlohmann-json3-dev libxxhash-dev libzstd-dev liblz4-dev python3 python3-pip)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -128,7 +128,7 @@ TEST_F(JsonFields, TuneQueryExportAndDbPrintTheirFields) {
   ASSERT_EQ(exported.exit_code, 0) << exported.err;
   const Paths spread = {"count", "median", "p90", "max"};
   expect_paths("export", exported.out,
-               joined({{"out", "written", "summary", "held_out", "held_out[].device", "held_out[].dtype",
+               joined({{"out", "written", "form", "bytes", "summary", "held_out", "held_out[].device", "held_out[].dtype",
                         "held_out[].shapes", "held_out[].unmeasured_choices", "held_out[].problems",
                         "held_out[].problems[].problem", "held_out[].problems[].chosen",
                         "held_out[].problems[].chosen_predicted_us", "held_out[].problems[].chosen_us",

@@ -96,7 +96,7 @@ constexpr DeviceTable k_device_tables[k_device_table_count] = {
     {"NVIDIA H100 80GB HBM3", 9, 0, 132, k_entries_0, 9, k_models_0, 9},
     {"NVIDIA A100-SXM4-80GB", 8, 0, 108, k_entries_1, 1, k_models_1, 1},
 };
-inline const void* kernel_function(int index) {
+inline const void* kernel_pointer(int index) {
   switch (index) {
     case 0: return reinterpret_cast<const void*>(static_cast<KernelFn>(&kernel<0>));
     case 1: return reinterpret_cast<const void*>(static_cast<KernelFn>(&kernel<1>));
@@ -114,6 +114,13 @@ inline const void* kernel_function(int index) {
     default: return nullptr;
   }
 }
+inline cudaError_t kernel_function(int /*device*/, int index, const void** fn) {
+  *fn = kernel_pointer(index);
+  return *fn != nullptr ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+#include "export/runtime/header_kernels.cuh"
+#include "export/runtime/source_code.cuh"
 
 }  // namespace detail
 

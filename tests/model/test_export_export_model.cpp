@@ -410,8 +410,9 @@ TEST(ExportHeader, HoldsUsedSourcesOnlyAndProvenanceWithoutTimes) {
   int counted = 0;
   for (size_t i = 0; i < model.kernels.size(); ++i) {
     const ExportKernel& k = model.kernels[i];
-    const std::string row_end = fmt::format(", {}, {}, {}, {}}},  // {}: ", layout_number(k.layout), k.batched ? 1 : 0,
-                                            k.template_name == "fused_batch" ? 8 : 0, static_cast<int>(k.dtype), i);
+    const std::string row_end = fmt::format(", {}, {}, {}, {}, {}}},  // {}: ", layout_number(k.layout), k.batched ? 1 : 0,
+                                            k.template_name == "fused_batch" ? 8 : 0, static_cast<int>(k.dtype),
+                                            k.shape.tensor_maps != 0 ? 1 : 0, i);
     EXPECT_NE(header.find(row_end), std::string::npos) << k.name_expression << ": " << row_end;
     EXPECT_EQ(k.takes_batch_count, k.template_name == "fused_batch") << k.name_expression;
     EXPECT_EQ(k.shape.problems_per_block, k.template_name == "fused_batch" ? 8 : 1) << k.name_expression;

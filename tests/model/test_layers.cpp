@@ -34,7 +34,7 @@ const std::map<std::string, std::set<std::string>> k_allowed = {
     {"measure", {"core", "space", "store"}},
     {"record", {"core", "space", "store", "measure"}},
     {"tune", {"core", "space", "store", "search", "compile", "measure", "record"}},
-    {"export", {"core", "space", "store", "measure", "record"}},
+    {"export", {"core", "space", "store", "compile", "measure", "record"}},
     {"output", {"core"}},
     {"report", {"core", "space", "store", "measure", "record", "export", "output"}},
     {"cuda", {"core"}},

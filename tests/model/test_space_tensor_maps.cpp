@@ -171,7 +171,7 @@ TEST(TensorMapsExport, TheHeaderMarksTmaKernelsAndNamesThemUncast) {
     if (m.kernels[i].name_expression == tma.name_expression) index = static_cast<int>(i);
   }
   ASSERT_GE(index, 0) << "the TMA winner is exported";
-  const std::string header = render_dispatch_tables(m);
+  const std::string header = render_header(m, "cmtune");   // of sources: kernel_pointer names each kernel
   const std::string row = fmt::format("0, 1}},  // {}: tma[V=1]", index);
   EXPECT_NE(header.find(row), std::string::npos) << "its row ends in tensor_maps = 1";
   EXPECT_NE(header.find(fmt::format("case {}: return reinterpret_cast<const void*>(&", index)), std::string::npos);

@@ -12,7 +12,10 @@
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "compile/build_cache.hpp"
+#include "compile/nvrtc/nvrtc_compiler.hpp"
 #include "export/dispatch.hpp"
+#include "export/header_check.hpp"
 #include "export/header_writer.hpp"
 #include "export/model_check.hpp"
 #include "report/held_out_table.hpp"
@@ -26,6 +29,7 @@ struct ExportCommandOptions {
   std::string device = "all";
   std::string name_space = "cmtune";
   std::string dtype = "all";
+  std::string form = "binary";   // binary: the cubins tune timed; source: the kernels' sources
   bool check = false;
   bool regret = false;   // the held-out check's table, one row per problem
   bool json = false;
@@ -67,6 +71,14 @@ void print_unserved_calls(const ExportModel& model) {
   }
 }
 
+/// ", 140 images of machine code (11.2 MB unpacked), 3.1 MB in all".
+std::string machine_code_summary(const HeaderCode& code, const std::string& header) {
+  size_t raw = 0;
+  for (const auto& image : code.images) raw += image.bytes.size();
+  return fmt::format(", {} images of machine code ({:.1f} MB unpacked), {:.1f} MB in all", code.images.size(),
+                     static_cast<double>(raw) / 1e6, static_cast<double>(header.size()) / 1e6);
+}
+
 int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
   check_namespace_name(o.name_space);
   const std::vector<DType> dtypes = parse_dtype_list(o.dtype);
@@ -94,18 +106,39 @@ int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
   if (!every_type) options.dtypes = dtypes;   // else every type and class
   const TemplateDesc default_tmpl = generic_default_template(global);
   const ExportModel model = build_export_model(store, options, default_tmpl);
-  const std::string header = render_header(model, o.name_space);
+  std::optional<HeaderCode> code;
+  if (o.form == "binary") {
+    // The runtime library's builds are kept between runs (compile/build_cache.hpp): they belong to no database.
+    const NvrtcCompiler nvrtc;
+    const CachedCompiler compiler(nvrtc, build_cache_folder());
+    code = collect_header_code(store, model, default_tmpl, compiler);
+  }
+  const std::string header = render_header(model, o.name_space, code ? &*code : nullptr);
 
   const auto existing = read_if_exists(destination);
   if (o.check) {
-    if (existing && *existing == header) {
-      fmt::print("{} is up to date with {}\n", out.string(), db_file.string());
+    // A header of machine code is read back too: its images must unpack to the very bytes embedded now.
+    const std::vector<std::string> differences =
+        existing && code && is_machine_code_header(*existing) ? image_differences(*existing, *code)
+                                                              : std::vector<std::string>{};
+    if (existing && *existing == header && differences.empty()) {
+      if (code)
+        fmt::print("{} is up to date with {}: its {} images unpack to the builds the database holds\n", out.string(),
+                   db_file.string(), code->images.size());
+      else
+        fmt::print("{} is up to date with {}\n", out.string(), db_file.string());
       return 0;
     }
+    constexpr size_t k_shown = 10;
+    for (size_t i = 0; i < differences.size() && i < k_shown; ++i)
+      fmt::print(stderr, "cm-tune: {}: {}\n", out.string(), differences[i]);
+    if (differences.size() > k_shown)
+      fmt::print(stderr, "cm-tune: {}: and {} more images differ\n", out.string(), differences.size() - k_shown);
     std::string again = "cm-tune export --out " + out.string();
     if (o.device != "all") again += " --device '" + o.device + "'";
     if (o.name_space != "cmtune") again += " --namespace " + o.name_space;
     if (!options.dtypes.empty()) again += " --dtype " + o.dtype;
+    if (o.form != "binary") again += " --form " + o.form;
     fmt::print(stderr, "cm-tune: {} {} what {} exports now; re-run `{}`\n", out.string(),
                existing ? "differs from" : "does not exist, so it differs from", db_file.string(), again);
     return 1;
@@ -119,7 +152,8 @@ int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
       fmt::format("{} device table{}, {} tuned problem{}, {} kernel{} (incl. {} generic default{}, one per type and "
                   "layout)",
                   model.devices.size(), model.devices.size() == 1 ? "" : "s", problems, problems == 1 ? "" : "s",
-                  model.kernels.size(), model.kernels.size() == 1 ? "" : "s", generics, generics == 1 ? "" : "s");
+                  model.kernels.size(), model.kernels.size() == 1 ? "" : "s", generics, generics == 1 ? "" : "s") +
+      (code ? machine_code_summary(*code, header) : std::string(", as sources"));
   const bool unchanged = existing && *existing == header;
   if (!unchanged) write_file_atomically(destination, header);   // replaces the link's destination, so the link stays
   // Not rewritten when unchanged, so builds that depend on it stay up to date.
@@ -131,6 +165,8 @@ int run_export(const GlobalOptions& global, const ExportCommandOptions& o) {
     for (size_t d = 0; d < model.devices.size(); ++d) unserved.set(model.devices[d].name, unserved_calls(model, d));
     print_json(output::Record{{"out", out.string()},
                               {"written", !unchanged},
+                              {"form", o.form},
+                              {"bytes", header.size()},
                               {"summary", summary},
                               {"held_out", held_out},
                               {"unserved", unserved}});
@@ -160,8 +196,14 @@ void add_export_command(CLI::App& app, GlobalOptions& global, Action& action) {
                   "(every type and class; the entry points sgemm, dgemm, igemm and sgemm_tf32x3 exist anyway, "
                   "running the generic defaults or, for tf32x3, sgemm's dispatch)")
       ->capture_default_str();
+  sub->add_option("--form", o->form,
+                  "binary: the cubins tune timed, loaded at run time (any C++ compiler builds the header); source: the "
+                  "kernels' sources, which the program's nvcc compiles")
+      ->check(CLI::IsMember({"binary", "source"}))
+      ->capture_default_str();
   sub->add_flag("--check", o->check,
-                "Write nothing; exit 1 if the file differs from what would be exported now (0 if identical)");
+                "Write nothing; exit 1 if the file differs from what would be exported now (0 if identical), naming "
+                "each embedded image whose bytes are not the database's build");
   sub->add_flag("--regret", o->regret,
                 "After the held-out check's summary, its table: per problem, the kernel the dispatch chooses with "
                 "that problem left out, its measured time, the fastest measured kernel, the regret and the model error");

@@ -233,6 +233,7 @@ void fit_device_models(Store& store, ExportDevice& dev,
       // A generic default that was also measured: its build is in the compile cache (bench times it).
       ExportKernel& exported = kernels[static_cast<size_t>(index->second)];
       if (exported.binary_key.empty()) exported.binary_key = t.binary_key;
+      dev.kernel_binaries.emplace(index->second, t.binary_key);
       const double us = rank_time(t) * 1e3;  // the time trials rank by (record/ranking.hpp)
       const double competitive = fastest_us.at(t.problem) / us;
       points[index->second].push_back({t.problem, us, competitive * competitive});

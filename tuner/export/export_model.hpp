@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -71,6 +72,9 @@ struct ExportDevice {
   /// kernel's share of the first device record's theoretical DRAM bandwidth; 0 (K is never split)
   /// when the record has no memory clock or bus width.
   double bytes_per_us = 0;
+  /// Per kernel measured on this device (index into ExportModel::kernels), the compile cache key of the
+  /// build it was measured as: the machine code a header of machine code embeds for the device.
+  std::map<int, std::string> kernel_binaries;
   /// What each model was fitted on, parallel to models (export/cost_model.hpp, fit_kernel_model): the
   /// held-out check (export/model_check.hpp) refits them without one problem. Not in the header.
   std::vector<std::vector<ModelPoint>> model_points;

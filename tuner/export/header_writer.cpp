@@ -15,6 +15,7 @@
 #include "core/embedded.hpp"
 #include "core/error.hpp"
 #include "export/dispatch.hpp"
+#include "export/image_codec.hpp"
 #include "space/space.hpp"
 #include "record/ranking.hpp"
 
@@ -243,14 +244,13 @@ std::string render_dispatch_tables(const ExportModel& model) {
     bool generic = false;
     for (const auto& row : model.generic_kernels)
       generic = generic || std::find(std::begin(row), std::end(row), static_cast<int>(i)) != std::end(row);
-    // tensor_maps is written only where it is 1, so the tables of headers without TMA kernels read as
-    // before.
-    out += fmt::format("    {{{}, \"{}\", {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}{}}},  // {}: {}{}[{}]\n",
+    // Every field is written (tensor_maps too), so -Wextra finds no missing initializer.
+    out += fmt::format("    {{{}, \"{}\", {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}},  // {}: {}{}[{}]\n",
                        c_string(k.name_expression), source_namespace(k.source_hash), k.shape.threads, k.shape.tile_m,
                        k.shape.tile_n, k.shape.dynamic_smem, k.shape.grid_z, k.requirements.align_bytes,
                        k.requirements.ld_multiple, layout_number(k.layout), k.batched ? 1 : 0,
                        k.takes_batch_count ? k.shape.problems_per_block : 0, static_cast<int>(k.dtype),
-                       k.shape.tensor_maps != 0 ? ", 1" : "", i, generic ? "generic default, " : "", k.template_name,
+                       k.shape.tensor_maps != 0 ? 1 : 0, i, generic ? "generic default, " : "", k.template_name,
                        comment_text(k.params));
   }
   out += "};\n\n";
@@ -287,24 +287,6 @@ std::string render_dispatch_tables(const ExportModel& model) {
                        dev.bytes_per_us);
   }
   out += "};\n\n";
-  out += "/// The function of k_kernels[index]; nullptr for an index out of range. Unbatched kernels take the\n";
-  out += "/// 11 arguments of KernelFn, batched ones the 14 of BatchedKernelFn (15 of BatchCountKernelFn with\n";
-  out += "/// the problem count); of TypedKernelFn<double> and so on for the other element types.\n";
-  out += "inline const void* kernel_function(int index) {\n";
-  out += "  switch (index) {\n";
-  for (size_t i = 0; i < model.kernels.size(); ++i) {
-    const ExportKernel& k = model.kernels[i];
-    // A TMA kernel takes its source's tensor-map type after the 15 arguments: named as it is.
-    if (k.shape.tensor_maps != 0)
-      out += fmt::format("    case {}: return reinterpret_cast<const void*>(&{}::{});\n", i,
-                         source_namespace(k.source_hash), k.name_expression);
-    else
-      out += fmt::format("    case {}: return reinterpret_cast<const void*>(static_cast<{}>(&{}::{}));\n", i,
-                         kernel_function_type(k), source_namespace(k.source_hash), k.name_expression);
-  }
-  out += "    default: return nullptr;\n";
-  out += "  }\n";
-  out += "}\n";
   out += "// ---- end of dispatch tables ----\n";
   return out;
 }
@@ -323,6 +305,99 @@ const char* source_origin(const ExportSource& s) {
   return s.from_templates_folder ? "the templates folder (generic default)" : "the database";
 }
 
+/// A header of sources: kernel_function, the address of each kernel the program's device code holds.
+std::string render_source_functions(const ExportModel& model) {
+  std::string out;
+  out += "/// The function of k_kernels[index] (cudaErrorInvalidValue for an index out of range). Unbatched\n";
+  out += "/// kernels take the 11 arguments of KernelFn, batched ones the 14 of BatchedKernelFn (15 of\n";
+  out += "/// BatchCountKernelFn with the problem count); of TypedKernelFn<double> and so on for the other types.\n";
+  out += "inline const void* kernel_pointer(int index) {\n";
+  out += "  switch (index) {\n";
+  for (size_t i = 0; i < model.kernels.size(); ++i) {
+    const ExportKernel& k = model.kernels[i];
+    // A TMA kernel takes its source's tensor-map type after the 15 arguments: named as it is.
+    if (k.shape.tensor_maps != 0)
+      out += fmt::format("    case {}: return reinterpret_cast<const void*>(&{}::{});\n", i,
+                         source_namespace(k.source_hash), k.name_expression);
+    else
+      out += fmt::format("    case {}: return reinterpret_cast<const void*>(static_cast<{}>(&{}::{}));\n", i,
+                         kernel_function_type(k), source_namespace(k.source_hash), k.name_expression);
+  }
+  out += "    default: return nullptr;\n";
+  out += "  }\n";
+  out += "}\n";
+  out += "inline cudaError_t kernel_function(int /*device*/, int index, const void** fn) {\n";
+  out += "  *fn = kernel_pointer(index);\n";
+  out += "  return *fn != nullptr ? cudaSuccess : cudaErrorInvalidValue;\n";
+  out += "}\n";
+  return out;
+}
+
+/// A header of machine code: its images as base64 text in one inline function (one copy in a program
+/// of many translation units), the functions and the images that hold each, and kernel_function and
+/// helper_function over the loader (export/runtime/image_loader.h).
+std::string render_code_tables(const ExportModel& model, const HeaderCode& code) {
+  std::string out;
+  out += "// ---- machine code (generated) ----\n";
+  out += fmt::format("constexpr int k_image_count = {};\n", code.images.size());
+  out += "/// The images: arch, bytes, hash of the bytes, and the bytes LZ4-packed in base64.\n";
+  out += "inline const CodeImage* code_images() {\n";
+  for (size_t i = 0; i < code.images.size(); ++i) {
+    const CodeImageBytes& image = code.images[i];
+    const PackedImage packed = pack_image(image.bytes);
+    out += fmt::format("  // image {}: {}, {} ({} bytes, {} packed), build {}\n", i, image.what, image.arch,
+                       image.bytes.size(), packed.packed_bytes, image.binary_key);
+    out += fmt::format("  static const char text_{}[] =\n", i);
+    constexpr size_t k_line = 112;
+    for (size_t at = 0; at < packed.text.size(); at += k_line)
+      out += fmt::format("      \"{}\"\n", packed.text.substr(at, k_line));
+    if (packed.text.empty()) out += "      \"\"\n";
+    out += "      ;\n";
+  }
+  out += "  static const CodeImage images[k_image_count + 1] = {\n";
+  for (size_t i = 0; i < code.images.size(); ++i) {
+    const CodeImageBytes& image = code.images[i];
+    out += fmt::format("      {{\"{}\", {}u, \"{}\", text_{}}},\n", image.arch, image.bytes.size(), image.hash, i);
+  }
+  out += "      {\"\", 0u, \"\", \"\"},   // unused\n";
+  out += "  };\n";
+  out += "  return images;\n";
+  out += "}\n";
+  std::vector<int> lists;
+  out += fmt::format("constexpr int k_code_function_count = {};   // the kernels, then the header's own\n",
+                     code.symbols.size());
+  out += "constexpr CodeFunction k_code_functions[k_code_function_count] = {\n";
+  out += "    // symbol, first of its images in k_image_lists, image count\n";
+  for (size_t f = 0; f < code.symbols.size(); ++f) {
+    const auto& images = code.function_images[f];
+    const std::string what = f < model.kernels.size() ? fmt::format("kernel {}", f)
+                                                      : fmt::format("helper {}", f - model.kernels.size());
+    out += fmt::format("    {{{}, {}, {}}},  // {}\n", c_string(code.symbols[f]), lists.size(), images.size(), what);
+    lists.insert(lists.end(), images.begin(), images.end());
+  }
+  out += "};\n";
+  out += fmt::format("constexpr int k_image_lists[{}] = {{", lists.size() + 1);
+  for (size_t i = 0; i < lists.size(); ++i) out += fmt::format("{}{}{}", i % 24 == 0 ? "\n    " : " ", lists[i], ",");
+  out += "\n    -1};\n";
+  out += "/// Function `function` (a kernel, or k_kernel_count + a helper) on `device`, loaded on first use.\n";
+  out += "inline cudaError_t code_function(int device, int function, const void** fn) {\n";
+  out += "  static LoadedImage loaded[k_image_count + 1];\n";
+  out += "  static std::atomic<const void*> cache[k_code_devices * k_code_function_count];\n";
+  out += "  return code_function(device, function, k_code_functions, k_code_function_count, k_image_lists, code_images(),\n";
+  out += "                       loaded, cache, fn);\n";
+  out += "}\n";
+  out += "inline cudaError_t kernel_function(int device, int index, const void** fn) {\n";
+  out += "  if (index < 0 || index >= k_kernel_count) return cudaErrorInvalidValue;\n";
+  out += "  return code_function(device, index, fn);\n";
+  out += "}\n";
+  out += "inline cudaError_t helper_function(int device, int helper, const void** fn) {\n";
+  out += "  if (helper < 0 || helper >= k_helper_count) return cudaErrorInvalidValue;\n";
+  out += "  return code_function(device, k_kernel_count + helper, fn);\n";
+  out += "}\n";
+  out += "// ---- end of machine code ----\n";
+  return out;
+}
+
 bool uses_cp_async(const ExportSource& source) { return source.text.find("cp.async") != std::string::npos; }
 
 std::string bundle_files(const ExportSource& s) {
@@ -337,12 +412,12 @@ std::string bundle_files(const ExportSource& s) {
 
 }  // namespace
 
-std::string render_header(const ExportModel& model, const std::string& name_space) {
+std::string render_header(const ExportModel& model, const std::string& name_space, const HeaderCode* code) {
   check_namespace_name(name_space);
   const auto [ns_open, ns_close] = namespace_braces(name_space);
   const ExportKernel& generic = model.kernels.at(k_generic_kernel_index);
   bool cp_async = false;
-  for (const auto& s : model.sources) cp_async = cp_async || uses_cp_async(s);
+  for (const auto& s : model.sources) cp_async = cp_async || (code == nullptr && uses_cp_async(s));
 
   std::string out;
   // Provenance: nothing time-dependent, so the same database gives the same bytes.
@@ -352,6 +427,8 @@ std::string render_header(const ExportModel& model, const std::string& name_spac
   out += fmt::format("// cm-tune version:       {}\n", model.tool_version);
   out += fmt::format("// Database content hash: {}\n", model.content_hash);
   out += fmt::format("// Namespace:             {}\n", name_space);
+  out += code != nullptr ? "// Form:                  machine code (the cubins tune timed, and PTX for other GPUs)\n"
+                         : "// Form:                  kernel sources (compiled by the program's nvcc)\n";
   out += "//\n";
   out += fmt::format("// Device tables ({}), matched at run time by name, compute capability and SM count:\n",
                      model.devices.size());
@@ -364,7 +441,8 @@ std::string render_header(const ExportModel& model, const std::string& name_spac
                          r.runtime_version, comment_text(r.nvrtc_version));
   }
   out += "//\n";
-  out += "// Kernel sources (namespace under detail, files, bundle hash):\n";
+  out += code != nullptr ? "// Kernel sources the machine code was built from (files, bundle hash):\n"
+                         : "// Kernel sources (namespace under detail, files, bundle hash):\n";
   for (const auto& s : model.sources)
     out += fmt::format("//   {}  {}  {}  (from {})\n", source_namespace(s.hash), comment_text(bundle_files(s)), s.hash,
                        source_origin(s));
@@ -383,10 +461,21 @@ std::string render_header(const ExportModel& model, const std::string& name_spac
   out += "// validated against FP64) where a tf32x3 kernel is predicted faster; #define CMTUNE_SGEMM_TF32X3 before\n";
   out += "// including the header makes sgemm do so too.\n";
   out += "// CMTUNE_RECORD=FILE in the environment appends each distinct call to FILE, for `cm-tune tune --sizes @FILE`.\n";
-  out += "// Needs only the CUDA runtime (<cuda_runtime.h>, which also provides log/fabs; <cuda.h> for the types of\n";
-  out += "// tensor maps, no driver symbol) and the C++ standard library;\n";
-  out += "// compile with nvcc, C++14 or newer";
-  out += cp_async ? ",\n// for sm_80 or newer (the tuned kernels use cp.async).\n" : ".\n";
+  if (code != nullptr) {
+    size_t raw = 0;
+    for (const auto& image : code->images) raw += image.bytes.size();
+    out += fmt::format("// Machine code: {} images, {} bytes unpacked, loaded with the CUDA runtime (cudaLibraryLoadData)\n",
+                       code->images.size(), raw);
+    out += "// on the first call that needs each, once per program.\n";
+    out += "// Needs only the CUDA runtime 12.0 or newer (<cuda_runtime.h>; <cuda.h> for the types of tensor maps,\n";
+    out += "// no driver symbol) and the C++ standard library: compile with g++, clang++ or nvcc, C++14 or newer,\n";
+    out += "// and link with cudart.\n";
+  } else {
+    out += "// Needs only the CUDA runtime (<cuda_runtime.h>, which also provides log/fabs; <cuda.h> for the types of\n";
+    out += "// tensor maps, no driver symbol) and the C++ standard library;\n";
+    out += "// compile with nvcc, C++14 or newer";
+    out += cp_async ? ",\n// for sm_80 or newer (the tuned kernels use cp.async).\n" : ".\n";
+  }
   out += "#pragma once\n\n";
   out += runtime_file("header_includes.h");
   out += "\n";
@@ -397,6 +486,7 @@ std::string render_header(const ExportModel& model, const std::string& name_spac
   }
 
   for (const auto& s : model.sources) {
+    if (code != nullptr) break;   // a header of machine code holds no source
     const std::string src_ns = source_namespace(s.hash);
     out += "// ==============================================================================================\n";
     out += fmt::format("// Source bundle {}: {}\n", src_ns, comment_text(bundle_files(s)));
@@ -425,6 +515,19 @@ std::string render_header(const ExportModel& model, const std::string& name_spac
   out += runtime_file("dispatch_rules.h");
   out += "// ---- end of dispatch rules ----\n\n";
   out += render_dispatch_tables(model);
+  out += "\n";
+  if (code != nullptr) {
+    out += "// ---- the loader of the machine code ----\n";
+    out += runtime_file("image_loader.h");
+    out += "// ---- end of the loader ----\n\n";
+    out += render_code_tables(model, *code);
+  } else {
+    out += render_source_functions(model);
+    out += "\n";
+    out += runtime_file("header_kernels.cuh");
+    out += "\n";
+    out += runtime_file("source_code.cuh");
+  }
   out += "\n}  // namespace detail\n\n";
   out += runtime_file("call_recorder.cuh");
   out += "\n";

@@ -10,6 +10,7 @@
 
 #include "core/types.hpp"
 #include "space/template_desc.hpp"
+#include "export/code_images.hpp"
 #include "export/export_model.hpp"
 #include "store/store.hpp"
 
@@ -27,13 +28,14 @@ bool valid_namespace_name(const std::string& text);
 /// UsageError "--namespace 'TEXT': 'PART' REASON, ..." unless text is a usable namespace name.
 void check_namespace_name(const std::string& text);
 
-/// The dispatch-table section alone (kernel table, device tables, kernel functions), as in the header.
+/// The dispatch-table section alone (kernel table, device tables), as in the header.
 std::string render_dispatch_tables(const ExportModel& model);
 
-/// The whole header.
-std::string render_header(const ExportModel& model, const std::string& name_space);
+/// The whole header: of machine code where `code` is given (collect_header_code), which any C++
+/// compiler builds; else of kernel sources, which the program's nvcc compiles.
+std::string render_header(const ExportModel& model, const std::string& name_space, const HeaderCode* code = nullptr);
 
-/// build_export_model + render_header.
+/// build_export_model + render_header, of kernel sources.
 std::string export_header(Store& store, const ExportOptions& options, const TemplateDesc& default_tmpl);
 
 }  // namespace cmt

@@ -1,6 +1,7 @@
 // The run-time half of an exported header: device identification, kernel selection, launching,
 // and the public API (sgemm, dgemm, igemm and their helpers). Pasted by `cm-tune export` inside the header's
-// namespace NS, after the generated tables (k_kernels, k_device_tables, kernel_function), the
+// namespace NS, after the generated tables (k_kernels, k_device_tables), the functions that give the
+// kernels to launch (kernel_function, helper_function: source_code.cuh or image_loader.h), the
 // dispatch rules it calls and the call recorder (call_recorder.cuh); tests/cuda/test_header_runtime.cu compiles it as code.
 
 namespace detail {
@@ -93,20 +94,11 @@ inline TmaEncodeFn tma_encoder() {
   return fn;
 }
 
-/// Writes 1 where the device code that runs was built with sm_90a's features. A template, so that
-/// several -rdc translation units may include it.
-template <int Unused>
-__global__ void tma_probe_kernel(int* built_for_sm90a) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  *built_for_sm90a = 1;
-#else
-  *built_for_sm90a = 0;
-#endif
-}
-
 /// Whether TMA kernels run on the current device: compute capability 9.0, the driver's encoder, and
-/// sm_90a device code in this program (a one-thread probe, once per device; a probe that cannot
-/// run, e.g. inside a stream capture, answers no for this call and is tried again at the next).
+/// sm_90a device code (device_code_has_sm90a: always in a header of machine code; in a header of
+/// sources, where the program was built for sm_90a, which a one-thread probe tells, once per device;
+/// a probe that cannot run, e.g. inside a stream capture, answers no for this call and is tried again
+/// at the next).
 inline bool tma_ready() {
   static std::atomic<int> state[64];   // per device: 0 not known, 1 ready, 2 not (calls may come from any thread)
   int device = 0;
@@ -126,15 +118,8 @@ inline bool tma_ready() {
     state[device].store(2, std::memory_order_relaxed);
     return false;
   }
-  int* flag = 0;
   int built = 0;
-  cudaError_t err = cudaMalloc(&flag, sizeof(int));
-  if (err == cudaSuccess) {
-    void* args[] = {&flag};
-    err = cudaLaunchKernel(reinterpret_cast<const void*>(&tma_probe_kernel<0>), dim3(1), dim3(1), args, 0, 0);
-    if (err == cudaSuccess) err = cudaMemcpy(&built, flag, sizeof(int), cudaMemcpyDeviceToHost);
-    (void)cudaFree(flag);
-  }
+  const cudaError_t err = device_code_has_sm90a(&built);
   if (err != cudaSuccess) {
     (void)cudaGetLastError();
     return false;
@@ -418,55 +403,38 @@ inline cudaError_t current_table(int* device, int* table) {
 }
 
 /// Sets a kernel's attributes on a device, once: a dynamic shared memory limit above 48 KiB, and
-/// clusters of more than the portable 8 blocks.
+/// clusters of more than the portable 8 blocks (loading its machine code first, in a header of it).
 inline cudaError_t prepare_kernel(int device, int kernel) {
   const KernelInfo& info = k_kernels[kernel];
   if (info.dynamic_smem <= 48 * 1024 && info.grid_z <= 8) return cudaSuccess;
   DeviceState* state = device_state(device);
   if (state != nullptr && load_flag(&state->smem_raised[kernel]) != 0) return cudaSuccess;
-  cudaError_t err = cudaSuccess;
-  if (info.dynamic_smem > 48 * 1024)
-    err = cudaFuncSetAttribute(kernel_function(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize, info.dynamic_smem);
+  const void* fn = 0;
+  cudaError_t err = kernel_function(device, kernel, &fn);
+  if (err == cudaSuccess && info.dynamic_smem > 48 * 1024)
+    err = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, info.dynamic_smem);
   if (err == cudaSuccess && info.grid_z > 8)
-    err = cudaFuncSetAttribute(kernel_function(kernel), cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    err = cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
   if (err == cudaSuccess && state != nullptr) store_flag(&state->smem_raised[kernel], 1);
   return err;
 }
 
-/// beta * c in the element type; for int it wraps modulo 2^32 (the product is taken in unsigned
-/// arithmetic, where C++ defines the wrap, and read back as two's complement).
-__device__ inline float scale_value(float beta, float c) { return beta * c; }
-__device__ inline double scale_value(double beta, double c) { return beta * c; }
-__device__ inline int scale_value(int beta, int c) {
-  return static_cast<int>(static_cast<unsigned>(beta) * static_cast<unsigned>(c));
-}
 
-/// C = beta*C on the M x N blocks of a batch (blockIdx.z: the matrix, stride_c apart) without reading
-/// A or B; C is not read when beta == 0, so NaN in C does not survive (BLAS semantics). A template
-/// (over the element type), so that several -rdc translation units may include it.
-template <class T>
-__global__ void __launch_bounds__(256) scale_kernel(int M, int N, T beta, T* __restrict__ C, int ldc,
-                                                    long long stride_c) {
-  const long long col = static_cast<long long>(blockIdx.x) * 256 + threadIdx.x;
-  if (col >= N) return;
-  C += static_cast<long long>(blockIdx.z) * stride_c;
-  for (int row = blockIdx.y; row < M; row += gridDim.y) {
-    T* p = C + static_cast<long long>(row) * ldc + col;
-    *p = beta == T(0) ? T(0) : scale_value(beta, *p);
-  }
-}
-
+/// C = beta*C (scale_kernel, export/runtime/header_kernels.cuh) on the current device.
 template <class T>
 inline cudaError_t launch_scale(int M, int N, T beta, T* C, int ldc, long long stride_c, int batch,
                                 cudaStream_t stream) {
-  cudaError_t err = cudaSuccess;
+  int device = 0;
+  const void* fn = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err == cudaSuccess) err = helper_function(device, k_helper_scale + DTypeOf<T>::value, &fn);
   for (int first = 0; first < batch && err == cudaSuccess; first += 65535) {
     const int count = batch - first < 65535 ? batch - first : 65535;
     T* c = C + static_cast<long long>(first) * stride_c;
     const dim3 grid(static_cast<unsigned>((N - 1) / 256 + 1), static_cast<unsigned>(M < 65535 ? M : 65535),
                     static_cast<unsigned>(count));
     void* args[] = {&M, &N, &beta, &c, &ldc, &stride_c};
-    err = cudaLaunchKernel(reinterpret_cast<const void*>(&scale_kernel<T>), grid, dim3(256), args, 0, stream);
+    err = cudaLaunchKernel(fn, grid, dim3(256), args, 0, stream);
   }
   return err;
 }
@@ -486,11 +454,13 @@ inline unsigned launch_grid_z(const KernelInfo& info, int count) {
 
 /// Launches kernel `kernel` on a checked call, `batch` problems `stride_*` apart.
 template <class T>
-inline cudaError_t launch_kernel(int kernel, int M, int N, int K, T alpha, const T* A, int lda, long long stride_a,
+inline cudaError_t launch_kernel(int device, int kernel, int M, int N, int K, T alpha, const T* A, int lda,
+                                 long long stride_a,
                                  const T* B, int ldb, long long stride_b, T beta, T* C, int ldc, long long stride_c,
                                  int batch, cudaStream_t stream) {
   const KernelInfo& info = k_kernels[kernel];
-  cudaError_t err = cudaSuccess;
+  const void* fn = 0;
+  cudaError_t err = kernel_function(device, kernel, &fn);
   // Grid z holds at most 65535 blocks: a larger batch takes several launches, each with its own count.
   const int per_launch = problems_per_launch(info);
   for (int first = 0; first < batch && err == cudaSuccess; first += per_launch) {
@@ -508,42 +478,20 @@ inline cudaError_t launch_kernel(int kernel, int M, int N, int K, T alpha, const
       return cudaErrorInvalidValue;
     void* args[] = {&M, &N, &K, &alpha, &a, &lda, &b, &ldb, &beta, &c, &ldc, &stride_a, &stride_b, &stride_c, &count,
                     &maps[0], &maps[1]};
-    err = cudaLaunchKernel(kernel_function(kernel), grid, dim3(static_cast<unsigned>(info.threads)), args,
+    err = cudaLaunchKernel(fn, grid, dim3(static_cast<unsigned>(info.threads)), args,
                            static_cast<size_t>(info.dynamic_smem), stream);
   }
   return err;
 }
 
-/// a + b in the element type; for int it wraps modulo 2^32, as scale_value.
-__device__ inline float add_value(float a, float b) { return a + b; }
-__device__ inline double add_value(double a, double b) { return a + b; }
-__device__ inline int add_value(int a, int b) {
-  return static_cast<int>(static_cast<unsigned>(a) + static_cast<unsigned>(b));
-}
-
-/// The sum of split K: C = alpha * (the `splits` M x N slices of `partial`, added in slice order) +
-/// beta * C; C is not read when beta == 0. The same order every time: the result does not depend on
-/// the launch.
-template <class T>
-__global__ void __launch_bounds__(256) split_sum_kernel(int M, int N, int splits, T alpha, const T* __restrict__ partial,
-                                                        T beta, T* __restrict__ C, int ldc) {
-  const long long count = static_cast<long long>(M) * N;
-  for (long long i = static_cast<long long>(blockIdx.x) * 256 + threadIdx.x; i < count;
-       i += static_cast<long long>(gridDim.x) * 256) {
-    T sum = partial[i];
-    for (int s = 1; s < splits; ++s) sum = add_value(sum, partial[static_cast<long long>(s) * count + i]);
-    T* c = C + (i / N) * ldc + i % N;
-    const T scaled = scale_value(alpha, sum);
-    *c = beta == T(0) ? scaled : add_value(scaled, scale_value(beta, *c));
-  }
-}
 
 /// Runs an unbatched call as `splits` slices of K/splits: one strided batch into a workspace taken
 /// from the stream-ordered allocator on the call's stream (so concurrent streams and threads each
 /// have their own, and it is freed in stream order after the sum), then split_sum_kernel.
 /// cudaErrorMemoryAllocation when no workspace could be had (nothing was launched).
 template <class T>
-inline cudaError_t launch_split(int kernel, int splits, int layout, int M, int N, int K, T alpha, const T* A, int lda,
+inline cudaError_t launch_split(int device, int kernel, int splits, int layout, int M, int N, int K, T alpha, const T* A,
+                                int lda,
                                 const T* B, int ldb, T beta, T* C, int ldc, cudaStream_t stream) {
   const long long slice_k = K / splits;
   const long long slice = static_cast<long long>(M) * N;
@@ -554,13 +502,16 @@ inline cudaError_t launch_split(int kernel, int splits, int layout, int M, int N
     return cudaErrorMemoryAllocation;
   }
   T* partial = static_cast<T*>(workspace);
-  err = launch_kernel(kernel, M, N, static_cast<int>(slice_k), T(1), A, lda, split_stride_a(layout, slice_k, lda), B, ldb,
+  err = launch_kernel(device, kernel, M, N, static_cast<int>(slice_k), T(1), A, lda,
+                      split_stride_a(layout, slice_k, lda), B, ldb,
                       split_stride_b(layout, slice_k, ldb), T(0), partial, N, slice, splits, stream);
   if (err == cudaSuccess) {
     const long long blocks = (slice + 255) / 256;
     const unsigned grid = static_cast<unsigned>(blocks < 65535 ? blocks : 65535);
     void* args[] = {&M, &N, &splits, &alpha, &partial, &beta, &C, &ldc};
-    err = cudaLaunchKernel(reinterpret_cast<const void*>(&split_sum_kernel<T>), dim3(grid), dim3(256), args, 0, stream);
+    const void* fn = 0;
+    err = helper_function(device, k_helper_split_sum + DTypeOf<T>::value, &fn);
+    if (err == cudaSuccess) err = cudaLaunchKernel(fn, dim3(grid), dim3(256), args, 0, stream);
   }
   const cudaError_t freed = cudaFreeAsync(workspace, stream);
   return err != cudaSuccess ? err : freed;
@@ -625,17 +576,19 @@ inline cudaError_t gemm(Op op_a, Op op_b, int M, int N, int K, T alpha, const T*
   err = prepare_kernel(device, kernel);
   if (err != cudaSuccess) return err;
   if (splits > 1) {
-    err = launch_split(kernel, splits, call.layout, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream);
+    err = launch_split(device, kernel, splits, call.layout, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream);
     if (err != cudaErrorMemoryAllocation) return err;
     // No workspace: the best unsplit kernel runs instead.
     const int unsplit = select(table, call, static_cast<int*>(0));
     if (unsplit < 0) return cudaErrorNotSupported;
     err = prepare_kernel(device, unsplit);
     if (err != cudaSuccess) return err;
-    return launch_kernel(unsplit, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b, beta, C, ldc, stride_c, batch,
+    return launch_kernel(device, unsplit, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b, beta, C, ldc, stride_c,
+                         batch,
                          stream);
   }
-  return launch_kernel(kernel, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b, beta, C, ldc, stride_c, batch, stream);
+  return launch_kernel(device, kernel, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b, beta, C, ldc, stride_c, batch,
+                       stream);
 }
 
 /// What kernel_name reports for a call of elements of type T (see kernel_name below), and why when

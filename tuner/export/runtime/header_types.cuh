@@ -92,6 +92,12 @@ constexpr int k_dtype_count = 3;
 /// products on the tensor cores.
 constexpr int k_dtype_tf32x3 = 3;
 
+/// The header's own kernels (export/runtime/header_kernels.cuh), as helper_function numbers them: C =
+/// beta*C, and split K's sum, each plus the element type (DTypeOf).
+constexpr int k_helper_scale = 0;
+constexpr int k_helper_split_sum = 3;
+constexpr int k_helper_count = 6;
+
 /// Every kernel has the GEMM contract signature (templates/README.md) over its element type T (alpha,
 /// beta, A, B and C all of type T); a batched one takes the strides of A, B and C after ldc, and one
 /// that computes several problems per block the launch's problem count after them.
