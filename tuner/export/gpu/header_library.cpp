@@ -11,6 +11,8 @@
 
 #include "core/dtype.hpp"
 #include "core/error.hpp"
+#include "core/files.hpp"
+#include "export/header_check.hpp"
 
 namespace cmt {
 
@@ -34,10 +36,15 @@ HeaderLibrary::HeaderLibrary(const std::string& header, const std::string& name_
   if (!std::filesystem::exists(header_path)) throw UsageError(fmt::format("--header {} does not exist", header));
   if (std::filesystem::is_directory(header_path))
     throw UsageError(fmt::format("--header {} is a folder, not an exported header", header));
+  // A header of machine code builds with the C++ compiler, as a program that includes it would; one of
+  // sources needs nvcc.
+  const bool machine_code = is_machine_code_header(read_text_file(header_path, "the header"));
+  m_machine_code = machine_code;
+  const std::string harness = machine_code ? "harness.cpp" : "harness.cu";
   m_dir = std::filesystem::temp_directory_path() / fmt::format("cm-tune-bench-{}", std::random_device{}());
   std::filesystem::create_directories(m_dir);
   {
-    std::ofstream src(m_dir / "harness.cu");
+    std::ofstream src(m_dir / harness);
     src << fmt::format("#include \"{}\"\n", header_path.string())
         << fmt::format("namespace ns = {};\n", name_space)
         << "static ns::Op op(int t) { return t ? ns::Op::T : ns::Op::N; }\n";
@@ -59,16 +66,29 @@ HeaderLibrary::HeaderLibrary(const std::string& header, const std::string& name_
           fmt::arg("x", header_routine(d)), fmt::arg("t", t), fmt::arg("kn", header_kernel_name_function(d)));
     }
   }
-  const char* cuda_home = std::getenv("CUDA_HOME");
-  const std::string nvcc = fmt::format("{}/bin/nvcc", cuda_home ? cuda_home : "/usr/local/cuda");
-  const std::string cmd = fmt::format("{} -std=c++17 -O3 -arch={} -Xcompiler -fPIC -shared -o {} {} > {} 2>&1", nvcc, arch,
-                                      (m_dir / "harness.so").string(), (m_dir / "harness.cu").string(),
-                                      (m_dir / "nvcc.log").string());
-  spdlog::info("building the header with nvcc for {}", arch);
+  const char* cuda_home_env = std::getenv("CUDA_HOME");
+  const std::string cuda_home = cuda_home_env ? cuda_home_env : "/usr/local/cuda";
+  const std::string log = (m_dir / "build.log").string();
+  std::string cmd;
+  std::string compiler;
+  if (machine_code) {
+    // The runtime linked statically into the harness, as nvcc links it by default.
+    const char* cxx = std::getenv("CXX");
+    compiler = cxx && *cxx ? cxx : "g++";
+    cmd = fmt::format("{} -std=c++17 -O2 -fPIC -shared -I{}/include -o {} {} -L{}/lib64 -lcudart_static -ldl -lpthread "
+                      "-lrt > {} 2>&1",
+                      compiler, cuda_home, (m_dir / "harness.so").string(), (m_dir / harness).string(), cuda_home, log);
+    spdlog::info("building the header with {}", compiler);
+  } else {
+    compiler = "nvcc";
+    cmd = fmt::format("{}/bin/nvcc -std=c++17 -O3 -arch={} -Xcompiler -fPIC -shared -o {} {} > {} 2>&1", cuda_home, arch,
+                      (m_dir / "harness.so").string(), (m_dir / harness).string(), log);
+    spdlog::info("building the header with nvcc for {}", arch);
+  }
   if (std::system(cmd.c_str()) != 0) {
-    std::ifstream log(m_dir / "nvcc.log");
-    std::string text((std::istreambuf_iterator<char>(log)), {});
-    throw UsageError(fmt::format("the header {} does not compile with nvcc: {}", header, text.substr(0, 2000)));
+    std::ifstream in(log);
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    throw UsageError(fmt::format("the header {} does not compile with {}: {}", header, compiler, text.substr(0, 2000)));
   }
   m_handle = dlopen((m_dir / "harness.so").c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!m_handle) throw UsageError(fmt::format("cannot load the compiled header: {}", dlerror()));
