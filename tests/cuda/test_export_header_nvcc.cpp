@@ -95,8 +95,10 @@ TEST(ExportNvcc, ExampleAndHarnessCompileAgainstAnExportedHeader) {
     test::write_file(dir / "tuned_sgemm.cuh", export_header(db.store(), {}, builtin_blocktile2d()));
   }
   const fs::path root = default_templates_dir().parent_path();
-  for (const fs::path source : {root / "examples" / "consumer" / "main.cu", root / "tests" / "consumer" / "harness.cu"}) {
-    const auto r = test::nvcc_cached(unoptimized_format("-arch=sm_90 -c '-DCMTUNE_HEADER_PATH=\"{}\"' -DCMTUNE_NS=cmtune",
+  // A header of sources: every file is CUDA (-x cu), as their CMake projects compile them with it.
+  for (const fs::path source : {root / "examples" / "consumer" / "main.cpp", root / "tests" / "consumer" / "harness.cpp",
+                                root / "tests" / "consumer" / "checks.cu"}) {
+    const auto r = test::nvcc_cached(unoptimized_format("-x cu -arch=sm_90 -c '-DCMTUNE_HEADER_PATH=\"{}\"' -DCMTUNE_NS=cmtune",
                                                  (dir / "tuned_sgemm.cuh").string()),
                                      source, dir / "out.o", {dir / "tuned_sgemm.cuh"});
     EXPECT_EQ(r.exit_code, 0) << source << ":\n" << r.output;
