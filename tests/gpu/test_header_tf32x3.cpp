@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fmt/format.h>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -197,10 +198,11 @@ SWIZZLE = [1]
   const std::string header = test::read_file(dir / "tuned.cuh");
   ASSERT_NE(header.find("cmt_sgemm_tf32x3_mma<"), std::string::npos) << "no tf32x3 kernel was exported";
 
-  test::write_file(dir / "program.cu", k_program);
-  const DeviceInfo device = select_device(0);
-  run_ok(fmt::format("{} -std=c++17 -O2 -arch={} -I {} -o {} {}", test::nvcc_path(), device.arch(), dir.path().string(),
-                     (dir / "program").string(), (dir / "program.cu").string()));
+  // Built by g++: a header of machine code needs no nvcc.
+  test::write_file(dir / "program.cpp", k_program);
+  const std::string cuda = std::filesystem::path(test::nvcc_path()).parent_path().parent_path().string();
+  run_ok(fmt::format("g++ -std=c++17 -O2 -I {} -I {}/include -o {} {} -L {}/lib64 -lcudart", dir.path().string(), cuda,
+                     (dir / "program").string(), (dir / "program.cpp").string(), cuda));
   const auto run = test::run_command((dir / "program").string());
   ASSERT_EQ(run.exit_code, 0) << run.output;
 
@@ -283,12 +285,13 @@ int main() {
 }
 )prog";
 
-// The header runs the wgmma family (TMA, sm_90a) where the program is built for sm_90a, building
-// the tensor maps for each call, and its results are FP32-class; built for plain sm_90, the same
-// header's probe finds no sm_90a code and the calls run the tuned mma.sync kernel without
-// requirements instead; a call whose lda TMA cannot take runs that kernel too. Compute capability
-// 9.0 only (elsewhere the family has no points).
-TEST(HeaderTf32x3, WgmmaKernelsRunWhereTheProgramIsBuiltForSm90a) {
+// A header of machine code runs the wgmma family (TMA, sm_90a) from any program, built by g++ or by
+// nvcc for plain sm_90, building the tensor maps for each call, and its results are FP32-class. A
+// header of sources runs it where the program is built for sm_90a; built for plain sm_90, its probe
+// finds no sm_90a code and the calls run the tuned mma.sync kernel without requirements instead. A
+// call whose lda TMA cannot take runs that kernel too. Compute capability 9.0 only (elsewhere the
+// family has no points).
+TEST(HeaderTf32x3, WgmmaKernelsRunFromAnyProgramOfAHeaderOfMachineCode) {
   CMT_REQUIRE_GPU();
   const DeviceInfo device = select_device(0);
   if (device.cc_major != 9 || device.cc_minor != 0)
@@ -325,7 +328,34 @@ SWIZZLE = [1]
   run_ok(test::cmtune_binary() + " --quiet --db " + db + " export --out " + (dir / "tuned.cuh").string());
   const std::string header = test::read_file(dir / "tuned.cuh");
   ASSERT_NE(header.find("cmt_sgemm_tf32x3_wgmma<"), std::string::npos) << "no wgmma kernel was exported";
+  // The header of machine code (the default) runs the sm_90a cubin that was timed whatever the program
+  // is built with: g++, which names no GPU architecture, and nvcc for plain sm_90.
+  const std::string cuda = std::filesystem::path(test::nvcc_path()).parent_path().parent_path().string();
+  test::write_file(dir / "program.cpp", k_wgmma_program);
   test::write_file(dir / "program.cu", k_wgmma_program);
+  const std::vector<std::pair<std::string, std::string>> builds = {
+      {"g++", fmt::format("g++ -std=c++17 -O2 -I {} -I {}/include -o {} {} -L {}/lib64 -lcudart", dir.path().string(),
+                          cuda, (dir / "program_gpp").string(), (dir / "program.cpp").string(), cuda)},
+      {"nvcc sm_90", fmt::format("{} -std=c++17 -O2 -arch=sm_90 -I {} -o {} {}", test::nvcc_path(), dir.path().string(),
+                                 (dir / "program_sm90").string(), (dir / "program.cu").string())}};
+  for (const auto& [what, command] : builds) {
+    SCOPED_TRACE(what);
+    run_ok(command);
+    const auto run = test::run_command((dir / (what == "g++" ? "program_gpp" : "program_sm90")).string());
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    const CaseResults results = parse_cases(run.output);
+    ASSERT_EQ(results.size(), 3u) << run.output;
+    for (const auto& [name, r] : results) {
+      EXPECT_LE(r.second, 16.0) << name << " ran " << r.first << ": not an FP32-class result";
+      const bool wgmma = r.first.find("cmt_sgemm_tf32x3_wgmma<") != std::string::npos;
+      EXPECT_EQ(wgmma, name != "nn-odd-lda") << name << " ran " << r.first;
+    }
+    std::printf("machine code, %s:\n%s", what.c_str(), run.output.c_str());
+  }
+
+  // A header of sources: the program's own build decides, so the wgmma kernels run where it is built
+  // for sm_90a alone.
+  run_ok(test::cmtune_binary() + " --quiet --db " + db + " export --form source --out " + (dir / "tuned.cuh").string());
   for (const std::string arch : {"sm_90a", "sm_90"}) {
     SCOPED_TRACE(arch);
     const std::string program = (dir / ("program_" + arch)).string();
@@ -341,7 +371,7 @@ SWIZZLE = [1]
       EXPECT_EQ(wgmma, arch == "sm_90a" && name != "nn-odd-lda") << name << " ran " << r.first;
       if (!wgmma) EXPECT_NE(r.first.find("cmt_sgemm_tf32x3_mma<"), std::string::npos) << name << " ran " << r.first;
     }
-    std::printf("%s:\n%s", arch.c_str(), run.output.c_str());
+    std::printf("sources, %s:\n%s", arch.c_str(), run.output.c_str());
   }
 
   // bench on a copy of the database without its cubins (benchmarks.sh saves such copies) builds the
