@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 #include <future>
 #include <map>
+#include <memory>
 #include <set>
+#include <thread>
 
 #include "compile/build_cache.hpp"
 #include "core/embedded.hpp"
@@ -112,7 +114,14 @@ HeaderCode collect_header_code(Store& store, const ExportModel& model, const Tem
     code.function_images[kernels + h] = runtime_images;
   }
 
-  // Each kernel's builds as the device tables measured them.
+  // Each kernel's builds as the device tables measured them; those whose cubin the database dropped
+  // are built after the walk, on every core.
+  struct Rebuild {
+    int image;
+    std::shared_ptr<SourceBundle> bundle;
+    CompileRequest request;
+  };
+  std::vector<Rebuild> rebuilds;
   std::map<std::string, int> image_of_key;
   for (size_t k = 0; k < kernels; ++k) {
     const ExportKernel& kernel = model.kernels[k];
@@ -143,13 +152,10 @@ HeaderCode collect_header_code(Store& store, const ExportModel& model, const Tem
                 kernel.template_name, kernel.params,
                 !source ? "not its source either"
                         : fmt::format("NVRTC {} built it, not this NVRTC {}", binary->nvrtc_version, compiler.version())));
-          const SourceBundle bundle{source->main_name, source->main_text, source->headers};
-          const CompileRequest rebuild{kernel.name_expression, &bundle, binary->arch, compiler.options(binary->arch), {}};
-          CompileOutput out = compiler.compile(rebuild);
-          if (!out.ok)
-            throw InfraError("NVRTC", "build again " + kernel.name_expression + ", whose cubin the database dropped",
-                             out.log, __FILE__, __LINE__);
-          binary->cubin = std::move(out.cubin);
+          auto bundle = std::make_shared<SourceBundle>(SourceBundle{source->main_name, source->main_text, source->headers});
+          rebuilds.push_back({static_cast<int>(code.images.size()), bundle,
+                              CompileRequest{kernel.name_expression, bundle.get(), binary->arch,
+                                             compiler.options(binary->arch), {}}});
           what += " (built again: the database dropped its cubin)";
         }
         if (!code.symbols[k].empty() && code.symbols[k] != binary->lowered_name) continue;   // another build's names
@@ -165,6 +171,20 @@ HeaderCode collect_header_code(Store& store, const ExportModel& model, const Tem
       throw UsageError(fmt::format("no device table measured {}[{}], so the database holds no build of it; re-run "
                                    "`cm-tune tune`, or `cm-tune export --form source` for a header of sources",
                                    kernel.template_name, kernel.params));
+  }
+  const size_t lanes = std::max(1u, std::thread::hardware_concurrency());
+  for (size_t first = 0; first < rebuilds.size(); first += lanes) {
+    std::vector<std::future<CompileOutput>> outs;
+    for (size_t i = first; i < rebuilds.size() && i < first + lanes; ++i)
+      outs.push_back(std::async(std::launch::async, [&compiler, &r = rebuilds[i]] { return compiler.compile(r.request); }));
+    for (size_t i = first; i < first + outs.size(); ++i) {
+      CompileOutput out = outs[i - first].get();
+      if (!out.ok)
+        throw InfraError("NVRTC", "build again " + rebuilds[i].request.name_expression + ", whose cubin the database dropped",
+                         out.log, __FILE__, __LINE__);
+      CodeImageBytes& image = code.images[static_cast<size_t>(rebuilds[i].image)];
+      image = image_of(image.arch, std::move(out.cubin), image.binary_key, image.what);
+    }
   }
   return code;
 }
