@@ -74,11 +74,18 @@ def run_of(folder, data):
     return driver, commit
 
 
+def header_build(data):
+    """How the bench built the header: a header of machine code with g++, one of sources with nvcc."""
+    if data.get("header_form") == "machine code":
+        return "the header of machine code built by g++"
+    return "the header built by nvcc"
+
+
 def environment(folder, data):
     """The device, its driver (nvidia-smi's), CUDA, the commit and how the figures were taken."""
     driver, commit = run_of(folder, data)
     return (f"{data.get('device')}, driver {driver}, CUDA {cuda_version(data.get('runtime'))}, "
-            f"cm-tune at commit {commit}; the header built by nvcc and called through its dispatch, against "
+            f"cm-tune at commit {commit}; {header_build(data)} and called through its dispatch, against "
             f"cuBLAS timed in the same run (TF32 off), {data.get('rounds')} interleaved rounds, L2 flushed")
 
 

@@ -243,12 +243,12 @@ TEST(JsonFieldsWithoutAGpu, BenchPrintsItsFields) {
   const Paths regret_fields = {"problem", "chosen", "splits", "chosen_us", "best", "best_us", "regret", "timed",
                                "failed_validation"};
   expect_paths("bench --regret", output::render_json(cli::bench_record(report)),
-               joined({{"device", "driver", "runtime", "rounds", "geomean_winner_ratio", "geomean_header_ratio", "regret",
+               joined({{"device", "driver", "runtime", "rounds", "header_form", "geomean_winner_ratio", "geomean_header_ratio", "regret",
                         "regret.count", "regret.median", "regret.p90", "regret.max"},
                        elements("rows", row_fields), elements("regret.rows", regret_fields)}));
   report.regret = false;
   expect_paths("bench", output::render_json(cli::bench_record(report)),
-               joined({{"device", "driver", "runtime", "rounds", "geomean_winner_ratio", "geomean_header_ratio", "regret"},
+               joined({{"device", "driver", "runtime", "rounds", "header_form", "geomean_winner_ratio", "geomean_header_ratio", "regret"},
                        elements("rows", row_fields)}));
 }
 

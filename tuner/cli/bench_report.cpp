@@ -165,6 +165,7 @@ output::Record bench_record(const BenchReport& report) {
           {"driver", report.device.driver_version},
           {"runtime", report.device.runtime_version},
           {"rounds", report.rounds},
+          {"header_form", report.header ? output::Value(report.header_form) : output::Value()},
           {"rows", output::table_records(bench_table(report))},
           {"geomean_winner_ratio", ratios.winner.empty() ? output::Value() : output::Value(geomean(ratios.winner))},
           {"geomean_header_ratio",

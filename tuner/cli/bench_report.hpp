@@ -37,6 +37,7 @@ struct BenchReport {
   DeviceInfo device;
   int rounds = 0;
   bool header = false;                             // the exported header was timed too (--header)
+  std::string header_form;                         // "machine code" (built by the C++ compiler) or "sources" (nvcc)
   std::vector<BenchRow> rows;
   bool regret = false;                             // --regret
   std::vector<RegretRow> regret_rows;

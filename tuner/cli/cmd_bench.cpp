@@ -231,6 +231,7 @@ int run_bench(const GlobalOptions& global, const BenchOptions& o) {
   report.device = device;
   report.rounds = o.rounds;
   report.header = header != nullptr;
+  if (header) report.header_form = header->machine_code() ? "machine code" : "sources";
   report.rows = rows;
   report.regret = o.regret;
   report.regret_rows = regret_rows;
