@@ -12,6 +12,9 @@
 #               ../shared/shapes/public.txt): every shape, tuned or not, through the header's dispatch
 #   concurrent  two `tune --config quick` runs of different sizes (256 and 384), with calibration, into one
 #               new database at once, three times; each must exit 0 and `db check` pass
+#   machine-code
+#               export the header, time g++ -O2 on a file that includes it, and scripts/diag/first_call.cpp:
+#               the first call's extra latency (loading its library) at each of $CMTUNE_FIRST_CALL_SIZES
 #   consumer    export the header, build tests/consumer (the exported-header correctness harness) against it, run it
 #   example     export the header, build examples/consumer against it, run it
 #   rawmetrics  summarize ncu reports carried in .devstage-x/ (no new profiling)
@@ -108,6 +111,16 @@ for phase in "${phases[@]}"; do
         echo "round $round: tune 256 rc=$ra, tune 384 rc=$rb, db check rc=$rc" | tee -a "$out/concurrent.txt"
         tail -n 2 "$out/concurrent-$round-a.txt" "$out/concurrent-$round-b.txt" | grep -i error | tee -a "$out/concurrent.txt"
       done
+      ;;
+    machine-code)
+      log "header of machine code: size, g++ time, first call"
+      "$bin" --db "$db" export --out "$out/tuned_sgemm.cuh" | tee "$out/machine-code.txt"
+      ls -l "$out/tuned_sgemm.cuh" | tee -a "$out/machine-code.txt"
+      ( cd "$out" && SECONDS=0 && /usr/bin/time -f "g++ -O2 -c: %e s, %M KB" g++ -std=c++17 -O2 \
+          -DCMTUNE_HEADER_PATH='"tuned_sgemm.cuh"' -I. -I/usr/local/cuda/include -c "$root/scripts/diag/first_call.cpp" \
+          -o /tmp/first_call.o ) 2>&1 | tee -a "$out/machine-code.txt"
+      g++ /tmp/first_call.o -L/usr/local/cuda/lib64 -lcudart -o /tmp/first_call
+      for n in ${CMTUNE_FIRST_CALL_SIZES:-256 1024 2048 4096}; do /tmp/first_call "$n"; done | tee -a "$out/machine-code.txt"
       ;;
     consumer)
       log "exported-header correctness harness (tests/consumer)"
