@@ -86,6 +86,27 @@ TEST_F(ExportMachineCode, CompilesWithGppAndNvccAndTwoUnitsOfOneProgramLink) {
   EXPECT_EQ(nvcc.exit_code, 0) << nvcc.output;
 }
 
+TEST_F(ExportMachineCode, TwoHeadersOfTwoNamespacesShareOneTranslationUnit) {
+  const auto other = test::run_split(m_dir, "--quiet --db tune.db export --namespace app::gemm --out other.cuh");
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  test::write_file(m_dir / "both.cpp", R"(#include "tuned.cuh"
+#include "other.cuh"
+int main() {
+  float* p = nullptr;
+  const bool refused = cmtune::sgemm(8, 8, 8, 1.f, p, 8, p, 8, 0.f, p, 8, 0) == cudaErrorInvalidValue &&
+                       app::gemm::sgemm(8, 8, 8, 1.f, p, 8, p, 8, 0.f, p, 8, 0) == cudaErrorInvalidValue;
+  return refused && &cmtune::detail::library_loads() != &app::gemm::detail::library_loads() ? 0 : 1;
+}
+)");
+  const std::string dir = m_dir.path().string();
+  const auto build = test::run_command(fmt::format(
+      "g++ -std=c++14 -O2 -Wall -Wextra -Werror -I '{1}/include' '{0}/both.cpp' -o '{0}/both' -L '{1}/lib64' -lcudart",
+      dir, cuda_root()));
+  ASSERT_EQ(build.exit_code, 0) << build.output;
+  const auto run = test::run_command(fmt::format("'{}/both'", dir));
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+}
+
 TEST_F(ExportMachineCode, EmbeddedImagesAreTheDatabasesCubins) {
   const std::vector<EmbeddedImage> images = embedded_images(m_header);
   ASSERT_GE(images.size(), 3u) << "two runtime library builds (sm_90, PTX) and the tuned kernels";
