@@ -109,7 +109,7 @@ void CompileService::submit(const Candidate& cand, size_t index) {
   }
   ++m_pending;
   m_pool->submit([this, index, &cand, &bundle, &arch, &options, rec = std::move(rec)]() mutable {
-    const CompileRequest req{cand.tmpl->name_expression(cand.values), &bundle, arch, options};
+    const CompileRequest req{cand.tmpl->name_expression(cand.values), &bundle, arch, options, {}};
     CompileOutput out;
     bool cacheable = true;
     const bool cancelled = m_cancelled;

@@ -15,7 +15,7 @@ namespace {
 /// Kernel `k` built with NVRTC from `bundle` for the device, with the tuner's options.
 BinaryRecord build(const ExportKernel& k, const SourceBundle& bundle, const std::string& arch, const std::string& what) {
   const NvrtcCompiler compiler;
-  const CompileRequest request{k.name_expression, &bundle, arch, compiler.options(arch)};
+  const CompileRequest request{k.name_expression, &bundle, arch, compiler.options(arch), {}};
   CompileOutput out = compiler.compile(request);
   if (!out.ok) throw InfraError("NVRTC", "build " + what + " " + k.name_expression, out.log, __FILE__, __LINE__);
   BinaryRecord b;
