@@ -17,12 +17,6 @@ namespace cmt {
 
 namespace {
 
-std::string_view header_kernels_text() {
-  for (const EmbeddedFile& f : embedded_header_runtime())
-    if (f.name == "header_kernels.cuh") return f.text;
-  throw std::logic_error("export/runtime/header_kernels.cuh is not embedded in this binary");
-}
-
 /// The namespace the runtime library puts the header's own kernels in, apart from the template's names.
 constexpr const char* k_runtime_namespace = "cmt_header_runtime";
 
@@ -60,7 +54,7 @@ SourceBundle runtime_library_source(const TemplateDesc& default_tmpl) {
                               generic.main_name, k_runtime_namespace);
   out.headers = generic.headers;
   out.headers.emplace_back(generic.main_name, generic.main_text);
-  out.headers.emplace_back("header_kernels.cuh", std::string(header_kernels_text()));
+  out.headers.emplace_back("header_kernels.cuh", std::string(embedded_header_runtime_file("header_kernels.cuh")));
   std::sort(out.headers.begin(), out.headers.end());
   return out;
 }
@@ -88,26 +82,26 @@ HeaderCode collect_header_code(Store& store, const ExportModel& model, const Tem
   for (const ExportDevice& dev : model.devices) archs.insert(table_arch(dev));
   std::vector<std::string> targets(archs.begin(), archs.end());
   targets.emplace_back(k_runtime_ptx_arch);
+  std::vector<CompileRequest> requests;
+  requests.reserve(targets.size());   // the builds hold references to them
   std::vector<std::future<CompileOutput>> builds;
   for (const std::string& arch : targets) {
-    CompileRequest r = request;
-    r.arch = arch;
-    r.options = compiler.options(arch);
-    builds.push_back(std::async(std::launch::async, [&compiler, r] { return compiler.compile(r); }));
+    requests.push_back(request);
+    requests.back().arch = arch;
+    requests.back().options = compiler.options(arch);
+    builds.push_back(std::async(std::launch::async, [&compiler, &r = requests.back()] { return compiler.compile(r); }));
   }
   std::vector<int> runtime_images;
   std::vector<std::string> lowered;
   for (size_t i = 0; i < targets.size(); ++i) {
     CompileOutput out = builds[i].get();
-    CompileRequest r = request;
-    r.arch = targets[i];
-    r.options = compiler.options(targets[i]);
     if (!out.ok)
       throw InfraError("NVRTC", "build the header's runtime library for " + targets[i], out.log, __FILE__, __LINE__);
     lowered.assign({out.lowered_name});
     lowered.insert(lowered.end(), out.more_lowered.begin(), out.more_lowered.end());
     runtime_images.push_back(static_cast<int>(code.images.size()));
-    code.images.push_back(image_of(targets[i], std::move(out.cubin), build_key(r, compiler.version()), "runtime library"));
+    code.images.push_back(
+        image_of(targets[i], std::move(out.cubin), build_key(requests[i], compiler.version()), "runtime library"));
   }
   for (size_t h = 0; h < header_helper_names().size(); ++h) {
     code.symbols[kernels + h] = lowered[h];

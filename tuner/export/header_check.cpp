@@ -5,13 +5,14 @@
 #include <sstream>
 
 #include "core/hash.hpp"
+#include "export/header_writer.hpp"
 #include "export/image_codec.hpp"
 
 namespace cmt {
 
 bool is_machine_code_header(const std::string& header) {
   const size_t end = header.find("#pragma once");
-  return header.substr(0, end).find("// Form:                  machine code") != std::string::npos;
+  return header.substr(0, end).find(k_form_machine_code) != std::string::npos;
 }
 
 std::vector<EmbeddedImage> embedded_images(const std::string& header) {

@@ -293,13 +293,6 @@ std::string render_dispatch_tables(const ExportModel& model) {
 
 namespace {
 
-/// The embedded file export/runtime/NAME: the header's run-time code, pasted as it is.
-std::string_view runtime_file(std::string_view name) {
-  for (const EmbeddedFile& f : embedded_header_runtime())
-    if (f.name == name) return f.text;
-  throw std::logic_error(fmt::format("export/runtime/{} is not embedded in this binary", name));
-}
-
 const char* source_origin(const ExportSource& s) {
   if (s.from_database && s.from_templates_folder) return "the database and the templates folder (generic default)";
   return s.from_templates_folder ? "the templates folder (generic default)" : "the database";
@@ -427,8 +420,7 @@ std::string render_header(const ExportModel& model, const std::string& name_spac
   out += fmt::format("// cm-tune version:       {}\n", model.tool_version);
   out += fmt::format("// Database content hash: {}\n", model.content_hash);
   out += fmt::format("// Namespace:             {}\n", name_space);
-  out += code != nullptr ? "// Form:                  machine code (the cubins tune timed, and PTX for other GPUs)\n"
-                         : "// Form:                  kernel sources (compiled by the program's nvcc)\n";
+  out += code != nullptr ? k_form_machine_code : k_form_sources;
   out += "//\n";
   out += fmt::format("// Device tables ({}), matched at run time by name, compute capability and SM count:\n",
                      model.devices.size());
@@ -477,7 +469,7 @@ std::string render_header(const ExportModel& model, const std::string& name_spac
     out += cp_async ? ",\n// for sm_80 or newer (the tuned kernels use cp.async).\n" : ".\n";
   }
   out += "#pragma once\n\n";
-  out += runtime_file("header_includes.h");
+  out += embedded_header_runtime_file("header_includes.h");
   out += "\n";
   if (cp_async) {
     out += "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800\n";
@@ -509,29 +501,29 @@ std::string render_header(const ExportModel& model, const std::string& name_spac
   out += "// ==============================================================================================\n";
   out += ns_open;
   out += "\n";
-  out += runtime_file("header_types.cuh");
+  out += embedded_header_runtime_file("header_types.cuh");
   out += "\nnamespace detail {\n\n";
   out += "// ---- dispatch rules (shared with cm-tune's `query`) ----\n";
-  out += runtime_file("dispatch_rules.h");
+  out += embedded_header_runtime_file("dispatch_rules.h");
   out += "// ---- end of dispatch rules ----\n\n";
   out += render_dispatch_tables(model);
   out += "\n";
   if (code != nullptr) {
     out += "// ---- the loader of the machine code ----\n";
-    out += runtime_file("image_loader.h");
+    out += embedded_header_runtime_file("image_loader.h");
     out += "// ---- end of the loader ----\n\n";
     out += render_code_tables(model, *code);
   } else {
     out += render_source_functions(model);
     out += "\n";
-    out += runtime_file("header_kernels.cuh");
+    out += embedded_header_runtime_file("header_kernels.cuh");
     out += "\n";
-    out += runtime_file("source_code.cuh");
+    out += embedded_header_runtime_file("source_code.cuh");
   }
   out += "\n}  // namespace detail\n\n";
-  out += runtime_file("call_recorder.cuh");
+  out += embedded_header_runtime_file("call_recorder.cuh");
   out += "\n";
-  out += runtime_file("header_api.cuh");
+  out += embedded_header_runtime_file("header_api.cuh");
   out += ns_close;
   return out;
 }

@@ -28,6 +28,11 @@ bool valid_namespace_name(const std::string& text);
 /// UsageError "--namespace 'TEXT': 'PART' REASON, ..." unless text is a usable namespace name.
 void check_namespace_name(const std::string& text);
 
+/// The provenance lines that say a header's form (is_machine_code_header reads the first).
+constexpr const char* k_form_machine_code =
+    "// Form:                  machine code (the cubins tune timed, and PTX for other GPUs)\n";
+constexpr const char* k_form_sources = "// Form:                  kernel sources (compiled by the program's nvcc)\n";
+
 /// The dispatch-table section alone (kernel table, device tables), as in the header.
 std::string render_dispatch_tables(const ExportModel& model);
 
