@@ -1,5 +1,7 @@
 #include "test_support.hpp"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <array>
 #include <cstdio>
@@ -164,6 +166,18 @@ std::string nvcc_path() {
     if (const char* v = std::getenv(var); v && *v) return v;
   if (std::filesystem::exists("/usr/local/cuda/bin/nvcc")) return "/usr/local/cuda/bin/nvcc";
   return "nvcc";
+}
+
+std::string cuda_root() {
+  if (const char* home = std::getenv("CUDA_HOME"); home && *home) return home;
+  const fs::path nvcc = nvcc_path();
+  return nvcc.is_absolute() ? nvcc.parent_path().parent_path().string() : "/usr/local/cuda";
+}
+
+CommandResult run_ok(const std::string& command_line) {
+  CommandResult r = run_command(command_line);
+  EXPECT_EQ(r.exit_code, 0) << command_line << "\n" << r.output;
+  return r;
 }
 
 pid_t spawn_cmtune(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {

@@ -72,6 +72,8 @@ inline const std::filesystem::path k_space_fixtures = std::filesystem::path(CMTU
 
 /// Runs a shell command line, capturing its output.
 CommandResult run_command(const std::string& command_line);
+/// run_command, expecting exit 0 (a failure shows the command and its output).
+CommandResult run_ok(const std::string& command_line);
 /// Runs a shell command as a user who may not read or write what root created: nobody when the tests
 /// run as root (root reads and writes any file whatever its mode), else this user. nullopt when root
 /// cannot become nobody here, or nobody cannot run the binary (a folder above the build is private).
@@ -108,6 +110,9 @@ void copy_builtin_templates(const std::filesystem::path& dest);
 Target sm90();
 /// nvcc: $CMTUNE_NVCC, else $CUDACXX, else /usr/local/cuda/bin/nvcc if present, else from PATH.
 std::string nvcc_path();
+/// The CUDA toolkit's folder (its include/ and lib64/): $CUDA_HOME, else the folder above an absolute
+/// nvcc_path()'s bin/, else /usr/local/cuda.
+std::string cuda_root();
 
 /// The folder of the compile caches the tests share: $CMTUNE_TEST_CACHE_DIR, else test-cache/ in the
 /// build folder (created). scripts/test.sh points the sanitized run at the main run's, so the

@@ -18,10 +18,6 @@
 namespace cmt {
 namespace {
 
-std::string cuda_root() {
-  return std::filesystem::path(test::nvcc_path()).parent_path().parent_path().string();
-}
-
 /// One translation unit calling every entry point once (`suffix` names its function).
 std::string unit(const std::string& suffix) {
   return fmt::format(R"(#include "tuned.cuh"
@@ -70,11 +66,11 @@ TEST_F(ExportMachineCode, CompilesWithGppAndNvccAndTwoUnitsOfOneProgramLink) {
     SCOPED_TRACE(std);
     for (const char* name : {"a", "b"}) {
       const auto r = test::run_command(fmt::format("g++ -std={} -O2 -Wall -Wextra -Werror -I '{}/include' -c '{}/{}.cpp' -o '{}/{}.o'",
-                                                   std, cuda_root(), dir, name, dir, name));
+                                                   std, test::cuda_root(), dir, name, dir, name));
       ASSERT_EQ(r.exit_code, 0) << r.output;
     }
     const auto link = test::run_command(
-        fmt::format("g++ -o '{0}/prog' '{0}/a.o' '{0}/b.o' -L '{1}/lib64' -lcudart -lpthread", dir, cuda_root()));
+        fmt::format("g++ -o '{0}/prog' '{0}/a.o' '{0}/b.o' -L '{1}/lib64' -lcudart -lpthread", dir, test::cuda_root()));
     ASSERT_EQ(link.exit_code, 0) << link.output;
   }
   // Calls on null pointers return an error, GPU or not (the program exits 0 when they did), and never crash.
@@ -101,7 +97,7 @@ int main() {
   const std::string dir = m_dir.path().string();
   const auto build = test::run_command(fmt::format(
       "g++ -std=c++14 -O2 -Wall -Wextra -Werror -I '{1}/include' '{0}/both.cpp' -o '{0}/both' -L '{1}/lib64' -lcudart",
-      dir, cuda_root()));
+      dir, test::cuda_root()));
   ASSERT_EQ(build.exit_code, 0) << build.output;
   const auto run = test::run_command(fmt::format("'{}/both'", dir));
   EXPECT_EQ(run.exit_code, 0) << run.output;

@@ -17,11 +17,7 @@
 namespace cmt {
 namespace {
 
-test::CommandResult run_ok(const std::string& command) {
-  auto r = test::run_command(command);
-  EXPECT_EQ(r.exit_code, 0) << command << "\n" << r.output;
-  return r;
-}
+using test::run_ok;
 
 TEST(ExportConsumer, HeaderIsCorrectEverywhereAndAsFastAsRecorded) {
   CMT_REQUIRE_GPU();

@@ -14,15 +14,11 @@
 namespace cmt {
 namespace {
 
-test::CommandResult run_ok(const std::string& command) {
-  auto r = test::run_command(command);
-  EXPECT_EQ(r.exit_code, 0) << command << "\n" << r.output;
-  return r;
-}
+using test::run_ok;
 
 /// g++ with the CUDA runtime's headers and library only.
 std::string gpp_build(const test::TempDir& dir, const std::string& source, const std::string& program) {
-  const std::string cuda = std::filesystem::path(test::nvcc_path()).parent_path().parent_path().string();
+  const std::string cuda = test::cuda_root();
   return fmt::format("g++ -std=c++17 -O2 -I {} -I {}/include -o {} {} -L {}/lib64 -lcudart -lpthread", dir.path().string(),
                      cuda, (dir / program).string(), (dir / source).string(), cuda);
 }

@@ -28,11 +28,7 @@
 namespace cmt {
 namespace {
 
-test::CommandResult run_ok(const std::string& command) {
-  auto r = test::run_command(command);
-  EXPECT_EQ(r.exit_code, 0) << command << "\n" << r.output;
-  return r;
-}
+using test::run_ok;
 
 /// case -> (kernel, worst units), from the lines "case units kernel" a program below prints (the
 /// kernel's name last: it holds spaces).
@@ -200,7 +196,7 @@ SWIZZLE = [1]
 
   // Built by g++: a header of machine code needs no nvcc.
   test::write_file(dir / "program.cpp", k_program);
-  const std::string cuda = std::filesystem::path(test::nvcc_path()).parent_path().parent_path().string();
+  const std::string cuda = test::cuda_root();
   run_ok(fmt::format("g++ -std=c++17 -O2 -I {} -I {}/include -o {} {} -L {}/lib64 -lcudart", dir.path().string(), cuda,
                      (dir / "program").string(), (dir / "program.cpp").string(), cuda));
   const auto run = test::run_command((dir / "program").string());
@@ -346,7 +342,7 @@ SWIZZLE = [1]
 
   // The header of machine code (the default) runs the sm_90a cubin that was timed whatever the program
   // is built with: g++, which names no GPU architecture, and nvcc for plain sm_90.
-  const std::string cuda = std::filesystem::path(test::nvcc_path()).parent_path().parent_path().string();
+  const std::string cuda = test::cuda_root();
   test::write_file(dir / "program.cpp", k_wgmma_program);
   test::write_file(dir / "program.cu", k_wgmma_program);
   run_ok(fmt::format("g++ -std=c++17 -O2 -I {} -I {}/include -o {} {} -L {}/lib64 -lcudart", dir.path().string(), cuda,
