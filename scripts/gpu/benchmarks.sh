@@ -6,7 +6,8 @@
 #   readme    the README's main command, cold, into $CMTUNE_BENCH_DB (deleted first), timed; then the
 #             same command again (warm), and export of the header
 #   layouts   the header against cuBLAS on the public suite in each of nn, nt, tn and tt, with the
-#             dispatch's regret (bench --regret); layouts-nn-nt and layouts-tn-tt run one half each
+#             dispatch's regret (bench --regret); layouts-L[-L...] (layouts-nn-nt, layouts-tt, ...)
+#             runs those layouts alone, so the four may be spread over separate calls
 #   batched   the header against cuBLAS on the public batched suite, with the regret
 #   squares   the header against cuBLAS on the README's tuned sizes
 #   tuned-all `tune --sizes @public.txt --layout all` on a copy of the README's database, export, and
@@ -125,25 +126,30 @@ for phase in "${phases[@]}"; do
       cp "$hdr" "$out/tuned_sgemm.cuh"
       save_without_cubins "$db" "$out/readme-nocubins.db"
       ;;
-    layouts | layouts-nn-nt | layouts-tn-tt)
-      # In two halves (each its own bench, about five minutes on an H100), which may run in separate
-      # calls; their rows are joined into public-layouts.json once both are there.
+    layouts | layouts-*)
+      # One bench per group of layouts (layouts: nn,nt and tn,tt); the groups may run in separate calls.
+      # Their rows are joined into public-layouts.json once every layout has been benched.
       header "$db" "$hdr"
-      [ "$phase" = layouts-tn-tt ] ||
-        bench public-layouts-nn-nt "$db" "$hdr" --sizes "@$shapes/public.txt" --layout nn,nt --regret
-      [ "$phase" = layouts-nn-nt ] ||
-        bench public-layouts-tn-tt "$db" "$hdr" --sizes "@$shapes/public.txt" --layout tn,tt --regret
+      if [ "$phase" = layouts ]; then groups=(nn-nt tn-tt); else groups=("${phase#layouts-}"); fi
+      for group in "${groups[@]}"; do
+        case "$group" in
+          "" | *[!a-z-]* | -* | *- | *--*) echo "unknown phase $phase" >&2; exit 2 ;;
+        esac
+        bench "public-layouts-$group" "$db" "$hdr" --sizes "@$shapes/public.txt" --layout "${group//-/,}" --regret
+      done
       python3 - "$out" <<'PY'
 import json, pathlib, sys
 out = pathlib.Path(sys.argv[1])
-halves = [out / f"public-layouts-{h}.json" for h in ("nn-nt", "tn-tt")]
-if all(h.exists() and h.stat().st_size for h in halves):
-    a, b = (json.loads(h.read_text()) for h in halves)
-    a["rows"] = [r for r in a["rows"] + b["rows"] if not str(r.get("problem", "")).startswith("geomean")]
-    if a.get("regret") and b.get("regret"):
-        a["regret"]["rows"] += b["regret"]["rows"]
-    (out / "public-layouts.json").write_text(json.dumps(a))
-    print("public-layouts.json: both halves joined")
+parts = sorted(p for p in out.glob("public-layouts-*.json") if p.stat().st_size)
+covered = [set(p.stem[len("public-layouts-"):].split("-")) for p in parts]
+if set().union(*covered) >= {"nn", "nt", "tn", "tt"}:
+    docs = [json.loads(p.read_text()) for p in parts]
+    joined = docs[0]
+    joined["rows"] = [r for d in docs for r in d["rows"] if not str(r.get("problem", "")).startswith("geomean")]
+    if all(d.get("regret") for d in docs):
+        joined["regret"]["rows"] = [r for d in docs for r in d["regret"]["rows"]]
+    (out / "public-layouts.json").write_text(json.dumps(joined))
+    print("public-layouts.json: joined from", ", ".join(p.name for p in parts))
 PY
       ;;
     batched)
