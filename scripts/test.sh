@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Builds cm-tune if needed and runs every test. GPU tests skip, with their reason, without a GPU.
-# Then runs the CPU tests again, built with AddressSanitizer and UndefinedBehaviorSanitizer
-# (scripts/test_sanitized.sh, in build-asan/: about six minutes more on two cores), also after a
-# failed first run, so that one run shows every failure; CMTUNE_SANITIZED=0 skips it. The ctest
-# arguments go to both runs. Each run prints one line with its time.
+# Builds cm-tune if needed and runs every test once. GPU tests skip, with their reason, without a
+# GPU. The main run, in build/, runs every test but cm-tune's host C++ tests (label cpu_host); those
+# run built with AddressSanitizer and UndefinedBehaviorSanitizer (scripts/test_sanitized.sh, in
+# build-asan/), also after a failed main run, so that one run shows every failure.
+# scripts/test_selection.sh says which test goes where. CMTUNE_SANITIZED=0 runs every test in the
+# main run instead. With ctest arguments both runs take them, and the main run runs every test they
+# select. Each run prints one line with its time.
 # Usage: scripts/test.sh [ctest arguments]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/test_selection.sh
+source "$root/scripts/test_selection.sh"
 build="${CMTUNE_BUILD_DIR:-$root/build}"
 start=$SECONDS
 "$root/scripts/setup.sh"
@@ -29,7 +33,14 @@ cd "$build"
 # test_support.hpp): both runs use the main build's, so each kernel is compiled once per run.
 export CMTUNE_TEST_CACHE_DIR="${CMTUNE_TEST_CACHE_DIR:-$build/test-cache}"
 status=0
-ctest --output-on-failure -j"$(nproc)" "$@" 2>&1 | tee "$build/ctest-main.log" || status=$?   # pipefail: ctest's
+log="$build/ctest-main.log"
+if [ "${CMTUNE_SANITIZED:-1}" = 0 ] || [ $# -gt 0 ]; then
+  ctest --output-on-failure -j"$(nproc)" "$@" 2>&1 | tee "$log" || status=$?   # pipefail: ctest's
+else
+  # The tests not labelled cpu_host, then the cpu_host tests the sanitized run leaves out.
+  ctest --output-on-failure -j"$(nproc)" -LE cpu_host 2>&1 | tee "$log" || status=$?
+  ctest --output-on-failure -j"$(nproc)" -L cpu_host -R "$host_unsanitized" 2>&1 | tee -a "$log" || status=$?
+fi
 echo "test: main run $([ "$status" -eq 0 ] && echo passed || echo FAILED) in $((SECONDS - start)) s"
 if [ "${CMTUNE_SANITIZED:-1}" != 0 ]; then
   "$root/scripts/test_sanitized.sh" "$@" || status=1
@@ -38,5 +49,5 @@ fi
 echo "test: the slowest tests of the main run (seconds):"
 # awk reads to the end, where head would exit after ten lines and sort die of SIGPIPE (exit 141,
 # which pipefail made this script's).
-grep -E "Test +#[0-9]+: .* sec$" "$build/ctest-main.log" | awk '{print $(NF-1), $4}' | sort -rn | awk 'NR <= 10 {print "  " $0}'
+grep -E "Test +#[0-9]+: .* sec$" "$log" | awk '{print $(NF-1), $4}' | sort -rn | awk 'NR <= 10 {print "  " $0}'
 exit "$status"

@@ -5,14 +5,16 @@
 # the main run; prints one line with its timing.
 # Usage: scripts/test_sanitized.sh [ctest arguments]
 #
-# What runs: every CPU test (label cpu) of cmt_model_tests (the fuzz tests included) and
+# What runs: the tests labelled cpu_host, those of cmt_model_tests (the fuzz tests included) and
 # cmt_cli_tests (which runs the sanitized cm-tune: its compile service's threads, NVRTC, the tune
-# driver with the scripted measuring processes, every command), but the few left out below. Not
-# built: the GPU tests (no GPU in CI), and cmt_cuda_tests, whose time goes to NVRTC and nvcc, which
-# are not instrumented, and whose driver and compile service the sanitized cm-tune runs in the CLI
-# tests (leaving it out saves about 40 s of the CI's budget).
+# driver with the scripted measuring processes, every command), but the few that
+# scripts/test_selection.sh leaves to the main run. Not built: the GPU tests (no GPU in CI), and
+# cmt_cuda_tests, whose time goes to NVRTC and nvcc, which are not instrumented, and whose driver
+# and compile service the sanitized cm-tune runs in the CLI tests.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/test_selection.sh
+source "$root/scripts/test_selection.sh"
 build="${CMTUNE_ASAN_BUILD_DIR:-$root/build-asan}"
 start=$SECONDS
 
@@ -49,18 +51,7 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$logs/ubsan"
 
 cd "$build"
 status=0
-# Left out: the checks that run no instrumented C++ of their own (Docs, Layers),
-# the Python checks of db export, the report's browser test and the Slurm example (they run cm-tune
-# commands whose code the sanitized TuneShard, DbMerge, DbExport and Report tests run already),
-# RecordCalls (most of its time is nvcc building the recording program, and the @file size lists
-# it tunes are parsed by code the sanitized Sizes and SizesFuzz tests run), and
-# SpaceBuiltin.EveryPresetEnumerates
-# (36 s under ASan for full.toml's large space; the other space tests enumerate with the same code),
-# and the forty rounds of ConcurrentTunes on an existing database (a minute without ASan; the
-# sanitized ConcurrentTunes.FourCalibratingTunesOfANewDatabaseAllSucceed runs the same code).
-ctest --output-on-failure -j"$(nproc)" -L cpu \
-  -E '^(Docs[.].*|Layers[.].*|Export[.].*|ReportBrowser[.].*|Slurm[.].*|RecordCalls[.].*|SpaceBuiltin[.]EveryPresetEnumerates|ConcurrentTunes[.]TwoAndFourCalibratingTunesOfAnExistingDatabaseAllSucceed)$' "$@" ||
-  status=$?
+ctest --output-on-failure -j"$(nproc)" -L cpu_host -E "$host_unsanitized" "$@" || status=$?
 
 # A log holding nothing but LeakSanitizer's "Unable to get registers from thread N." is not a
 # finding: the exit-time leak check could not stop a thread because it vanished under the tracer
