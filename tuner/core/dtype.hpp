@@ -3,6 +3,7 @@
 // keeps its NumericTypeID as data the same way.)
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,6 +67,20 @@ inline constexpr TypeInfo k_types[] = {
 
 /// The type a class stores its elements as (TypeInfo::storage).
 DType storage_of(DType dtype);
+
+/// Calls `f` with a value of the C++ type that `dtype`'s elements are stored as (float, double or
+/// int32_t) and returns what it returns. It is the one switch from a DType to a C++ type, so a new
+/// precision class stored as an existing type (a row of k_types) needs no case label elsewhere.
+template <class F>
+decltype(auto) visit_storage_type(DType dtype, F&& f) {
+  switch (storage_of(dtype)) {
+    case DType::f64: return f(double{});
+    case DType::i32: return f(int32_t{});
+    case DType::f32:
+    case DType::tf32x3: break;  // storage_of never gives a class stored as another type
+  }
+  return f(float{});
+}
 
 /// The rows' names joined for a message, "f32, f64, i32 or tf32x3" (`last` joins the last two; ","
 /// joins them all alike).

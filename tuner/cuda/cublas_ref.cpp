@@ -1,5 +1,9 @@
 #include "cuda/cublas_ref.hpp"
 
+#include <cstdint>
+#include <type_traits>
+
+#include "core/dtype.hpp"
 #include "cuda/check.hpp"
 
 namespace cmt {
@@ -39,43 +43,37 @@ cublasStatus_t CublasHandle::gemm_status(const GemmArgs& g) const {
   const cublasOperation_t op_b = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_a = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   if (!g.typed_consistently()) return CUBLAS_STATUS_NOT_SUPPORTED;
-  switch (g.dtype) {
-    case DType::f32:
-    case DType::tf32x3: {  // its baseline: SGEMM with TF32 off
-      const float alpha = g.alpha.f32(), beta = g.beta.f32();
-      const auto* a = g.a_as<float>();
-      const auto* b = g.b_as<float>();
-      auto* c = g.c_as<float>();
-      if (g.batch > 1)
-        return cublasSgemmStridedBatched(m_handle, op_b, op_a, g.n, g.m, g.k, &alpha, b, g.ldb, g.stride_b, a, g.lda,
-                                         g.stride_a, &beta, c, g.ldc, g.stride_c, g.batch);
-      return cublasSgemm(m_handle, op_b, op_a, g.n, g.m, g.k, &alpha, b, g.ldb, a, g.lda, &beta, c, g.ldc);
+  // tf32x3 is stored as f32: its baseline is SGEMM with TF32 off.
+  return visit_storage_type(g.dtype, [&](auto zero) -> cublasStatus_t {
+    using T = decltype(zero);
+    if constexpr (std::is_same_v<T, int32_t>) {
+      return CUBLAS_STATUS_NOT_SUPPORTED;  // no INT32 x INT32 -> INT32 GEMM in cuBLAS
+    } else {
+      const T alpha = g.alpha.as<T>(), beta = g.beta.as<T>();
+      const T* a = g.a_as<T>();
+      const T* b = g.b_as<T>();
+      T* c = g.c_as<T>();
+      const auto run = [&](auto gemm, auto strided_batched) {
+        if (g.batch > 1)
+          return strided_batched(m_handle, op_b, op_a, g.n, g.m, g.k, &alpha, b, g.ldb, g.stride_b, a, g.lda,
+                                 g.stride_a, &beta, c, g.ldc, g.stride_c, g.batch);
+        return gemm(m_handle, op_b, op_a, g.n, g.m, g.k, &alpha, b, g.ldb, a, g.lda, &beta, c, g.ldc);
+      };
+      if constexpr (std::is_same_v<T, double>)
+        return run(cublasDgemm, cublasDgemmStridedBatched);
+      else
+        return run(cublasSgemm, cublasSgemmStridedBatched);
     }
-    case DType::f64: {
-      const double alpha = g.alpha.f64(), beta = g.beta.f64();
-      const auto* a = g.a_as<double>();
-      const auto* b = g.b_as<double>();
-      auto* c = g.c_as<double>();
-      if (g.batch > 1)
-        return cublasDgemmStridedBatched(m_handle, op_b, op_a, g.n, g.m, g.k, &alpha, b, g.ldb, g.stride_b, a, g.lda,
-                                         g.stride_a, &beta, c, g.ldc, g.stride_c, g.batch);
-      return cublasDgemm(m_handle, op_b, op_a, g.n, g.m, g.k, &alpha, b, g.ldb, a, g.lda, &beta, c, g.ldc);
-    }
-    case DType::i32:
-      break;
-  }
-  return CUBLAS_STATUS_NOT_SUPPORTED;  // no INT32 x INT32 -> INT32 GEMM in cuBLAS
+  });
 }
 
 
 const char* cublas_routine(DType dtype, bool batched) {
-  switch (dtype) {
-    case DType::f32:
-    case DType::tf32x3: return batched ? "cublasSgemmStridedBatched" : "cublasSgemm";
-    case DType::f64: return batched ? "cublasDgemmStridedBatched" : "cublasDgemm";
-    case DType::i32: break;
-  }
-  return "none";
+  if (!type_info(dtype).cublas_baseline) return "none";
+  return visit_storage_type(dtype, [batched](auto zero) {
+    if (std::is_same_v<decltype(zero), double>) return batched ? "cublasDgemmStridedBatched" : "cublasDgemm";
+    return batched ? "cublasSgemmStridedBatched" : "cublasSgemm";
+  });
 }
 
 void CublasHandle::gemm(const GemmArgs& args) const { CMT_CUBLAS_CHECK(gemm_status(args)); }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/dtype.hpp"
 #include "cuda/check.hpp"
 #include "cuda/tensor_map.hpp"
 
@@ -15,23 +16,11 @@ dim3 gemm_grid(const LaunchShape& shape, int m, int n, int batch) {
 }
 
 GemmScalar GemmScalar::of(DType dtype, double value) {
-  switch (dtype) {
-    case DType::f64: return GemmScalar(value);
-    case DType::i32: return GemmScalar(static_cast<int32_t>(value));
-    case DType::f32:
-    case DType::tf32x3: break;  // stored as f32
-  }
-  return GemmScalar(static_cast<float>(value));
+  return visit_storage_type(dtype, [value](auto zero) { return GemmScalar(static_cast<decltype(zero)>(value)); });
 }
 
 double GemmScalar::value() const {
-  switch (m_dtype) {
-    case DType::f64: return m_value.f64;
-    case DType::i32: return m_value.i32;
-    case DType::f32:
-    case DType::tf32x3: break;
-  }
-  return m_value.f32;
+  return visit_storage_type(m_dtype, [this](auto zero) { return static_cast<double>(as<decltype(zero)>()); });
 }
 
 GemmArgs GemmArgs::batch_slice(int first, int count) const {

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/types.hpp"
@@ -38,6 +39,16 @@ class GemmScalar {
   float f32() const { return m_value.f32; }
   double f64() const { return m_value.f64; }
   int32_t i32() const { return m_value.i32; }
+  /// The value as T, one of float, double and int32_t: f32(), f64() or i32().
+  template <class T>
+  T as() const {
+    if constexpr (std::is_same_v<T, double>)
+      return m_value.f64;
+    else if constexpr (std::is_same_v<T, int32_t>)
+      return m_value.i32;
+    else
+      return m_value.f32;
+  }
   /// The value as a double (exact for all three types), e.g. for messages.
   double value() const;
   bool is_zero() const { return value() == 0.0; }

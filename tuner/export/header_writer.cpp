@@ -180,13 +180,9 @@ namespace {
 /// strides, 15 with the problem count) over its element type; FP32 by the names of earlier headers.
 std::string kernel_function_type(const ExportKernel& k) {
   const char* kind = k.takes_batch_count ? "BatchCountKernelFn" : k.batched ? "BatchedKernelFn" : "KernelFn";
-  switch (k.dtype) {
-    case DType::f32:
-    case DType::tf32x3: return kind;
-    case DType::f64: return fmt::format("Typed{}<double>", kind);
-    case DType::i32: return fmt::format("Typed{}<int>", kind);
-  }
-  throw std::logic_error("kernel_function_type: unknown element type");
+  const DType storage = storage_of(k.dtype);
+  if (storage == DType::f32) return kind;
+  return fmt::format("Typed{}<{}>", kind, type_info(storage).c_type);
 }
 
 }  // namespace

@@ -111,25 +111,12 @@ HeaderLibrary::~HeaderLibrary() {
 GemmLauncher HeaderLibrary::launcher(DType dtype, cudaStream_t stream) const {
   void* fn = m_gemm.at(dtype);
   return [fn, stream](const GemmArgs& a) {
-    switch (a.dtype) {
-      case DType::f32:
-      case DType::tf32x3:
-        return reinterpret_cast<HeaderGemm<float>>(fn)(a.trans_a, a.trans_b, a.m, a.n, a.k, a.alpha.f32(),
-                                                       a.a_as<float>(), a.lda, a.stride_a, a.b_as<float>(), a.ldb,
-                                                       a.stride_b, a.beta.f32(), a.c_as<float>(), a.ldc, a.stride_c,
-                                                       a.batch, stream);
-      case DType::f64:
-        return reinterpret_cast<HeaderGemm<double>>(fn)(a.trans_a, a.trans_b, a.m, a.n, a.k, a.alpha.f64(),
-                                                        a.a_as<double>(), a.lda, a.stride_a, a.b_as<double>(), a.ldb,
-                                                        a.stride_b, a.beta.f64(), a.c_as<double>(), a.ldc, a.stride_c,
-                                                        a.batch, stream);
-      case DType::i32:
-        return reinterpret_cast<HeaderGemm<int>>(fn)(a.trans_a, a.trans_b, a.m, a.n, a.k, a.alpha.i32(),
-                                                     a.a_as<int>(), a.lda, a.stride_a, a.b_as<int>(), a.ldb,
-                                                     a.stride_b, a.beta.i32(), a.c_as<int>(), a.ldc, a.stride_c,
-                                                     a.batch, stream);
-    }
-    return cudaErrorInvalidValue;
+    return visit_storage_type(a.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      return reinterpret_cast<HeaderGemm<T>>(fn)(a.trans_a, a.trans_b, a.m, a.n, a.k, a.alpha.as<T>(), a.a_as<T>(),
+                                                 a.lda, a.stride_a, a.b_as<T>(), a.ldb, a.stride_b, a.beta.as<T>(),
+                                                 a.c_as<T>(), a.ldc, a.stride_c, a.batch, stream);
+    });
   };
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "core/dtype.hpp"
+
 namespace cmt {
 
 namespace {
@@ -116,15 +118,11 @@ cudaError_t run_seed(int variant, const SeedArgs<T>& g, int batch, cudaStream_t 
 
 cudaError_t seed_gemm(int variant, const GemmArgs& x, cudaStream_t stream) {
   if (!x.typed_consistently()) return cudaErrorInvalidValue;
-  switch (x.dtype) {
-    case DType::f32:
-      return run_seed(variant, seed_args<float>(x, x.alpha.f32(), x.beta.f32()), x.batch, stream);
-    case DType::f64:
-      return run_seed(variant, seed_args<double>(x, x.alpha.f64(), x.beta.f64()), x.batch, stream);
-    case DType::i32:
-      return run_seed(variant, seed_args<int32_t>(x, x.alpha.i32(), x.beta.i32()), x.batch, stream);
-  }
-  return cudaErrorInvalidValue;
+  if (type_info(x.dtype).opt_in) return cudaErrorInvalidValue;  // the seed's kernels are IEEE arithmetic alone
+  return visit_storage_type(x.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    return run_seed(variant, seed_args<T>(x, x.alpha.as<T>(), x.beta.as<T>()), x.batch, stream);
+  });
 }
 
 }  // namespace

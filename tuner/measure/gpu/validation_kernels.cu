@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "cuda/check.hpp"
 #include "measure/gpu/validation_kernels.hpp"
@@ -259,15 +260,6 @@ __global__ void reference_gemm_i32_kernel(RefGemmI32 g, int z_first) {
   *out = static_cast<int32_t>(value);
 }
 
-template <class F>
-void by_type(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::f32: f(float{}); return;
-    case DType::f64: f(double{}); return;
-    case DType::i32: f(int32_t{}); return;
-    case DType::tf32x3: f(float{}); return;  // stored as f32
-  }
-}
 
 __global__ void widen_kernel(double* dst, const float* src, int64_t count) {
   CMT_GRID_STRIDE(i, count) dst[i] = static_cast<double>(src[i]);
@@ -279,7 +271,7 @@ void fill_random_batch(void* p, DType dtype, int64_t span, int64_t rows, int64_t
                        uint64_t seed, cudaStream_t stream, int32_t i32_bound, InputDistribution distribution) {
   if (span <= 0) return;
   const bool normal = distribution == InputDistribution::normal;
-  by_type(dtype, [&](auto zero) {
+  visit_storage_type(dtype, [&](auto zero) {
     using T = decltype(zero);
     fill_random_kernel<T><<<grid_for(span), k_threads, 0, stream>>>(static_cast<T*>(p), span, rows, cols, ld, stride,
                                                                      seed, i32_bound, pad_bits(dtype), normal);
@@ -294,7 +286,7 @@ void fill_random_matrix(void* p, DType dtype, int64_t rows, int64_t cols, int64_
 
 void fill_bits(void* p, DType dtype, int64_t count, uint64_t bits, cudaStream_t stream) {
   if (count <= 0) return;
-  by_type(dtype, [&](auto zero) {
+  visit_storage_type(dtype, [&](auto zero) {
     using T = decltype(zero);
     fill_bits_kernel<T><<<grid_for(count), k_threads, 0, stream>>>(static_cast<T*>(p), count, bits);
   });
@@ -317,7 +309,7 @@ void abs_copy(void* dst, const void* src, DType dtype, int64_t count, cudaStream
 void prepare_c(void* allocation, const CWorkLayout& layout, uint64_t guard_bits, const void* src, int64_t src_stride,
                uint64_t fill, cudaStream_t stream) {
   const int64_t total = layout.total();
-  by_type(layout.dtype, [&](auto zero) {
+  visit_storage_type(layout.dtype, [&](auto zero) {
     using T = decltype(zero);
     prepare_c_kernel<T><<<grid_for(total), k_threads, 0, stream>>>(static_cast<T*>(allocation), layout, total,
                                                                     guard_bits, static_cast<const T*>(src), src_stride,
@@ -352,7 +344,7 @@ void compare_gemm(const void* allocation, const CWorkLayout& layout, const void*
     CMT_CUDA_CHECK(cudaGetLastError());
     return;
   }
-  by_type(layout.dtype, [&](auto zero) {
+  visit_storage_type(layout.dtype, [&](auto zero) {
     using T = decltype(zero);
     // alpha and beta are exact in T (the validation cases are chosen so).
     compare_kernel<T><<<grid_for(total), k_threads, 0, stream>>>(

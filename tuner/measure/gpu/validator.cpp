@@ -47,24 +47,10 @@ std::string read_element(const void* base, int64_t offset, DType dtype) {
   unsigned char raw[8] = {};
   CMT_CUDA_CHECK(cudaMemcpy(raw, static_cast<const char*>(base) + offset * bytes, static_cast<size_t>(bytes),
                             cudaMemcpyDeviceToHost));
-  switch (dtype) {
-    case DType::f64: {
-      double v;
-      std::memcpy(&v, raw, sizeof v);
-      return fmt::format("{}", v);
-    }
-    case DType::i32: {
-      int32_t v;
-      std::memcpy(&v, raw, sizeof v);
-      return fmt::format("{}", v);
-    }
-    case DType::f32:
-    case DType::tf32x3:
-      break;
-  }
-  float v;
-  std::memcpy(&v, raw, sizeof v);
-  return fmt::format("{}", v);
+  return visit_storage_type(dtype, [&raw](auto v) {
+    std::memcpy(&v, raw, sizeof v);
+    return fmt::format("{}", v);
+  });
 }
 
 /// Why case `args` did not run: a launch past the kernel timeout, or a failed launch or wait.
