@@ -18,6 +18,7 @@
 #include "core/error.hpp"
 #include "core/stop_signal.hpp"
 #include "measure/gpu/workspace.hpp"
+#include "measure/l2_flush.hpp"
 #include "measure/measurer_pool.hpp"
 #include "measure/tolerance.hpp"
 #include "measure/worker_measurer.hpp"
@@ -311,7 +312,7 @@ GroupOutcome tune_group(const GlobalOptions& global, const TuneOptions& opts, co
                                  device.arch()));
   }
   // Every problem's buffers stay resident for the whole run: check they fit before allocating.
-  const size_t flush = std::max<size_t>(2 * static_cast<size_t>(device.l2_bytes), 64u << 20);
+  const size_t flush = l2_flush_bytes(device);
   // Calibration measures its shapes after the requested ones have released their buffers.
   std::vector<Problem> calibration;
   if (!opts.no_calibrate)

@@ -11,6 +11,7 @@
 #include "core/stats.hpp"
 #include "cuda/check.hpp"
 #include "measure/gpu/workspace.hpp"
+#include "measure/l2_flush.hpp"
 #include "measure/tolerance.hpp"
 
 namespace cmt::cli {
@@ -46,7 +47,7 @@ PrecisionMeasurer::PrecisionMeasurer(const DeviceInfo& device, const PrecisionSe
       m_reference(m_stream.get()),
       m_validator(m_stream.get()),
       // Overwriting twice the L2 before each timed launch, as bench does.
-      m_timer(m_stream.get(), std::max<size_t>(2 * static_cast<size_t>(device.l2_bytes), 64u << 20)) {}
+      m_timer(m_stream.get(), l2_flush_bytes(device)) {}
 
 size_t PrecisionMeasurer::bytes_needed(const Problem& problem) {
   return ProblemWorkspace::bytes_needed(fp64_checked(problem));

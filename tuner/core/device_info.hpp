@@ -8,6 +8,10 @@
 
 namespace cmt {
 
+/// Shared memory a block may use without opting in (cudaFuncAttributeMaxDynamicSharedMemorySize):
+/// 48 KiB on every CUDA GPU. A kernel that needs more asks for it before its launch.
+inline constexpr int k_default_smem_per_block = 48 * 1024;
+
 struct DeviceInfo {
   int index = 0;
   std::string name;

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "core/device_info.hpp"
+
 namespace cmt {
 
 CublasRunner::CublasRunner(std::string name, CublasMath math, cudaStream_t stream)
@@ -20,8 +22,7 @@ KernelRunner::KernelRunner(std::string name, const std::vector<char>& cubin, con
     : m_name(std::move(name)), m_kernel(cubin, lowered_name), m_shape(shape) {
   // Static and dynamic shared memory past the default 48 KiB per block need the kernel's opt-in,
   // as GpuMeasurer gives it before measuring.
-  constexpr int64_t k_default_smem = 48 * 1024;
-  if (shape.dynamic_smem > 0 && shape.dynamic_smem + m_kernel.attributes().static_smem > k_default_smem) {
+  if (shape.dynamic_smem > 0 && shape.dynamic_smem + m_kernel.attributes().static_smem > k_default_smem_per_block) {
     m_setup = m_kernel.set_dynamic_smem(static_cast<int>(shape.dynamic_smem));
     if (m_setup != cudaSuccess) cudaGetLastError();
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include "core/device_info.hpp"
 #include "core/error.hpp"
 
 namespace cmt {
@@ -74,7 +75,7 @@ const std::vector<std::pair<std::string, std::string>>& target_names() {
 
 bool is_target_name(std::string_view name) { return name.substr(0, 7) == "DEVICE_"; }
 
-Target portable_target() { return Target{"any", 48 * 1024}; }
+Target portable_target() { return Target{"any", k_default_smem_per_block}; }
 
 Target target_of(const DeviceInfo& device) {
   return Target{device.arch(), static_cast<int64_t>(device.smem_per_block_optin)};

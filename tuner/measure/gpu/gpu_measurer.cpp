@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/hash.hpp"
 #include "cuda/check.hpp"
+#include "measure/l2_flush.hpp"
 
 namespace cmt {
 
@@ -43,7 +44,7 @@ GpuMeasurer::GpuMeasurer(const DeviceInfo& device, const TuneSettings& settings,
   m_cublas = std::make_unique<CublasHandle>(m_stream->get());
   m_validator = std::make_unique<Validator>(m_stream->get());
   // Overwriting twice the L2 before each sample keeps small problems from timing out of cache.
-  m_timer = std::make_unique<Timer>(m_stream->get(), std::max<size_t>(2 * static_cast<size_t>(device.l2_bytes), 64u << 20));
+  m_timer = std::make_unique<Timer>(m_stream->get(), l2_flush_bytes(device));
 }
 
 GpuMeasurer::~GpuMeasurer() {
@@ -113,7 +114,7 @@ std::optional<std::string> GpuMeasurer::load(const KernelUnderTest& k, LoadedKer
   if (smem > m_device.smem_per_block_optin)
     return fmt::format("cannot launch: {} bytes of shared memory per block, the device allows {}", smem,
                        m_device.smem_per_block_optin);
-  if (s.dynamic_smem > m_device.smem_per_block - attr.static_smem || s.dynamic_smem > 48 * 1024) {
+  if (s.dynamic_smem > m_device.smem_per_block - attr.static_smem || s.dynamic_smem > k_default_smem_per_block) {
     if (const cudaError_t st = loaded->set_dynamic_smem(static_cast<int>(s.dynamic_smem)); st != cudaSuccess) {
       cudaGetLastError();
       return fmt::format("cannot raise the dynamic shared memory limit to {} bytes: {}", s.dynamic_smem,
