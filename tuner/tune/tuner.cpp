@@ -15,6 +15,7 @@
 #include "search/calibration.hpp"
 #include "search/searcher.hpp"
 #include "space/target.hpp"
+#include "tune/stop_conditions.hpp"
 
 namespace cmt {
 
@@ -224,17 +225,25 @@ PassResult run_pass(Store& store, const Compiler& compiler, MeasurerPool& pool, 
   const int64_t total = result.candidates * static_cast<int64_t>(states.size());
   int64_t done = 0, candidates_done = 0;
   std::string status, run_status = "done";
-  bool stopping = false;   // no more jobs: a stop reason, a signal or a lost context
+  bool stopping = false;   // no more jobs: a stop condition said so
+  // Why the pass may stop early, asked in this order (tune/stop_conditions.hpp).
+  const SignalStop signal(req.should_stop);
+  AnyStop stops;
+  stops.add(std::make_unique<LostContextStop>([&pool] { return pool.context_lost(); }));
+  stops.add(std::make_unique<SignalStop>(signal));
+  if (pass.time_limit_s) stops.add(std::make_unique<TimeLimitStop>(*pass.time_limit_s));
   const auto report = [&] {
     if (!progress) return;
     const std::string share = shares(pool);
     progress(done, total, share.empty() ? status : status + (status.empty() ? "" : "; ") + share);
   };
-  const auto stop = [&](std::string reason, bool interrupted) {
-    if (result.stop_reason.empty()) result.stop_reason = std::move(reason);
-    if (interrupted) {
+  const auto stop = [&](Stop s) {
+    if (result.stop_reason.empty()) result.stop_reason = std::move(s.reason);
+    if (s.kind == Stop::Kind::interrupted) {
       result.interrupted = true;
       run_status = "interrupted";
+    } else if (s.kind == Stop::Kind::failed) {
+      run_status = "failed";
     }
     stopping = true;
     searching = false;
@@ -251,10 +260,7 @@ PassResult run_pass(Store& store, const Compiler& compiler, MeasurerPool& pool, 
     report();
     open.erase(id);
     if (stopping) return;
-    if (req.should_stop && req.should_stop())
-      stop(fmt::format("interrupted after {} candidates", candidates_done), true);
-    else if (pass.time_limit_s && elapsed() > *pass.time_limit_s)
-      stop(fmt::format("--time-limit {} s reached after {} candidates", *pass.time_limit_s, candidates_done), false);
+    if (auto s = stops.after_candidate({candidates_done, elapsed()})) stop(std::move(*s));
   };
   // A compiled candidate: a trial for each problem it compiles to nothing for, a job for each it
   // is measured on.
@@ -324,14 +330,8 @@ PassResult run_pass(Store& store, const Compiler& compiler, MeasurerPool& pool, 
     jobs.erase(jid);
     for (const std::string& w : pool.take_warnings()) spdlog::warn("{}", w);
     report();
-    if (!stopping && pool.context_lost()) {
-      stop(fmt::format("{} broke the CUDA context on {} ({}); it is recorded as crashed and a rerun skips it", cand.id(),
-                       p.to_string(), reason),
-           false);
-      run_status = "failed";
-    } else if (!stopping && req.should_stop && req.should_stop()) {
-      stop(fmt::format("interrupted after {} candidates", candidates_done), true);
-    }
+    if (!stopping)
+      if (auto s = stops.after_measurement({cand.id(), p.to_string(), reason, candidates_done})) stop(std::move(*s));
     if (--o.pending == 0) close(open_id);
   };
 
@@ -388,7 +388,7 @@ PassResult run_pass(Store& store, const Compiler& compiler, MeasurerPool& pool, 
       states[si].store_winners(store);
       retimes.erase(*jid);
       for (const std::string& w : pool.take_warnings()) spdlog::warn("{}", w);
-      if (!result.interrupted && req.should_stop && req.should_stop()) {
+      if (!result.interrupted && signal.requested()) {
         result.interrupted = true;
         if (result.stop_reason.empty()) result.stop_reason = "interrupted while re-timing";
         run_status = "interrupted";
