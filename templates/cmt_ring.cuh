@@ -2,8 +2,8 @@
 // one being multiplied, so the copies of later tiles are in flight while the block computes. Each
 // tile's copies are one commit group; step t waits until at most STAGES - 2 groups are pending
 // (tile t has landed), meets the block at a barrier, and only then refills the stage tile t - 1
-// used. multistage (and through it clusterk and clusterk_deep), fused_batch and skinny_n (two
-// stages) run their loops with it, dmma its prologue; the copies this leaves are listed in
+// used. multistage (and through it clusterk and clusterk_deep), fused_batch, tf32x3_mma and
+// skinny_n (two stages) run their loops with it, dmma its prologue; the copies this leaves are listed in
 // templates/README.md ("The cp.async ring"), with when they may go.
 //
 // A kernel calls prologue() once and advance() at the top of every step; `issue(stage, tile)`
