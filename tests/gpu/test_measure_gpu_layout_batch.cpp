@@ -12,8 +12,8 @@
 //   batches of 5, 7 and 19 leave fused_batch's blocks partly empty, and one block fewer problems
 //   than it takes),
 //   in the tuner's layouts (validation leading dimensions 8 wider than the matrix; beta == 0 over
-//   NaN), and in workspaces whose leading dimensions are rounded up to 4 (the vectorised paths). A
-//   layout no template serves yet is skipped, saying so.
+//   NaN), and in workspaces whose leading dimensions are rounded up to 4 (the vectorised paths).
+//   Every layout has templates that serve it: one that none serves fails.
 #include <gtest/gtest.h>
 
 #include <cstdio>
