@@ -219,15 +219,6 @@ const bool k_build_cache_set = [] {
 
 }  // namespace
 
-namespace {
-
-/// nvcc's version line, read once: part of every nvcc cache key.
-const std::string& nvcc_version() {
-  static const std::string version = run_command("'" + nvcc_path() + "' --version").output;
-  return version;
-}
-
-/// Every file of the built-in templates folder, by relative path, hashed once per process.
 const std::string& templates_digest() {
   static const std::string digest = [] {
     std::vector<fs::path> files;
@@ -239,6 +230,14 @@ const std::string& templates_digest() {
     return h.hex();
   }();
   return digest;
+}
+
+namespace {
+
+/// nvcc's version line, read once: part of every nvcc cache key.
+const std::string& nvcc_version() {
+  static const std::string version = run_command("'" + nvcc_path() + "' --version").output;
+  return version;
 }
 
 /// `text` with every occurrence of `from` replaced by `to`.

@@ -122,6 +122,9 @@ std::filesystem::path shared_cache_dir();
 /// cache hit is keyed, as in the product, by the source and its includes, the parameters, the arch,
 /// NVRTC's version and the options, so it is the build a compile would give.
 std::filesystem::path shared_compile_cache();
+/// A hash of every file of the built-in templates folder (by relative path), computed once per
+/// process: the key of what the tests cache from builds of them.
+const std::string& templates_digest();
 /// Runs `nvcc -std=c++17 ARGS -o OUTPUT SOURCE` and returns what it printed, or copies OUTPUT from
 /// an earlier run of the same inputs without running nvcc: the key hashes ARGS, nvcc's version, the
 /// contents of SOURCE and of `inputs` (files it includes from outside the built-in templates, e.g.

@@ -52,10 +52,12 @@ class ConcurrentTunes : public ::testing::Test {
   void TearDown() override { unsetenv("CMTUNE_MEASURE_WORKER"); }
 
   /// A database holding the quick preset's compiled kernels and nothing else, made once per test
-  /// run (in the shared test cache) by a tune whose results are then deleted: each round copies it,
-  /// so that the rounds measure rather than compile.
+  /// run (in the shared test cache, named by the templates' digest, so an edited template makes a
+  /// new one) by a tune whose results are then deleted: each round copies it, so that the rounds
+  /// measure rather than compile.
   fs::path quick_seed() {
-    const fs::path seed = test::shared_cache_dir() / "tune-quick-compiled.db";
+    const fs::path seed =
+        test::shared_cache_dir() / fmt::format("tune-quick-compiled-{}.db", test::templates_digest().substr(0, 16));
     if (fs::exists(seed)) return seed;
     const fs::path made = m_dir / "seed.db";
     const auto tuned = test::run_command(fmt::format("{} --db '{}' tune --config quick --sizes 128 --jobs 2 2>&1",
